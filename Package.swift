@@ -1,0 +1,70 @@
+// swift-tools-version:6.0
+// orchestrate: a workflow orchestrator for upload and download jobs.
+//
+// Layers (data flows one way): OrchestrateModel (YAML → validated workflow, expressions; no I/O)
+// → OrchestrateEngine (schedule, retry, limit, cancel, checkpoint) ↔ OrchestrateStore (durable
+// journal) and → OrchestratePluginHost (dlopen, check, call) → plugins. OrchestrateCLI wires
+// them to the command line. Plugins, built-in ones included, see only the C header in
+// COrchestratePlugin (and, for Swift plugins, the OrchestratePluginKit convenience layer).
+import PackageDescription
+
+let package = Package(
+    name: "orchestrate",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "orchestrate", targets: ["orchestrate"]),
+        // Built-in plugins, built exactly as a third party would build one. The host finds
+        // them next to its executable by the `liborchestrate-plugin-` prefix.
+        .library(name: "orchestrate-plugin-fs", type: .dynamic, targets: ["OrchestrateFSPlugin"]),
+        .library(name: "orchestrate-plugin-exec", type: .dynamic, targets: ["OrchestrateExecPlugin"]),
+        .library(name: "OrchestratePluginKit", targets: ["OrchestratePluginKit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+    ],
+    targets: [
+        // The plugin ABI: one C header, usable without Swift.
+        .target(name: "COrchestratePlugin"),
+        // SHA-256 and friends from the system's libcrypto (fast, hardware-accelerated).
+        .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+
+        // A JSON value type shared by every layer and plugins written with the kit.
+        .target(name: "OrchestrateJSON"),
+        .target(name: "OrchestrateModel", dependencies: [
+            "OrchestrateJSON", .product(name: "Yams", package: "Yams"),
+        ]),
+        .target(name: "OrchestrateStore", dependencies: [
+            "OrchestrateJSON", .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .target(name: "OrchestratePluginHost", dependencies: ["OrchestrateJSON", "COrchestratePlugin"]),
+        .target(name: "OrchestrateEngine", dependencies: [
+            "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "OrchestrateCLI", dependencies: [
+            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "orchestrate", dependencies: ["OrchestrateCLI"]),
+
+        // The Swift plugin author's kit: a step is a type conforming to `StepDefinition`.
+        .target(name: "OrchestratePluginKit", dependencies: ["OrchestrateJSON", "COrchestratePlugin"]),
+        .target(name: "OrchestrateFSPlugin", dependencies: ["OrchestratePluginKit", "CLibCrypto"],
+                path: "plugins/fs"),
+        .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit"],
+                path: "plugins/exec"),
+
+        .testTarget(name: "OrchestrateModelTests", dependencies: ["OrchestrateModel"],
+                    resources: [.copy("BadWorkflows")]),
+        .testTarget(name: "OrchestrateStoreTests", dependencies: ["OrchestrateStore"]),
+        .testTarget(name: "OrchestratePluginTests", dependencies: ["OrchestratePluginHost", "OrchestrateJSON"]),
+        .testTarget(name: "OrchestrateEngineTests", dependencies: [
+            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
+        ]),
+    ]
+)
