@@ -59,12 +59,17 @@ let package = Package(
         .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit"],
                 path: "plugins/exec"),
 
-        .testTarget(name: "OrchestrateModelTests", dependencies: ["OrchestrateModel"],
+        // Helpers shared by the test targets (products dir, C fixture plugins, child processes).
+        .target(name: "OrchestrateTestSupport", path: "Tests/OrchestrateTestSupport"),
+        .testTarget(name: "OrchestrateModelTests", dependencies: ["OrchestrateModel", "OrchestrateTestSupport"],
                     resources: [.copy("BadWorkflows")]),
-        .testTarget(name: "OrchestrateStoreTests", dependencies: ["OrchestrateStore"]),
-        .testTarget(name: "OrchestratePluginTests", dependencies: ["OrchestratePluginHost", "OrchestrateJSON"]),
+        .testTarget(name: "OrchestrateStoreTests", dependencies: ["OrchestrateStore", "OrchestrateTestSupport"]),
+        .testTarget(name: "OrchestratePluginTests", dependencies: [
+            "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTestSupport",
+        ]),
         .testTarget(name: "OrchestrateEngineTests", dependencies: [
             "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
+            "OrchestrateTestSupport",
         ]),
     ]
 )
