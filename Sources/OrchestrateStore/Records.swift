@@ -1,0 +1,183 @@
+// The rows of the durable journal, as plain values. The store reads and writes these; the
+// engine decides what they mean.
+import OrchestrateJSON
+
+/// Where a run is in its life.
+public enum RunStatus: String, Sendable, CaseIterable {
+    /// Submitted, waiting for a worker (`orchestrate submit`).
+    case queued
+    /// A process owns it and is executing steps.
+    case running
+    /// A step failed or the run was cancelled; compensations are running. `RunRecord.ending`
+    /// says whether it will end `failed` or `cancelled`.
+    case compensating
+    case succeeded
+    case failed
+    case cancelled
+
+    public var isFinished: Bool { self == .succeeded || self == .failed || self == .cancelled }
+}
+
+/// Where one step instance is in its life.
+public enum StepStatus: String, Sendable, CaseIterable {
+    case pending
+    /// An attempt was started (journaled before the plugin was called).
+    case running
+    /// The last attempt failed; the next one is due at `nextAttemptAt`.
+    case waitingRetry = "waiting_retry"
+    case succeeded
+    case failed
+    case skipped
+    case cancelled
+
+    public var isFinished: Bool {
+        self == .succeeded || self == .failed || self == .skipped || self == .cancelled
+    }
+}
+
+/// What a step row stands for.
+public enum StepKind: String, Sendable {
+    /// A declared step (without `for_each`).
+    case step
+    /// A `for_each` step: its row holds the evaluated item list; its items are `item` rows.
+    case fanOut = "fanout"
+    /// One element of a `for_each` step, with id `step[index]`.
+    case item
+    /// The compensation of a finished step instance, with id `compensate:<instance>`.
+    case compensation
+}
+
+/// The process that owns a run or a concurrency lease. A run whose owner is dead (same host,
+/// no such process) or whose lease expired (any host) can be taken over.
+public struct OwnerIdentity: Sendable, Hashable {
+    public var host: String
+    public var pid: Int32
+    /// The process start time (clock ticks since boot, from /proc), so a recycled pid is not
+    /// mistaken for the owner.
+    public var startTime: Int64
+
+    public init(host: String, pid: Int32, startTime: Int64) {
+        self.host = host
+        self.pid = pid
+        self.startTime = startTime
+    }
+}
+
+public struct RunRecord: Sendable {
+    public var id: String
+    public var workflowName: String
+    public var workflowFile: String
+    /// The workflow's YAML text, so `resume` does not depend on the file still being there.
+    public var workflowSource: String
+    /// The resolved inputs (never secrets: those are resolved from the environment each attempt).
+    public var inputs: JSONValue
+    public var status: RunStatus
+    /// For `compensating` runs: the status the run ends with once compensations are done.
+    public var ending: RunStatus?
+    public var createdAt: Double
+    public var startedAt: Double?
+    public var finishedAt: Double?
+    public var runDir: String
+    public var priority: Int
+    public var labels: [String: String]
+    public var owner: OwnerIdentity?
+    public var leaseUntil: Double?
+    public var error: String?
+    public var outputs: JSONValue?
+    /// Set by another process (`orchestrate cancel`) for the owner to act on.
+    public var requestedControl: String?
+
+    public init(id: String, workflowName: String, workflowFile: String, workflowSource: String, inputs: JSONValue,
+                status: RunStatus, createdAt: Double, runDir: String, priority: Int = 0, labels: [String: String] = [:])
+    {
+        self.id = id
+        self.workflowName = workflowName
+        self.workflowFile = workflowFile
+        self.workflowSource = workflowSource
+        self.inputs = inputs
+        self.status = status
+        self.createdAt = createdAt
+        self.runDir = runDir
+        self.priority = priority
+        self.labels = labels
+    }
+}
+
+public struct StepRecord: Sendable {
+    public var runID: String
+    /// The instance id: `upload`, `upload[3]` or `compensate:upload[3]`.
+    public var id: String
+    /// The declared step id in the workflow (`upload`).
+    public var step: String
+    public var kind: StepKind
+    public var itemIndex: Int?
+    /// For `item` rows the element; for `fanOut` rows the whole evaluated list.
+    public var item: JSONValue?
+    public var status: StepStatus
+    /// Attempts started so far (the one running included).
+    public var attempt: Int
+    /// Attempts that ended in failure; the retry policy's `max_attempts` is checked against it,
+    /// so an attempt cut short by a crash does not use up the budget.
+    public var failures: Int
+    public var nextAttemptAt: Double?
+    public var idempotencyKey: String?
+    public var outputs: JSONValue?
+    public var errorKind: String?
+    public var errorCode: String?
+    public var errorMessage: String?
+    public var startedAt: Double?
+    public var finishedAt: Double?
+    /// Position in the run's order of successful completions (for compensations in reverse).
+    public var completionSeq: Int?
+
+    public init(runID: String, id: String, step: String, kind: StepKind, status: StepStatus = .pending) {
+        self.runID = runID
+        self.id = id
+        self.step = step
+        self.kind = kind
+        self.status = status
+        self.attempt = 0
+        self.failures = 0
+    }
+}
+
+/// One entry of a run's durable event stream (what `orchestrate events` prints).
+public struct EventRecord: Sendable {
+    public var seq: Int64
+    public var runID: String?
+    public var time: Double
+    public var type: String
+    public var step: String?
+    public var data: JSONValue
+
+    public init(seq: Int64 = 0, runID: String?, time: Double, type: String, step: String? = nil, data: JSONValue = [:]) {
+        self.seq = seq
+        self.runID = runID
+        self.time = time
+        self.type = type
+        self.step = step
+        self.data = data
+    }
+
+    /// The event as one JSON object, the format of `--json` output.
+    public var json: JSONValue {
+        var object: [String: JSONValue] = ["seq": .int(seq), "time": .double(time), "type": .string(type)]
+        if let runID { object["run"] = .string(runID) }
+        if let step { object["step"] = .string(step) }
+        if case .object(let extra) = data, !extra.isEmpty { object["data"] = data }
+        return .object(object)
+    }
+}
+
+/// One item added to a long-lived step (e.g. a path for `sftp.accept-paths`).
+public struct ItemRecord: Sendable {
+    public enum Status: String, Sendable { case queued, done, failed }
+    public var runID: String
+    public var stepID: String
+    public var id: String
+    public var seq: Int64
+    public var json: String
+    public var status: Status
+    public var error: String?
+    public var checkpoint: [UInt8]?
+}

@@ -1,0 +1,101 @@
+import GRDB
+
+/// The SQLite schema, as numbered migrations. Append new migrations; never edit a shipped one.
+enum SQLiteSchema {
+    static func migrator() -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE runs (
+                    id TEXT PRIMARY KEY,
+                    workflow_name TEXT NOT NULL,
+                    workflow_file TEXT NOT NULL,
+                    workflow_source TEXT NOT NULL,
+                    inputs_json TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    ending TEXT,
+                    created_at REAL NOT NULL,
+                    started_at REAL,
+                    finished_at REAL,
+                    run_dir TEXT NOT NULL,
+                    priority INTEGER NOT NULL DEFAULT 0,
+                    labels_json TEXT NOT NULL DEFAULT '{}',
+                    owner_host TEXT,
+                    owner_pid INTEGER,
+                    owner_start INTEGER,
+                    lease_until REAL,
+                    error TEXT,
+                    outputs_json TEXT,
+                    requested_control TEXT
+                );
+                CREATE INDEX runs_status ON runs(status, priority, created_at);
+
+                CREATE TABLE steps (
+                    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                    id TEXT NOT NULL,
+                    step TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    item_index INTEGER,
+                    item_json TEXT,
+                    status TEXT NOT NULL,
+                    attempt INTEGER NOT NULL DEFAULT 0,
+                    failures INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at REAL,
+                    idempotency_key TEXT,
+                    outputs_json TEXT,
+                    error_kind TEXT,
+                    error_code TEXT,
+                    error_message TEXT,
+                    started_at REAL,
+                    finished_at REAL,
+                    completion_seq INTEGER,
+                    PRIMARY KEY (run_id, id)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE checkpoints (
+                    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                    step_id TEXT NOT NULL,
+                    data BLOB NOT NULL,
+                    updated_at REAL NOT NULL,
+                    PRIMARY KEY (run_id, step_id)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE events (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    run_id TEXT,
+                    time REAL NOT NULL,
+                    type TEXT NOT NULL,
+                    step TEXT,
+                    data_json TEXT NOT NULL DEFAULT '{}'
+                );
+                CREATE INDEX events_run ON events(run_id, seq);
+
+                CREATE TABLE leases (
+                    key TEXT NOT NULL,
+                    holder TEXT NOT NULL,
+                    owner_host TEXT NOT NULL,
+                    owner_pid INTEGER NOT NULL,
+                    owner_start INTEGER NOT NULL,
+                    expires_at REAL NOT NULL,
+                    PRIMARY KEY (key, holder)
+                ) WITHOUT ROWID;
+                CREATE INDEX leases_holder ON leases(holder);
+
+                CREATE TABLE items (
+                    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                    step_id TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    json TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    error TEXT,
+                    checkpoint BLOB,
+                    added_at REAL NOT NULL,
+                    finished_at REAL,
+                    PRIMARY KEY (run_id, step_id, id)
+                ) WITHOUT ROWID;
+                """)
+        }
+        return migrator
+    }
+}
