@@ -114,10 +114,12 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                 return false
             }
             let run = Self.runRecord(row)
-            if let current = run.owner, current != owner, current.isAliveLocally,
-               let lease = run.leaseUntil, lease > Date().timeIntervalSince1970
-            {
-                return false
+            // A live owner on this host is never displaced; on another host (which we cannot
+            // see) its lease decides.
+            if let current = run.owner, current != owner {
+                let sameHost = current.host == owner.host
+                let leaseValid = (run.leaseUntil ?? 0) > Date().timeIntervalSince1970
+                if sameHost ? current.isAliveLocally : leaseValid { return false }
             }
             try db.execute(sql: """
                 UPDATE runs SET owner_host = ?, owner_pid = ?, owner_start = ?, lease_until = ? WHERE id = ?

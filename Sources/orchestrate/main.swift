@@ -1,1 +1,3 @@
 import OrchestrateCLI
+
+Orchestrate.runMain()

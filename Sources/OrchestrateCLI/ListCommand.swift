@@ -1,0 +1,35 @@
+import ArgumentParser
+import OrchestrateStore
+
+struct ListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "List the runs in the state store, oldest first.")
+
+    @Option(name: .customLong("status"), help: ArgumentHelp(
+        "Only runs with this status: \(RunStatus.allCases.map(\.rawValue).joined(separator: ", ")), or interrupted (repeatable).",
+        valueName: "status"))
+    var statuses: [String] = []
+
+    @Option(name: .customLong("label"), help: ArgumentHelp("Only runs with this label, KEY=VALUE (repeatable).", valueName: "key=value"))
+    var labels: [String] = []
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        let known = Set(RunStatus.allCases.map(\.rawValue) + ["interrupted"])
+        for status in statuses where !known.contains(status) {
+            throw CLIFailure.usage("unknown status '\(status)'; one of \(known.sorted().joined(separator: ", "))")
+        }
+        let store = try global.openStore()
+        let runs = try store.listRuns(RunFilter(labels: try InputParsing.labels(labels)))
+            .filter { statuses.isEmpty || statuses.contains(RunDisplay.effectiveStatus($0)) }
+        for run in runs {
+            if global.json {
+                Terminal.line(RunDisplay.json(run).jsonText)
+            } else {
+                Terminal.line("\(run.id)  \(RunDisplay.effectiveStatus(run).padding(12)) \(run.workflowName.padding(20)) \(RunDisplay.time(run.createdAt))")
+            }
+        }
+    }
+}

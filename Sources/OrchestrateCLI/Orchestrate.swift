@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+
+/// The `orchestrate` command line. Each subcommand lives in its own file.
+///
+/// Exit status: 0 success, 1 the run failed or was cancelled, 2 bad workflow or usage,
+/// 130 interrupted (SIGINT/SIGTERM).
+public struct Orchestrate: ParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "orchestrate",
+        abstract: "Run upload and download workflows declared as YAML step graphs.",
+        discussion: """
+            State lives in --state DIR, else $ORCHESTRATE_STATE, else $XDG_STATE_HOME/orchestrate \
+            (~/.local/state/orchestrate). Plugins come from the install's own plugin folder, then \
+            $ORCHESTRATE_PLUGIN_PATH, then --plugin-path; never from the current directory.
+
+            Exit status: 0 success, 1 the run failed or was cancelled, 2 bad workflow or usage, \
+            130 interrupted.
+            """,
+        subcommands: [
+            RunCommand.self, ResumeCommand.self, ValidateCommand.self, GraphCommand.self, PluginsCommand.self,
+            StatusCommand.self, ListCommand.self, EventsCommand.self, CancelCommand.self,
+        ])
+
+    public init() {}
+
+    /// Parses the arguments and runs the command, mapping errors to the documented exit
+    /// statuses (argument-parser's own usage errors become 2).
+    public static func runMain(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+            exit(0)
+        } catch let exit as ExitCode {
+            Foundation.exit(exit.rawValue)
+        } catch let failure as CLIFailure {
+            if !failure.message.isEmpty { Terminal.error(failure.message) }
+            Foundation.exit(failure.status)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                print(fullMessage(for: error))
+                Foundation.exit(0)
+            }
+            Terminal.error(fullMessage(for: error))
+            Foundation.exit(code == .validationFailure ? ExitStatus.usage : code.rawValue)
+        }
+    }
+}
+
+/// The documented exit statuses.
+public enum ExitStatus {
+    public static let success: Int32 = 0
+    public static let runFailed: Int32 = 1
+    public static let usage: Int32 = 2
+    public static let interrupted: Int32 = 130
+}
+
+/// An error the CLI reports with a message and a chosen exit status.
+struct CLIFailure: Error {
+    let status: Int32
+    let message: String
+
+    static func usage(_ message: String) -> CLIFailure { CLIFailure(status: ExitStatus.usage, message: message) }
+}

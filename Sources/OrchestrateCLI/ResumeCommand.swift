@@ -1,0 +1,36 @@
+import ArgumentParser
+import OrchestrateStore
+
+struct ResumeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume",
+        abstract: "Continue a run that was interrupted (killed, crashed, power cut).",
+        discussion: """
+            Steps that finished keep their outputs and are not run again; a step that was running \
+            starts again with its last checkpoint; a run that was compensating continues its \
+            compensations. The workflow is read from the state store as it was when the run started, \
+            not from the file. Refused while the run's owner is still alive.
+            """)
+
+    @Argument(help: "The run id.")
+    var runID: String
+
+    @Option(name: .customLong("max-parallel"), help: ArgumentHelp("Steps running at once (default: cores × 4).", valueName: "n"))
+    var maxParallel: Int?
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        let store = try global.openStore()
+        guard let run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(global.resolvedStateDirectory())") }
+        guard !run.status.isFinished else {
+            throw CLIFailure(status: run.status == .succeeded ? ExitStatus.success : ExitStatus.runFailed,
+                             message: "run \(runID) already finished: \(run.status.rawValue)")
+        }
+        let registry = global.loadPlugins()
+        let workflow = try WorkflowLoading.parse(source: run.workflowSource, file: run.workflowFile, registry: registry)
+        try InputParsing.checkSecrets(workflow)
+        try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry,
+                               maxParallel: maxParallel, json: global.json)
+    }
+}

@@ -1,0 +1,109 @@
+import ArgumentParser
+import Foundation
+import OrchestrateEngine
+import OrchestrateJSON
+import OrchestrateModel
+
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a workflow now, in the foreground.",
+        discussion: """
+            Validates the workflow and its inputs, journals a new run in the state store, and executes \
+            it, printing one line per step transition. Interrupt with Ctrl-C to cancel (compensations \
+            run); a run killed any other way continues with `orchestrate resume RUN`.
+
+            Examples:
+              orchestrate run workflows/vimeo-upload.yaml --input source=movie.mov
+              orchestrate run flow.yaml --inputs inputs.json --json > events.jsonl
+            """)
+
+    @Argument(help: "The workflow file.")
+    var file: String
+
+    @Option(name: .customLong("input"), help: ArgumentHelp("An input value, as NAME=VALUE (repeatable).", valueName: "name=value"))
+    var inputs: [String] = []
+
+    @Option(name: .customLong("inputs"), help: ArgumentHelp("A JSON object file of input values.", valueName: "file.json"))
+    var inputsFile: String?
+
+    @Option(name: .customLong("max-parallel"), help: ArgumentHelp(
+        "Steps running at once in this process (default: the number of cores × 4, here \(ProcessInfo.processInfo.activeProcessorCount * 4)).",
+        valueName: "n"))
+    var maxParallel: Int?
+
+    @Option(name: .customLong("label"), help: ArgumentHelp("A label for finding the run later, as KEY=VALUE (repeatable).", valueName: "key=value"))
+    var labels: [String] = []
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1") }
+    }
+
+    func run() throws {
+        let registry = global.loadPlugins()
+        let workflow = try WorkflowLoading.load(path: file, registry: registry)
+        let resolvedInputs = try InputParsing.resolve(workflow: workflow, pairs: inputs, file: inputsFile)
+        try InputParsing.checkSecrets(workflow)
+        let store = try global.openStore()
+        let run = try RunLauncher(store: store, stateDirectory: global.resolvedStateDirectory())
+            .create(workflow, inputs: resolvedInputs, labels: try InputParsing.labels(labels))
+        try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry,
+                               maxParallel: maxParallel, json: global.json)
+    }
+}
+
+/// `--input K=V`, `--inputs FILE.json`, `--label K=V`, and the secrets a run needs.
+enum InputParsing {
+    static func resolve(workflow: Workflow, pairs: [String], file: String?) throws -> JSONValue {
+        var strings: [String: String] = [:]
+        for pair in pairs {
+            guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
+                throw CLIFailure.usage("--input takes NAME=VALUE, got '\(pair)'")
+            }
+            strings[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+        }
+        var json: [String: JSONValue] = [:]
+        if let file {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw CLIFailure.usage("cannot read the inputs file \(file)")
+            }
+            do {
+                guard let object = try JSONValue(parsing: text).objectValue else {
+                    throw CLIFailure.usage("\(file): the inputs file must hold a JSON object")
+                }
+                json = object
+            } catch let error as JSONParseError {
+                throw CLIFailure.usage("\(file): \(error)")
+            }
+        }
+        do {
+            return try workflow.resolveInputs(strings: strings, json: json,
+                                              currentDirectory: FileManager.default.currentDirectoryPath)
+        } catch {
+            throw CLIFailure.usage(error.messages.map { "\(workflow.file): \($0)" }.joined(separator: "\nerror: "))
+        }
+    }
+
+    /// Every declared secret must be set before the run starts (each attempt reads it again).
+    static func checkSecrets(_ workflow: Workflow) throws {
+        let missing = SecretResolver.resolve(workflow.secrets, environment: ProcessInfo.processInfo.environment).missing
+        guard missing.isEmpty else {
+            throw CLIFailure.usage(missing.map {
+                "\($0.location.file):\($0.location.line):\($0.location.column): secret '\($0.name)' needs the environment variable \($0.env), which is not set"
+            }.joined(separator: "\nerror: "))
+        }
+    }
+
+    static func labels(_ pairs: [String]) throws -> [String: String] {
+        var labels: [String: String] = [:]
+        for pair in pairs {
+            guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
+                throw CLIFailure.usage("--label takes KEY=VALUE, got '\(pair)'")
+            }
+            labels[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+        }
+        return labels
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateStore
+
+/// How `status` and `list` describe a run, including what the stored status cannot say by
+/// itself: a "running" run whose owner died is shown as interrupted (resumable).
+enum RunDisplay {
+    static func effectiveStatus(_ run: RunRecord) -> String {
+        guard run.status == .running || run.status == .compensating else { return run.status.rawValue }
+        guard let owner = run.owner else { return "interrupted" }
+        let leaseValid = (run.leaseUntil ?? 0) > Date().timeIntervalSince1970
+        let alive = owner.host == OwnerIdentity.current.host ? owner.isAliveLocally : leaseValid
+        return alive ? run.status.rawValue : "interrupted"
+    }
+
+    static func json(_ run: RunRecord, steps: [StepRecord]? = nil) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "id": .string(run.id), "workflow": .string(run.workflowName), "file": .string(run.workflowFile),
+            "status": .string(effectiveStatus(run)), "created_at": .double(run.createdAt),
+            "inputs": run.inputs, "labels": .object(run.labels.mapValues { .string($0) }), "priority": .int(Int64(run.priority)),
+        ]
+        if let t = run.startedAt { object["started_at"] = .double(t) }
+        if let t = run.finishedAt { object["finished_at"] = .double(t) }
+        if let e = run.error { object["error"] = .string(e) }
+        if let o = run.outputs { object["outputs"] = o }
+        if let owner = run.owner { object["owner"] = ["host": .string(owner.host), "pid": .int(Int64(owner.pid))] }
+        if let steps {
+            object["steps"] = .array(steps.sorted(by: stepOrder).map { s in
+                var step: [String: JSONValue] = ["id": .string(s.id), "status": .string(s.status.rawValue),
+                                                 "attempt": .int(Int64(s.attempt)), "kind": .string(s.kind.rawValue)]
+                if let k = s.errorKind { step["error_kind"] = .string(k) }
+                if let m = s.errorMessage { step["error"] = .string(m) }
+                if let o = s.outputs { step["outputs"] = o }
+                if let key = s.idempotencyKey { step["idempotency_key"] = .string(key) }
+                if let t = s.startedAt { step["started_at"] = .double(t) }
+                if let t = s.finishedAt { step["finished_at"] = .double(t) }
+                return .object(step)
+            })
+        }
+        return .object(object)
+    }
+
+    /// Steps in the order they started, unstarted ones last.
+    static func stepOrder(_ a: StepRecord, _ b: StepRecord) -> Bool {
+        let ta = a.startedAt ?? .infinity, tb = b.startedAt ?? .infinity
+        return ta == tb ? a.id < b.id : ta < tb
+    }
+
+    static func time(_ t: Double?) -> String {
+        guard let t else { return "-" }
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return formatter.string(from: Date(timeIntervalSince1970: t))
+    }
+}

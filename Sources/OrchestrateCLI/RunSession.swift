@@ -1,0 +1,67 @@
+import Foundation
+import OrchestrateEngine
+import OrchestrateModel
+import OrchestratePluginHost
+import OrchestrateStore
+
+/// Executes one run in the foreground, shared by `run` and `resume`: prints progress, turns
+/// SIGINT/SIGTERM into a cancellation (a second one exits at once, leaving the run resumable),
+/// and maps the outcome to the exit status.
+enum RunSession {
+    static func execute(run: RunRecord, workflow: Workflow, store: any StateStore, registry: PluginRegistry,
+                        maxParallel: Int?, json: Bool) throws -> Never
+    {
+        var options = EngineOptions()
+        if let maxParallel { options.maxParallel = maxParallel }
+        let printer = RunPrinter(json: json, runID: run.id)
+        let executor: RunExecutor
+        do {
+            executor = try RunExecutor(store: store, registry: registry, workflow: workflow, run: run,
+                                       options: options, observer: printer)
+        } catch {
+            throw CLIFailure(status: ExitStatus.runFailed, message: "\(error)")
+        }
+        let signals = SignalRelay { executor.cancel() }
+        let final = executor.execute()
+        printer.summary(final, store: store)
+        if final.status == .cancelled && signals.received { exit(ExitStatus.interrupted) }
+        switch final.status {
+        case .succeeded: exit(ExitStatus.success)
+        case .failed, .cancelled: exit(ExitStatus.runFailed)
+        default:
+            // The store failed mid-run: the run is left resumable.
+            Terminal.error("\(final.error ?? "the run stopped"); resume it with: orchestrate resume \(final.id)")
+            exit(ExitStatus.runFailed)
+        }
+    }
+}
+
+/// SIGINT and SIGTERM: the first one calls `onFirst` (cooperative cancel); the second one
+/// exits at once with 130.
+final class SignalRelay: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+    private let lock = NSLock()
+    private var count = 0
+
+    var received: Bool { lock.withLock { count > 0 } }
+
+    init(onFirst: @escaping @Sendable () -> Void) {
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [self] in
+                let n = lock.withLock { count += 1; return count }
+                if n == 1 {
+                    Terminal.line("\ninterrupted: cancelling steps and running compensations (again to exit now)",
+                                  to: .standardError)
+                    onFirst()
+                } else {
+                    Terminal.line("interrupted again: exiting; the run can be resumed", to: .standardError)
+                    exit(ExitStatus.interrupted)
+                }
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}

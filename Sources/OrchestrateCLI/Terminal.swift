@@ -1,0 +1,37 @@
+import Foundation
+
+/// Writing to the terminal: plain lines when not a TTY, colour only on a TTY without NO_COLOR.
+enum Terminal {
+    enum Stream { case standardOutput, standardError }
+
+    static let stdoutIsTTY = isatty(STDOUT_FILENO) == 1
+    static let stderrIsTTY = isatty(STDERR_FILENO) == 1
+    static let colorEnabled: Bool = {
+        let env = ProcessInfo.processInfo.environment
+        return stdoutIsTTY && env["NO_COLOR"].map(\.isEmpty) ?? true && env["TERM"] != "dumb"
+    }()
+
+    private static let lock = NSLock()
+
+    static func line(_ text: String, to stream: Stream = .standardOutput) {
+        write(text + "\n", to: stream)
+    }
+
+    static func write(_ text: String, to stream: Stream = .standardOutput) {
+        lock.withLock {
+            let handle = stream == .standardOutput ? FileHandle.standardOutput : FileHandle.standardError
+            handle.write(Data(text.utf8))
+        }
+    }
+
+    static func error(_ message: String) { line("error: \(message)", to: .standardError) }
+    static func warning(_ message: String) { line("warning: \(message)", to: .standardError) }
+
+    enum Style: String {
+        case bold = "1", dim = "2", red = "31", green = "32", yellow = "33", blue = "34", cyan = "36"
+    }
+
+    static func styled(_ text: String, _ style: Style) -> String {
+        colorEnabled ? "\u{1B}[\(style.rawValue)m\(text)\u{1B}[0m" : text
+    }
+}

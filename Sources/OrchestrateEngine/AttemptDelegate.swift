@@ -1,0 +1,142 @@
+import Foundation
+import OrchestrateJSON
+import OrchestratePluginHost
+import OrchestrateStore
+
+/// What one running attempt's plugin callbacks do: logs and progress go to the run's event
+/// stream (redacted), checkpoints and items go to the store before the call returns.
+///
+/// Called on plugin threads; everything here is either immutable or behind `lock`.
+final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
+    private let runID: String
+    private let instanceID: String
+    /// The declared step id: items added with `add-path --step ID` are keyed by it.
+    private let declaredStep: String
+    private let store: any StateStore
+    private let redactor: Redactor
+    private unowned let sink: any AttemptEventSink
+    private let startedAt = Monotonic.now()
+
+    private let lock = NSLock()
+    private var lastProgressShown = 0.0
+    private var lastProgressJournaled = 0.0
+    private var handedOutItems: Set<String> = []
+    private var itemCursor: Int64 = 0
+
+    init(runID: String, instanceID: String, declaredStep: String, store: any StateStore, redactor: Redactor,
+         sink: any AttemptEventSink)
+    {
+        self.runID = runID
+        self.instanceID = instanceID
+        self.declaredStep = declaredStep
+        self.store = store
+        self.redactor = redactor
+        self.sink = sink
+    }
+
+    func log(_ level: LogLevel, _ message: String) {
+        let levelName = ["debug", "info", "warn", "error"][Int(level.rawValue)]
+        for line in redactor.redact(message).split(separator: "\n", omittingEmptySubsequences: false) {
+            sink.attemptEvent(type: EventType.stepLog, step: instanceID,
+                              data: ["level": .string(levelName), "message": .string(String(line.prefix(8192)))])
+        }
+    }
+
+    func progress(_ progress: StepProgress) {
+        let now = Monotonic.now()
+        let elapsed = max(now - startedAt, 0.001)
+        let snapshot = ProgressSnapshot(bytesDone: progress.bytesDone, bytesTotal: progress.bytesTotal,
+                                        filesDone: progress.filesDone, filesTotal: progress.filesTotal,
+                                        rate: progress.bytesDone > 0 ? Double(progress.bytesDone) / elapsed : 0)
+        var show = false
+        var journal = false
+        let finished = progress.bytesTotal > 0 && progress.bytesDone >= progress.bytesTotal
+        lock.withLock {
+            if now - lastProgressShown >= 0.1 || finished { lastProgressShown = now; show = true }
+            if now - lastProgressJournaled >= 1.0 || finished { lastProgressJournaled = now; journal = true }
+        }
+        if show { sink.attemptProgress(step: instanceID, progress: snapshot) }
+        if journal { sink.attemptEvent(type: EventType.stepProgress, step: instanceID, data: snapshot.json) }
+    }
+
+    func saveCheckpoint(_ data: [UInt8]) -> Bool {
+        guard data.count <= 1 << 20 else { return false }
+        do {
+            try store.saveCheckpoint(runID: runID, stepID: instanceID, data: data)
+            return true
+        } catch {
+            log(.warn, "checkpoint not saved: \(error)")
+            return false
+        }
+    }
+
+    // MARK: Items of long-lived steps
+
+    func nextItem(timeout: Duration) -> NextItem {
+        let deadline = Monotonic.now() + timeout.seconds
+        while true {
+            if sink.attemptIsCancelled(instanceID) { return .timeout }
+            if let item = takeQueuedItem() { return item }
+            if sink.attemptSessionClosing(instanceID) { return .closed }
+            let remaining = deadline - Monotonic.now()
+            if remaining <= 0 { return .timeout }
+            Thread.sleep(forTimeInterval: min(remaining, 0.1))
+        }
+    }
+
+    private func takeQueuedItem() -> NextItem? {
+        guard let items = try? store.items(runID: runID, stepID: declaredStep) else { return nil }
+        return lock.withLock {
+            for item in items where item.status == .queued && !handedOutItems.contains(item.id) {
+                handedOutItems.insert(item.id)
+                sink.attemptEvent(type: EventType.itemStarted, step: instanceID,
+                                  data: ["item": .string(item.id), "value": (try? JSONValue(parsing: item.json)) ?? .null])
+                return .item(id: item.id, json: item.json, checkpoint: item.checkpoint)
+            }
+            return nil
+        }
+    }
+
+    func itemDone(id: String, error: String?) {
+        let message = error.map(redactor.redact)
+        try? store.finishItem(runID: runID, stepID: declaredStep, id: id, error: message)
+        var data: JSONValue = ["item": .string(id), "ok": .bool(message == nil)]
+        if let message, case .object(var o) = data { o["error"] = .string(message); data = .object(o) }
+        sink.attemptEvent(type: EventType.itemFinished, step: instanceID, data: data)
+    }
+
+    func saveItemCheckpoint(id: String, data: [UInt8]) -> Bool {
+        guard data.count <= 1 << 20 else { return false }
+        return (try? store.saveItemCheckpoint(runID: runID, stepID: declaredStep, id: id, data: data)) != nil
+    }
+
+    func itemProgress(id: String, bytesDone: Int64, bytesTotal: Int64) {
+        sink.attemptProgress(step: "\(instanceID):\(id)",
+                             progress: ProgressSnapshot(bytesDone: bytesDone, bytesTotal: bytesTotal, filesDone: -1,
+                                                        filesTotal: -1, rate: 0))
+    }
+}
+
+/// The executor's side of `AttemptDelegate`.
+protocol AttemptEventSink: AnyObject, Sendable {
+    func attemptEvent(type: String, step: String, data: JSONValue)
+    func attemptProgress(step: String, progress: ProgressSnapshot)
+    func attemptIsCancelled(_ instanceID: String) -> Bool
+    func attemptSessionClosing(_ instanceID: String) -> Bool
+}
+
+/// Seconds on a monotonic clock, for deadlines and rates (wall-clock time can jump).
+enum Monotonic {
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let c = components
+        return Double(c.seconds) + Double(c.attoseconds) / 1e18
+    }
+}

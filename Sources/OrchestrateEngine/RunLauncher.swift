@@ -1,0 +1,76 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateModel
+import OrchestrateStore
+
+/// Creates runs: an id, a private run directory, and the journaled run record.
+///
+/// ```swift
+/// let launcher = RunLauncher(store: store, stateDirectory: dir)
+/// let run = try launcher.create(workflow, inputs: inputs)
+/// let final = try RunExecutor(...).execute()
+/// ```
+public struct RunLauncher: Sendable {
+    public let store: any StateStore
+    public let stateDirectory: String
+
+    public init(store: any StateStore, stateDirectory: String) {
+        self.store = store
+        self.stateDirectory = stateDirectory
+    }
+
+    /// Journals a new run of `workflow` with already validated `inputs`. `status` is `.queued`
+    /// for `submit`, `.running` for `run` (which then executes it at once).
+    public func create(_ workflow: Workflow, inputs: JSONValue, status: RunStatus = .running, id: String? = nil,
+                       labels: [String: String] = [:], priority: Int = 0) throws -> RunRecord
+    {
+        let runID = id ?? RunIDs.make()
+        let runDir = (stateDirectory as NSString).appendingPathComponent("runs/\(runID)")
+        try FileManager.default.createDirectory(atPath: runDir, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let now = Date().timeIntervalSince1970
+        let run = RunRecord(id: runID, workflowName: workflow.name, workflowFile: workflow.file,
+                            workflowSource: workflow.source, inputs: inputs, status: status, createdAt: now,
+                            runDir: runDir, priority: priority, labels: labels)
+        let added = EventRecord(runID: runID, time: now, type: "run.added",
+                                data: ["workflow": .string(workflow.name), "file": .string(workflow.file)])
+        try store.createRun(run, events: [added])
+        return run
+    }
+}
+
+/// Run ids: sortable by creation time, short enough to type, unique without coordination.
+public enum RunIDs {
+    public static func make(now: Date = Date()) -> String {
+        var time = time_t(now.timeIntervalSince1970)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let stamp = String(format: "%04d%02d%02d-%02d%02d%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                           parts.tm_hour, parts.tm_min, parts.tm_sec)
+        let alphabet = Array("abcdefghijkmnpqrstuvwxyz23456789")
+        let suffix = String((0..<6).map { _ in alphabet.randomElement()! })
+        return "\(stamp)-\(suffix)"
+    }
+}
+
+/// Resolves a workflow's secrets from the environment. Done again at every attempt, so a
+/// rotated token is picked up; the values are never written anywhere.
+public enum SecretResolver {
+    public struct Resolution: Sendable {
+        public var values: [String: String]
+        public var missing: [SecretDeclaration]
+    }
+
+    public static func resolve(_ declarations: [SecretDeclaration], environment: [String: String]) -> Resolution {
+        var values: [String: String] = [:]
+        var missing: [SecretDeclaration] = []
+        for declaration in declarations {
+            if let value = environment[declaration.env], !value.isEmpty {
+                values[declaration.name] = value
+            } else {
+                missing.append(declaration)
+            }
+        }
+        return Resolution(values: values, missing: missing)
+    }
+}
