@@ -1,0 +1,156 @@
+// The validated workflow: what the engine plans and runs. Built only by `WorkflowLoader`, so a
+// `Workflow` value has passed every check in the language (see DESIGN.md, "Workflow language v1").
+import OrchestrateJSON
+
+/// A validated workflow file.
+///
+///     let wf = try WorkflowLoader.load(path: "upload.yaml", catalog: host)
+///     for step in wf.steps where step.needs.isEmpty { ... }   // the roots, in file order
+public struct Workflow: Sendable {
+    public let file: String
+    /// The file's full text, so a run can be resumed without the file.
+    public let source: String
+    public let name: String
+    public let description: String?
+    /// In file order.
+    public let inputs: [InputDeclaration]
+    public let secrets: [SecretDeclaration]
+    public let defaults: StepDefaults
+    /// Keyed limits that apply to every step of the run.
+    public let concurrency: [ConcurrencyLimit]
+    /// In file order.
+    public let steps: [Step]
+    /// In file order. Evaluated after the run, with every step visible.
+    public let outputs: [(name: String, value: Template)]
+
+    let stepIndex: [String: Int]
+
+    init(file: String, source: String, name: String, description: String?, inputs: [InputDeclaration],
+         secrets: [SecretDeclaration], defaults: StepDefaults, concurrency: [ConcurrencyLimit], steps: [Step],
+         outputs: [(name: String, value: Template)])
+    {
+        self.file = file
+        self.source = source
+        self.name = name
+        self.description = description
+        self.inputs = inputs
+        self.secrets = secrets
+        self.defaults = defaults
+        self.concurrency = concurrency
+        self.steps = steps
+        self.outputs = outputs
+        self.stepIndex = Dictionary(steps.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    public func step(_ id: String) -> Step? { stepIndex[id].map { steps[$0] } }
+
+    public func input(_ name: String) -> InputDeclaration? { inputs.first { $0.name == name } }
+
+    /// Steps in an order where every step comes after all of its `needs` (file order among
+    /// independent steps). Validation guarantees there is no cycle.
+    public var stepsInDependencyOrder: [Step] {
+        var done: Set<String> = []
+        var out: [Step] = []
+        func visit(_ step: Step) {
+            guard done.insert(step.id).inserted else { return }
+            for need in step.needs { if let s = self.step(need) { visit(s) } }
+            out.append(step)
+        }
+        steps.forEach(visit)
+        return out
+    }
+
+    /// The ids of the steps that list `id` in their `needs`, in file order.
+    public func dependents(of id: String) -> [String] {
+        steps.filter { $0.needs.contains(id) }.map(\.id)
+    }
+}
+
+/// One entry of `inputs:`.
+public struct InputDeclaration: Sendable {
+    public let name: String
+    public let type: InputType
+    public let required: Bool
+    /// Already checked against `type`.
+    public let defaultValue: JSONValue?
+    public let description: String?
+    public let location: SourceLocation
+}
+
+/// The types an input can declare. `path` is a string made absolute when inputs are resolved.
+public enum InputType: String, Sendable, CaseIterable {
+    case string, number, integer, boolean, path, object, array
+}
+
+/// One entry of `secrets:`: a name expressions use (`secrets.token`) and the environment variable
+/// it is read from at every attempt.
+public struct SecretDeclaration: Sendable {
+    public let name: String
+    public let env: String
+    public let location: SourceLocation
+}
+
+/// `defaults:`: applied to every step that does not say otherwise.
+public struct StepDefaults: Sendable {
+    /// Per attempt; nil means no timeout.
+    public let timeout: Duration?
+    /// Already merged over `RetryPolicy.default`.
+    public let retry: RetryPolicy
+
+    public init(timeout: Duration? = nil, retry: RetryPolicy = .default) {
+        self.timeout = timeout
+        self.retry = retry
+    }
+}
+
+/// A keyed concurrency limit: at most `limit` steps holding the same evaluated `key` run at once,
+/// across every run sharing the state store.
+public struct ConcurrencyLimit: Sendable {
+    public let key: Template
+    public let limit: Int
+    public let location: SourceLocation
+}
+
+/// One step of the graph.
+public struct Step: Sendable {
+    public let id: String
+    /// The step id key in the file.
+    public let location: SourceLocation
+    /// The plugin step type, e.g. `http.request`.
+    public let uses: String
+    public let usesLocation: SourceLocation
+    /// Always an object template (`{}` when absent).
+    public let with: Template
+    /// Ids of the steps that must finish first, in the order written, without repeats.
+    public let needs: [String]
+    /// `if:`; the step is skipped when it evaluates falsy. Evaluated once per step (not per item).
+    public let condition: Expression?
+    /// The step's `retry:` merged field by field over the workflow defaults.
+    public let retry: RetryPolicy
+    /// The step's own, else `defaults.timeout`.
+    public let timeout: Duration?
+    /// The step's own keyed limits (the workflow-level ones apply too; see `Workflow.concurrency`).
+    public let concurrency: [ConcurrencyLimit]
+    public let idempotencyKey: Template?
+    public let compensate: Compensation?
+    /// Must evaluate to an array at run time; the step runs once per element, as `item`.
+    public let forEach: Template?
+    /// Only with `forEach`: how many elements run at once (nil: no limit of its own).
+    public let maxParallel: Int?
+    /// When true a failure of this step does not fail the run; dependents still run.
+    public let continueOnError: Bool
+}
+
+/// `compensate:`: the step that undoes a finished step when the run fails or is cancelled later.
+/// It may read any step's outputs, including its own step's.
+public struct Compensation: Sendable {
+    public let uses: String
+    public let usesLocation: SourceLocation
+    public let with: Template
+    /// Merged over the workflow defaults.
+    public let retry: RetryPolicy
+    /// Its own, else `defaults.timeout`.
+    public let timeout: Duration?
+    /// The `compensate` key in the file.
+    public let location: SourceLocation
+}
