@@ -1,0 +1,76 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// Sagas: when a run fails or is cancelled, the compensations of the steps that succeeded run in
+/// reverse order of completion.
+@Suite struct CompensationTests {
+    let h = Harness()
+
+    func chain(failingStep4: Bool, sleepInStep4: Bool = false) -> String {
+        let out = h.path("out"), undo = h.path("undo")
+        func step(_ n: Int, needs: String) -> String {
+            """
+              s\(n):
+                uses: test.append\(needs)
+                with: { file: "\(out)", line: s\(n) }
+                compensate:
+                  uses: test.append
+                  with: { file: "\(undo)", line: "undo s\(n) ${{ steps.s\(n).outputs.line }}" }
+            """
+        }
+        let s4 = sleepInStep4
+            ? "  s4: { uses: test.sleep, needs: [s3], with: { ms: 30000 } }"
+            : "  s4: { uses: test.fail, needs: [s3], with: { kind: permanent, message: \"step 4 broke\" } }"
+        return h.workflow("""
+            version: 1
+            name: saga
+            steps:
+            \(step(1, needs: ""))
+            \(step(2, needs: "\n    needs: [s1]"))
+            \(step(3, needs: "\n    needs: [s2]"))
+            \(s4)
+              s5: { uses: test.append, needs: [s4], with: { file: "\(out)", line: s5 } }
+            """)
+    }
+
+    @Test func aFailureInStep4CompensatesSteps3Then2Then1() throws {
+        let result = try h.orchestrate(["run", chain(failingStep4: true), "--json"])
+        #expect(result.status == 1)
+        #expect(h.lines("out") == ["s1", "s2", "s3"])
+        #expect(h.lines("undo") == ["undo s3 s3", "undo s2 s2", "undo s1 s1"])
+        let finished = Harness.events(result).ofType("run.finished").first
+        #expect(finished?["data"]?["status"]?.stringValue == "failed")
+        #expect(finished?["data"]?["error"]?.stringValue?.contains("step 4 broke") == true)
+    }
+
+    @Test func sigintCancelsRunsCompensationsAndExits130() throws {
+        let process = try h.start(["run", chain(failingStep4: false, sleepInStep4: true)])
+        #expect(h.waitFor { h.lines("out").count == 3 })
+        Thread.sleep(forTimeInterval: 0.3)  // s4 is sleeping now
+        let sent = Date()
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        #expect(Date().timeIntervalSince(sent) < 5, "cancellation must reach a sleeping step quickly")
+        #expect(h.lines("undo") == ["undo s3 s3", "undo s2 s2", "undo s1 s1"])
+        let runID = try #require(try h.runIDs().first)
+        let status = try h.status(runID)
+        #expect(status["status"]?.stringValue == "cancelled")
+        let s4 = status["steps"]?.arrayValue?.first { $0["id"]?.stringValue == "s4" }
+        #expect(s4?["status"]?.stringValue == "cancelled")
+    }
+
+    @Test func cancelFromAnotherProcessReachesTheRun() throws {
+        let process = try h.start(["run", chain(failingStep4: false, sleepInStep4: true)])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        #expect(h.waitFor { h.lines("out").count == 3 })
+        let runID = try #require(try h.runIDs().first)
+        #expect(try h.orchestrate(["cancel", runID]).status == 0)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1)
+        #expect(h.lines("undo").count == 3)
+        #expect(try h.status(runID)["status"]?.stringValue == "cancelled")
+    }
+}

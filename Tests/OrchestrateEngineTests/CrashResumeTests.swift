@@ -1,0 +1,82 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// `kill -9` at any moment, then `orchestrate resume`: finished steps are not run again, the
+/// interrupted step continues from its checkpoint, the run completes.
+@Suite(.serialized) struct CrashResumeTests {
+    let h = Harness()
+
+    func fiveSteps() -> String {
+        let out = h.path("out")
+        return h.workflow("""
+            version: 1
+            name: five-steps
+            steps:
+              s1: { uses: test.append, with: { file: "\(out)", line: s1 } }
+              s2: { uses: test.append, needs: [s1], with: { file: "\(out)", line: s2 } }
+              s3: { uses: test.checkpoint, needs: [s2], with: { file: "\(h.path("ticks"))", count: 30, delay_ms: 60 } }
+              s4: { uses: test.append, needs: [s3], with: { file: "\(out)", line: s4 } }
+              s5: { uses: test.append, needs: [s4], with: { file: "\(out)", line: s5 } }
+            """)
+    }
+
+    @Test func killedMidRunThenResumedRunsEachFinishedStepOnce() throws {
+        let file = fiveSteps()
+        let process = try h.start(["run", file])
+        // Wait until step 3 is well into its work, then kill -9.
+        #expect(h.waitFor { h.lines("ticks").count >= 8 })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(h.lines("out") == ["s1", "s2"])
+
+        let runID = try #require(try h.runIDs().first)
+        #expect(try h.status(runID)["status"]?.stringValue == "interrupted")
+
+        let resumed = try h.orchestrate(["resume", runID])
+        #expect(resumed.status == 0, "\(resumed.stdout)\n\(resumed.stderr)")
+        #expect(h.lines("out") == ["s1", "s2", "s4", "s5"])
+        // Every tick 0..<30 is there; at most the one in flight at the kill was repeated.
+        let ticks = h.lines("ticks").compactMap { Int($0) }
+        #expect(Set(ticks) == Set(0..<30))
+        #expect(ticks.count <= 31)
+        let status = try h.status(runID)
+        #expect(status["status"]?.stringValue == "succeeded")
+        let s3 = status["steps"]?.arrayValue?.first { $0["id"]?.stringValue == "s3" }
+        let resumedFrom = s3?["outputs"]?["resumed_from"]?.intValue ?? 0
+        #expect(resumedFrom >= 7, "the checkpoint was not handed back: resumed_from \(resumedFrom)")
+        #expect(s3?["attempt"]?.intValue == 2)
+    }
+
+    @Test func aRunningRunCannotBeResumedTwice() throws {
+        let file = h.workflow("""
+            version: 1
+            name: long
+            steps:
+              wait: { uses: test.sleep, with: { ms: 4000 } }
+            """)
+        let process = try h.start(["run", file])
+        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 })
+        let runID = try #require(try h.runIDs().first)
+        #expect(h.waitFor { (try? h.status(runID)["status"]?.stringValue) == "running" })
+        let second = try h.orchestrate(["resume", runID])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("is being executed by process \(process.processIdentifier)"))
+    }
+
+    @Test func aFinishedRunIsNotResumed() throws {
+        let file = h.workflow("""
+            version: 1
+            name: quick
+            steps:
+              one: { uses: test.noop }
+            """)
+        #expect(try h.orchestrate(["run", file]).status == 0)
+        let runID = try #require(try h.runIDs().first)
+        let again = try h.orchestrate(["resume", runID])
+        #expect(again.status == 0)
+        #expect(again.stderr.contains("already finished: succeeded"))
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+
+/// One isolated orchestrate installation for a test: a state directory, a plugin directory with
+/// the C test plugin, and helpers to run the real binary against them.
+final class Harness: @unchecked Sendable {
+    let dir = TemporaryDirectory("engine")
+    var state: String { dir.file("state").path }
+
+    /// The test plugin (Tests/Fixtures/plugins/teststeps.c), built once per test process with cc.
+    static let pluginDir: String = {
+        let out = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("orchestrate-fixtures-\(getpid())")
+        try! FileManager.default.createDirectory(at: out, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        _ = try! CCompiler.buildFixture("teststeps", into: out)
+        return out.path
+    }()
+
+    var baseArguments: [String] { ["--state", state, "--plugin-path", Harness.pluginDir] }
+
+    /// Writes `yaml` as a workflow file and returns its path.
+    func workflow(_ yaml: String, name: String = "wf.yaml") -> String {
+        dir.write(name, yaml).path
+    }
+
+    func path(_ name: String) -> String { dir.file(name).path }
+
+    func read(_ name: String) -> String { (try? String(contentsOfFile: path(name), encoding: .utf8)) ?? "" }
+
+    func lines(_ name: String) -> [String] { read(name).split(separator: "\n").map(String.init) }
+
+    /// Runs `orchestrate <command> <args> --state … --plugin-path …`.
+    @discardableResult
+    func orchestrate(_ command: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+        try ChildProcess.orchestrate(command + baseArguments, environment: environment)
+    }
+
+    /// Starts `orchestrate` without waiting (for kill and signal tests).
+    func start(_ command: [String], environment: [String: String] = [:]) throws -> Process {
+        let process = Process()
+        process.executableURL = TestPaths.orchestrate
+        process.arguments = command + baseArguments
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        return process
+    }
+
+    /// The JSON lines of a `--json` run's stdout.
+    static func events(_ result: ProcessResult) -> [JSONValue] {
+        result.stdout.split(separator: "\n").compactMap { try? JSONValue(parsing: String($0)) }
+    }
+
+    /// The ids of every run in the state store.
+    func runIDs() throws -> [String] {
+        let result = try orchestrate(["list", "--json"])
+        return Harness.events(result).compactMap { $0["id"]?.stringValue }
+    }
+
+    func status(_ runID: String) throws -> JSONValue {
+        try JSONValue(parsing: try orchestrate(["status", runID, "--json"]).stdout)
+    }
+
+    /// Polls `condition` every 20 ms for up to `timeout` seconds.
+    func waitFor(_ timeout: Double = 20, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return condition()
+    }
+}
+
+extension [JSONValue] {
+    func ofType(_ type: String) -> [JSONValue] { filter { $0["type"]?.stringValue == type } }
+}

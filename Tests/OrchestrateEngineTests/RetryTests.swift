@@ -1,0 +1,93 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// Retries follow the workflow's Temporal-style policy, run through the real binary.
+@Suite struct RetryTests {
+    let h = Harness()
+
+    func flaky(failTimes: Int, kind: String = "retryable", retry: String, retryAfterMs: Int? = nil) -> String {
+        let counter = h.path("counter")
+        let hint = retryAfterMs.map { ", retry_after_ms: \($0)" } ?? ""
+        return h.workflow("""
+            version: 1
+            name: retries
+            steps:
+              flaky:
+                uses: test.flaky
+                with: { counter_file: "\(counter)", fail_times: \(failTimes), kind: \(kind)\(hint) }
+                retry: \(retry)
+            """)
+    }
+
+    @Test func aStepFailingTwiceRunsThreeTimesWithGrowingDelays() throws {
+        let file = flaky(failTimes: 2, retry: "{ max_attempts: 5, initial_interval: 200ms, backoff: 2.0, jitter: none }")
+        let result = try h.orchestrate(["run", file, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(h.read("counter").trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+        let events = Harness.events(result)
+        let retries = events.ofType("step.retrying")
+        #expect(retries.compactMap { $0["data"]?["delay_ms"]?.intValue } == [200, 400])
+        #expect(retries.allSatisfy { $0["data"]?["reason"]?.stringValue?.contains("failing on purpose") == true })
+        // The waits really happened: attempt 3 started at least 600 ms after attempt 1.
+        let starts = events.ofType("step.started").compactMap { $0["time"]?.doubleValue }
+        #expect(starts.count == 3)
+        #expect(starts[2] - starts[0] >= 0.55)
+    }
+
+    @Test func aPermanentErrorIsNotRetried() throws {
+        let file = flaky(failTimes: 5, kind: "permanent", retry: "{ max_attempts: 5, initial_interval: 10ms }")
+        let result = try h.orchestrate(["run", file, "--json"])
+        #expect(result.status == 1)
+        #expect(h.read("counter").trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        #expect(Harness.events(result).ofType("step.retrying").isEmpty)
+        #expect(Harness.events(result).ofType("step.failed").first?["data"]?["kind"]?.stringValue == "permanent")
+    }
+
+    @Test func maxAttemptsOneMeansNoRetry() throws {
+        let file = flaky(failTimes: 5, retry: "{ max_attempts: 1 }")
+        let result = try h.orchestrate(["run", file])
+        #expect(result.status == 1)
+        #expect(h.read("counter").trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        #expect(result.stdout.contains("failed after 1 attempt"))
+    }
+
+    @Test func theStepsRetryAfterHintWinsOverTheComputedDelay() throws {
+        let file = flaky(failTimes: 1, retry: "{ max_attempts: 3, initial_interval: 10ms, jitter: none }", retryAfterMs: 700)
+        let result = try h.orchestrate(["run", file, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = Harness.events(result)
+        #expect(events.ofType("step.retrying").first?["data"]?["delay_ms"]?.intValue == 700)
+        let starts = events.ofType("step.started").compactMap { $0["time"]?.doubleValue }
+        #expect(starts.count == 2)
+        #expect(starts[1] - starts[0] >= 0.65)
+    }
+
+    @Test func nonRetryableKindsStopRetries() throws {
+        let file = flaky(failTimes: 5, retry: "{ max_attempts: 5, initial_interval: 10ms, non_retryable: [retryable] }")
+        let result = try h.orchestrate(["run", file])
+        #expect(result.status == 1)
+        #expect(h.read("counter").trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+    }
+
+    @Test func aTimeoutCancelsTheAttemptAndIsRetried() throws {
+        let file = h.workflow("""
+            version: 1
+            name: timeouts
+            steps:
+              slow:
+                uses: test.sleep
+                with: { ms: 20000 }
+                timeout: 300ms
+                retry: { max_attempts: 2, initial_interval: 10ms }
+            """)
+        let started = Date()
+        let result = try h.orchestrate(["run", file, "--json"])
+        #expect(result.status == 1)
+        #expect(Date().timeIntervalSince(started) < 10)
+        let events = Harness.events(result)
+        #expect(events.ofType("step.retrying").first?["data"]?["kind"]?.stringValue == "timeout")
+        #expect(events.ofType("step.failed").first?["data"]?["kind"]?.stringValue == "timeout")
+    }
+}
