@@ -37,8 +37,9 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// Loads the plugins from the standard search path; refusals are printed as warnings
-    /// (a workflow that needs a refused plugin reports it with its unknown step type).
+    /// Loads the plugins from the standard search path; refusals are printed as warnings (by
+    /// the registry's `warn`), and a workflow that needs a refused plugin reports it again with
+    /// its unknown step type.
     func loadPlugins(quiet: Bool = false) -> PluginRegistry {
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
         let paths = PluginRegistry.standardSearchPaths(
@@ -48,9 +49,6 @@ struct GlobalOptions: ParsableArguments {
         let registry = PluginRegistry(searchPaths: paths, warn: { message in
             if !quiet { Terminal.warning(message) }
         })
-        if !quiet {
-            for refusal in registry.refusals { Terminal.warning("\(refusal)") }
-        }
         return registry
     }
 

@@ -30,7 +30,7 @@ public struct Orchestrate: ParsableCommand {
         do {
             var command = try parseAsRoot(arguments)
             try command.run()
-            exit(0)
+            Foundation.exit(0)
         } catch let exit as ExitCode {
             Foundation.exit(exit.rawValue)
         } catch let failure as CLIFailure {

@@ -40,6 +40,7 @@ extension RunExecutor {
 
     /// Starts the next compensation if none is running. Returns false once all are finished.
     func scheduleNextCompensation() -> Bool {
+        blockedOnKeys.removeAll()
         for id in compensationOrder() {
             guard let instance = instances[id] else { continue }
             switch instance.record.status {
@@ -48,10 +49,10 @@ extension RunExecutor {
             case .running:
                 return true
             case .waitingRetry:
-                if (instance.record.nextAttemptAt ?? 0) <= now() { tryStart(instance) }
+                if (instance.record.nextAttemptAt ?? 0) <= now() { start(instance) }
                 return true
             case .pending:
-                tryStart(instance)
+                start(instance)
                 return true
             }
         }

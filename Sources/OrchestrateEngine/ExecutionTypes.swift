@@ -1,0 +1,109 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateModel
+import OrchestratePluginHost
+import OrchestrateStore
+
+/// One step instance as the scheduling loop sees it: the journaled record plus what it runs.
+final class Instance {
+    var record: StepRecord
+    let spec: Runnable
+    /// Its `if:` and `for_each` were evaluated (or it is an item or a compensation): it only
+    /// waits for a slot.
+    var materialized: Bool
+    var blockedOnKeys = false
+
+    init(record: StepRecord, spec: Runnable) {
+        self.record = record
+        self.spec = spec
+        materialized = record.status != .pending || record.kind == .item || record.kind == .compensation
+            || record.attempt > 0
+    }
+
+    var id: String { record.id }
+}
+
+/// The scheduling state of a `for_each` step: its items in order, those still to start, how many
+/// run, how many are finished.
+final class FanOut {
+    let parent: Instance
+    let children: [Instance]
+    let maxParallel: Int?
+    var queued: [Instance]
+    var running = 0
+    var finished = 0
+
+    init(parent: Instance, children: [Instance], maxParallel: Int?) {
+        self.parent = parent
+        self.children = children
+        self.maxParallel = maxParallel
+        queued = children.filter { $0.record.status == .pending }
+        finished = children.filter { $0.record.status.isFinished }.count
+    }
+
+    var hasRoom: Bool { maxParallel.map { running < $0 } ?? true }
+}
+
+/// One attempt in flight.
+final class Attempt: @unchecked Sendable {
+    let token: Int
+    let invocation: StepInvocation
+    let delegate: AttemptDelegate
+    let leaseHolder: String?
+    var deadline: Double?
+    var timedOut = false
+
+    init(token: Int, invocation: StepInvocation, delegate: AttemptDelegate, leaseHolder: String?, deadline: Double?) {
+        self.token = token
+        self.invocation = invocation
+        self.delegate = delegate
+        self.leaseHolder = leaseHolder
+        self.deadline = deadline
+    }
+}
+
+/// An attempt's result, handed from its thread to the loop.
+struct Completion {
+    let instanceID: String
+    let token: Int
+    let result: Result<[String: JSONValue], StepFailure>
+}
+
+/// What an instance runs: a step's or a compensation's `uses`, `with`, and policies.
+struct Runnable {
+    let uses: String
+    let with: Template
+    let retry: RetryPolicy
+    let timeout: Duration?
+    let concurrency: [ConcurrencyLimit]
+    let idempotencyKey: Template?
+    let continueOnError: Bool
+
+    init(step: Step, workflow: Workflow) {
+        uses = step.uses
+        with = step.with
+        retry = step.retry
+        timeout = step.timeout
+        concurrency = workflow.concurrency + step.concurrency
+        idempotencyKey = step.idempotencyKey
+        continueOnError = step.continueOnError
+    }
+
+    init(compensation: Compensation, of step: Step, workflow: Workflow) {
+        uses = compensation.uses
+        with = compensation.with
+        retry = compensation.retry
+        timeout = compensation.timeout
+        concurrency = workflow.concurrency
+        idempotencyKey = nil
+        continueOnError = false
+    }
+}
+
+func formatDuration(_ duration: Duration) -> String {
+    let s = duration.seconds
+    if s < 1 { return "\(Int((s * 1000).rounded()))ms" }
+    if s < 60 { return s == s.rounded() ? "\(Int(s))s" : String(format: "%.1fs", s) }
+    if s < 3600 { return "\(Int(s / 60))m" + (Int(s) % 60 > 0 ? "\(Int(s) % 60)s" : "") }
+    return "\(Int(s / 3600))h" + (Int(s) % 3600 / 60 > 0 ? "\(Int(s) % 3600 / 60)m" : "")
+}

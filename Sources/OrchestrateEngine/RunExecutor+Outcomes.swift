@@ -1,0 +1,221 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateModel
+import OrchestratePluginHost
+import OrchestrateStore
+
+/// What happens when an attempt returns: success, a retry per the step's policy, or a final
+/// failure that ends the run (unless `continue_on_error`); plus timeouts and the run's end.
+extension RunExecutor {
+    func handle(_ completion: Completion) {
+        // A result whose token is not current comes from an abandoned attempt: ignore it.
+        guard let attempt = attempts[completion.instanceID], attempt.token == completion.token,
+              let instance = instances[completion.instanceID]
+        else { return }
+        attempts.removeValue(forKey: completion.instanceID)
+        if let holder = attempt.leaseHolder { batch.releasedLeases.append(holder) }
+        if instance.record.kind == .item { fanOuts[instance.record.step]?.running -= 1 }
+        switch completion.result {
+        case .success(let outputs):
+            succeed(instance, outputs: redactor.redact(.object(outputs)))
+        case .failure(var failure):
+            failure.message = redactor.redact(failure.message)
+            if attempt.timedOut && failure.kind != .invalidInput && failure.kind != .permanent {
+                failure.kind = .timeout
+                failure.message = "timed out after \(instance.spec.timeout.map(formatDuration) ?? "its timeout"): \(failure.message)"
+            }
+            handleFailure(instance, failure)
+        }
+    }
+
+    private func succeed(_ instance: Instance, outputs: JSONValue) {
+        completionCounter += 1
+        instance.record.status = .succeeded
+        instance.record.outputs = outputs
+        instance.record.finishedAt = now()
+        instance.record.completionSeq = completionCounter
+        instance.record.errorKind = nil
+        instance.record.errorCode = nil
+        instance.record.errorMessage = nil
+        batch.stepUpserts.append(instance.record)
+        emit(EventType.stepSucceeded, step: instance.id,
+             data: ["attempt": .int(Int64(instance.record.attempt)), "duration_ms": .int(durationMs(instance.record))])
+        finished(instance)
+    }
+
+    private func handleFailure(_ instance: Instance, _ failure: StepFailure) {
+        instance.record.failures += 1
+        let isCompensation = instance.record.kind == .compensation
+        // A step we cancelled because the run is ending is cancelled, not failed.
+        if ending != nil && !isCompensation && (failure.kind == .cancelled || wasCancelled(instance.id)) {
+            clearCancelled(instance.id)
+            instance.record.status = .cancelled
+            instance.record.finishedAt = now()
+            instance.record.errorKind = failure.kind.rawValue
+            instance.record.errorMessage = failure.message
+            batch.stepUpserts.append(instance.record)
+            emit(EventType.stepCancelled, step: instance.id, data: ["attempt": .int(Int64(instance.record.attempt))])
+            return
+        }
+        let policy = instance.spec.retry
+        let retryable = (failure.kind == .retryable || failure.kind == .timeout)
+            && !policy.nonRetryable.contains(failure.kind.rawValue)
+            && !(failure.code.map(policy.nonRetryable.contains) ?? false)
+        guard retryable, instance.record.failures < policy.maxAttempts, ending == nil || isCompensation else {
+            return fail(instance, failure)
+        }
+        // The server's hint (Retry-After) wins over the computed delay.
+        let delay = failure.retryAfter?.seconds
+            ?? policy.delay(afterAttempt: instance.record.failures, unitRandom: options.random()).seconds
+        instance.record.status = .waitingRetry
+        instance.record.nextAttemptAt = now() + delay
+        instance.record.errorKind = failure.kind.rawValue
+        instance.record.errorCode = failure.code
+        instance.record.errorMessage = failure.message
+        batch.stepUpserts.append(instance.record)
+        waitingRetry.insert(instance.id)
+        emit(EventType.stepRetrying, step: instance.id,
+             data: ["attempt": .int(Int64(instance.record.attempt)), "kind": .string(failure.kind.rawValue),
+                    "code": failure.code.map(JSONValue.string) ?? .null, "reason": .string(failure.message),
+                    "delay_ms": .int(Int64((delay * 1000).rounded())), "retry_after": .bool(failure.retryAfter != nil)])
+    }
+
+    /// Records a final failure; unless the step may fail (`continue_on_error`), the run fails.
+    func fail(_ instance: Instance, _ failure: StepFailure) {
+        instance.record.status = .failed
+        instance.record.finishedAt = now()
+        instance.record.errorKind = failure.kind.rawValue
+        instance.record.errorCode = failure.code
+        instance.record.errorMessage = failure.message
+        batch.stepUpserts.append(instance.record)
+        let attempts = instance.record.attempt
+        emit(EventType.stepFailed, step: instance.id,
+             data: ["attempt": .int(Int64(attempts)), "kind": .string(failure.kind.rawValue),
+                    "code": failure.code.map(JSONValue.string) ?? .null, "error": .string(failure.message),
+                    "continue_on_error": .bool(instance.spec.continueOnError)])
+        if !instance.spec.continueOnError && instance.record.kind != .compensation {
+            let tries = attempts == 1 ? "1 attempt" : "\(attempts) attempts"
+            beginEnding(.failed, reason: "step '\(instance.id)' failed after \(tries): \(failure.message)")
+        }
+        finished(instance)
+    }
+
+    func skip(_ instance: Instance, reason: String) {
+        instance.record.status = .skipped
+        instance.record.finishedAt = now()
+        batch.stepUpserts.append(instance.record)
+        emit(EventType.stepSkipped, step: instance.id, data: ["reason": .string(reason)])
+        finished(instance)
+    }
+
+    /// Bookkeeping once an instance reached a final status.
+    private func finished(_ instance: Instance) {
+        switch instance.record.kind {
+        case .step, .fanOut:
+            declaredStepFinished(instance)
+        case .item:
+            guard let fan = fanOuts[instance.record.step] else { return }
+            fan.finished += 1
+            if fan.finished == fan.children.count { finishFanOut(fan) }
+        case .compensation:
+            break
+        }
+    }
+
+    func finishFanOut(_ fan: FanOut) {
+        let parent = fan.parent
+        let failed = fan.children.filter { $0.record.status == .failed || $0.record.status == .cancelled }
+        parent.record.outputs = .array(fan.children.map { $0.record.outputs ?? .null })
+        parent.record.finishedAt = now()
+        if failed.isEmpty {
+            completionCounter += 1
+            parent.record.status = .succeeded
+            parent.record.completionSeq = completionCounter
+            emit(EventType.stepSucceeded, step: parent.id, data: ["items": .int(Int64(fan.children.count))])
+        } else {
+            parent.record.status = .failed
+            parent.record.errorMessage = "\(failed.count) of \(fan.children.count) items failed"
+            emit(EventType.stepFailed, step: parent.id,
+                 data: ["error": .string(parent.record.errorMessage!), "continue_on_error": .bool(parent.spec.continueOnError)])
+        }
+        batch.stepUpserts.append(parent.record)
+        fanOuts.removeValue(forKey: parent.record.step)
+        declaredStepFinished(parent)
+    }
+
+    /// The run will end `status`: nothing new starts and what runs is cancelled; compensations
+    /// follow once every attempt has returned.
+    func beginEnding(_ status: RunStatus, reason: String) {
+        guard ending == nil else { return }
+        ending = status
+        failureMessages.append(reason)
+        for (instanceID, attempt) in attempts {
+            markCancelled(instanceID)
+            attempt.invocation.cancel(.cancelled)
+        }
+        // Retries that were waiting will not happen.
+        for id in waitingRetry {
+            guard let instance = instances[id] else { continue }
+            instance.record.status = .cancelled
+            instance.record.finishedAt = now()
+            batch.stepUpserts.append(instance.record)
+        }
+        waitingRetry.removeAll()
+        blockedOnKeys.removeAll()
+        readyToStart.removeAll()
+    }
+
+    func checkTimeouts() {
+        let monotonicNow = Monotonic.now()
+        for (instanceID, attempt) in attempts {
+            guard let deadline = attempt.deadline, monotonicNow >= deadline else { continue }
+            if !attempt.timedOut {
+                attempt.timedOut = true
+                attempt.invocation.cancel(.timeout)
+            } else if monotonicNow >= deadline + options.timeoutGrace {
+                // The plugin ignores cancellation: stop waiting for it. (`isolation: process`
+                // is the cure for such plugins.)
+                attempt.deadline = nil
+                abandon(instanceID, attempt, StepFailure(
+                    kind: .timeout, code: "abandoned",
+                    message: "the step did not stop within \(Int(options.timeoutGrace))s of being cancelled; abandoned",
+                    retryAfter: nil))
+            }
+        }
+    }
+
+    // MARK: The end of the run
+
+    func finishSucceeded() {
+        var outputs: [String: JSONValue] = [:]
+        let context = evaluationContext(item: nil, attempt: 1)
+        for output in workflow.outputs {
+            do {
+                outputs[output.name] = try output.value.evaluate(in: context)
+            } catch {
+                failureMessages.append("output '\(output.name)': \(error)")
+            }
+        }
+        run.outputs = redactor.redact(.object(outputs))
+        finish(failureMessages.isEmpty ? .succeeded : .failed)
+    }
+
+    func finish(_ status: RunStatus) {
+        run.status = status
+        run.ending = nil
+        run.finishedAt = now()
+        run.error = failureMessages.isEmpty ? nil : failureMessages.joined(separator: "; ")
+        batch.runUpdates.append(run)
+        var data: [String: JSONValue] = [
+            "status": .string(status.rawValue),
+            "duration_ms": .int(Int64(((run.finishedAt! - (run.startedAt ?? run.createdAt)) * 1000).rounded())),
+        ]
+        if let error = run.error { data["error"] = .string(error) }
+        if let outputs = run.outputs { data["outputs"] = outputs }
+        emit(EventType.runFinished, step: nil, data: .object(data))
+    }
+
+    private func durationMs(_ record: StepRecord) -> Int64 {
+        Int64((((record.finishedAt ?? now()) - (record.startedAt ?? now())) * 1000).rounded())
+    }
+}

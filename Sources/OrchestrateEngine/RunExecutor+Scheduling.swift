@@ -1,0 +1,260 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateModel
+import OrchestratePluginHost
+import OrchestrateStore
+
+/// Deciding what starts: loading the journal, tracking which steps' needs are met, evaluating
+/// `if:` and `for_each` when a step becomes ready, and starting attempts within the limits.
+///
+/// The bookkeeping is incremental: `unfinishedNeeds` counts, per declared step, the needs not
+/// yet finished; when a step finishes its dependents' counts drop, and a step reaching zero
+/// joins `toMaterialize`. So a round costs what changed, even in a 10,000-step workflow.
+extension RunExecutor {
+    // MARK: Loading
+
+    func loadState() throws {
+        let existing = try store.steps(ofRun: run.id)
+        let resumed = !existing.isEmpty || run.startedAt != nil
+        for var record in existing {
+            guard let spec = spec(for: record) else { continue }
+            // An attempt that was running when the process died starts again (with its
+            // checkpoint); it did not fail, so it does not use up a retry.
+            if record.status == .running && record.kind != .fanOut { record.status = .pending }
+            instances[record.id] = Instance(record: record, spec: spec)
+            completionCounter = max(completionCounter, record.completionSeq ?? 0)
+        }
+        for step in workflow.steps where instances[step.id] == nil {
+            instances[step.id] = Instance(record: StepRecord(runID: run.id, id: step.id, step: step.id, kind: .step),
+                                          spec: Runnable(step: step, workflow: workflow))
+        }
+        for step in workflow.steps {
+            for need in step.needs { dependents[need, default: []].append(step.id) }
+        }
+        for step in workflow.steps {
+            let instance = instances[step.id]!
+            if instance.record.status.isFinished {
+                stepsContext[step.id] = contextEntry(instance.record)
+                continue
+            }
+            unfinishedSteps += 1
+            unfinishedNeeds[step.id] = step.needs.filter { !(instances[$0]?.record.status.isFinished ?? true) }.count
+            if instance.record.kind == .fanOut {
+                registerFanOut(instance, step: step)
+            } else if instance.record.status == .waitingRetry {
+                waitingRetry.insert(instance.id)
+            } else if instance.materialized {
+                readyToStart.append(instance)
+            } else if unfinishedNeeds[step.id] == 0 {
+                toMaterialize.append(step.id)
+            }
+        }
+        if run.status == .compensating { ending = run.ending ?? .failed }
+        if let error = run.error { failureMessages = [error] }
+        if run.startedAt == nil { run.startedAt = now() }
+        if run.status == .queued { run.status = .running }
+        batch.runUpdates.append(run)
+        emit(resumed ? EventType.runResumed : EventType.runStarted, step: nil,
+             data: ["workflow": .string(workflow.name), "pid": .int(Int64(owner.pid))])
+    }
+
+    private func spec(for record: StepRecord) -> Runnable? {
+        guard let step = workflow.step(record.step) else { return nil }
+        if record.kind == .compensation {
+            guard let compensation = step.compensate else { return nil }
+            return Runnable(compensation: compensation, of: step, workflow: workflow)
+        }
+        return Runnable(step: step, workflow: workflow)
+    }
+
+    private func registerFanOut(_ parent: Instance, step: Step) {
+        let count = parent.record.item?.arrayValue?.count ?? 0
+        let children = (0..<count).compactMap { instances["\(step.id)[\($0)]"] }
+        for child in children where child.record.status == .waitingRetry { waitingRetry.insert(child.id) }
+        fanOuts[step.id] = FanOut(parent: parent, children: children, maxParallel: step.maxParallel)
+    }
+
+    func contextEntry(_ record: StepRecord) -> JSONValue {
+        ["outputs": record.outputs ?? [:], "status": .string(record.status.rawValue)]
+    }
+
+    /// A declared step reached a final status: its outputs become visible and its dependents
+    /// may become ready.
+    func declaredStepFinished(_ instance: Instance) {
+        stepsContext[instance.record.step] = contextEntry(instance.record)
+        unfinishedSteps -= 1
+        for dependent in dependents[instance.record.step] ?? [] {
+            unfinishedNeeds[dependent, default: 1] -= 1
+            if unfinishedNeeds[dependent] == 0 { toMaterialize.append(dependent) }
+        }
+    }
+
+    // MARK: A scheduling round
+
+    func schedule() {
+        var index = 0
+        while index < toMaterialize.count {
+            let id = toMaterialize[index]
+            index += 1
+            if let step = workflow.step(id), let instance = instances[id], instance.record.status == .pending {
+                materialize(step, instance)
+            }
+        }
+        toMaterialize.removeAll()
+
+        let due = waitingRetry.filter { (instances[$0]?.record.nextAttemptAt ?? 0) <= now() }
+        for id in due.sorted() {
+            guard let instance = instances[id] else { continue }
+            if instance.record.kind == .item, let fan = fanOuts[instance.record.step], !fan.hasRoom { continue }
+            if start(instance) == .noSlot { return }
+        }
+
+        let blocked = blockedOnKeys
+        blockedOnKeys.removeAll()
+        for (offset, instance) in blocked.enumerated() {
+            if instance.record.kind == .item, let fan = fanOuts[instance.record.step], !fan.hasRoom {
+                blockedOnKeys.append(instance)
+                continue
+            }
+            guard start(instance) == .noSlot else { continue }
+            blockedOnKeys.append(contentsOf: blocked[offset...].filter { $0.record.status == .pending })
+            return
+        }
+
+        while !readyToStart.isEmpty {
+            if start(readyToStart[0]) == .noSlot { return }
+            readyToStart.removeFirst()
+        }
+
+        for step in workflow.steps where fanOuts[step.id] != nil {
+            let fan = fanOuts[step.id]!
+            while fan.hasRoom, let next = fan.queued.first {
+                if start(next) == .noSlot { return }
+                fan.queued.removeFirst()
+            }
+        }
+    }
+
+    /// Decides what a step whose needs are all finished becomes: skipped, a fan-out, or ready.
+    private func materialize(_ step: Step, _ instance: Instance) {
+        let needs = step.needs.compactMap { instances[$0]?.record.status }
+        let context = evaluationContext(item: nil, attempt: 1)
+        if let condition = step.condition {
+            do {
+                guard try condition.evaluate(in: context).isTruthy else {
+                    return skip(instance, reason: "if: \(condition.source) is false")
+                }
+            } catch {
+                return fail(instance, StepFailure(kind: .invalidInput, code: "expression", message: "\(error)", retryAfter: nil))
+            }
+        } else if needs.contains(.skipped) {
+            return skip(instance, reason: "a step it needs was skipped")
+        }
+        instance.materialized = true
+        guard let forEach = step.forEach else {
+            readyToStart.append(instance)
+            return
+        }
+        let items: [JSONValue]
+        do {
+            guard let list = try forEach.evaluate(in: context).arrayValue else {
+                return fail(instance, StepFailure(kind: .invalidInput, code: "for_each",
+                                                  message: "for_each must evaluate to an array", retryAfter: nil))
+            }
+            items = list
+        } catch {
+            return fail(instance, StepFailure(kind: .invalidInput, code: "expression", message: "\(error)", retryAfter: nil))
+        }
+        instance.record.kind = .fanOut
+        instance.record.item = redactor.redact(.array(items))
+        instance.record.status = .running
+        instance.record.startedAt = now()
+        batch.stepUpserts.append(instance.record)
+        emit(EventType.stepStarted, step: instance.id, data: ["items": .int(Int64(items.count)), "uses": .string(step.uses)])
+        for (index, item) in items.enumerated() {
+            var child = StepRecord(runID: run.id, id: "\(step.id)[\(index)]", step: step.id, kind: .item)
+            child.itemIndex = index
+            child.item = item
+            instances[child.id] = Instance(record: child, spec: instance.spec)
+            batch.stepUpserts.append(child)
+        }
+        registerFanOut(instance, step: step)
+        if items.isEmpty { finishFanOut(fanOuts[step.id]!) }
+    }
+
+    // MARK: Starting an attempt
+
+    enum StartOutcome { case started, noSlot, blocked, failed }
+
+    /// Starts an attempt of `instance` if a slot is free: evaluates its inputs, takes its
+    /// concurrency slots, and journals it as running (the thread starts after the commit).
+    @discardableResult
+    func start(_ instance: Instance) -> StartOutcome {
+        guard attempts.count < options.maxParallel else { return .noSlot }
+        let attemptNumber = instance.record.attempt + 1
+        let secrets = resolveSecrets()
+        let bound = instance.record.kind == .item || instance.record.kind == .compensation ? instance.record.item : nil
+        let context = evaluationContext(item: bound, attempt: attemptNumber, secrets: secrets)
+        let inputs: JSONValue
+        var keys: [(key: String, limit: Int)] = []
+        do {
+            inputs = try instance.spec.with.evaluate(in: context)
+            if instance.record.idempotencyKey == nil, let template = instance.spec.idempotencyKey {
+                instance.record.idempotencyKey = redactor.redact(try template.evaluate(in: context).interpolated)
+            }
+            for limit in instance.spec.concurrency {
+                keys.append((try limit.key.evaluate(in: context).interpolated, limit.limit))
+            }
+        } catch {
+            waitingRetry.remove(instance.id)
+            fail(instance, StepFailure(kind: .invalidInput, code: "expression", message: "\(error)", retryAfter: nil))
+            return .failed
+        }
+        guard let stepType = registry.stepType(instance.spec.uses) else {
+            waitingRetry.remove(instance.id)
+            fail(instance, StepFailure(kind: .permanent, code: "unknown_step_type",
+                                       message: "no loaded plugin provides step type '\(instance.spec.uses)'", retryAfter: nil))
+            return .failed
+        }
+        let holder = "\(run.id)/\(instance.id)"
+        if !keys.isEmpty {
+            let acquired = (try? store.tryAcquireLeases(keys, holder: holder, owner: owner,
+                                                        expiresAt: now() + options.leaseDuration)) ?? false
+            guard acquired else {
+                if !instance.blockedOnKeys {
+                    instance.blockedOnKeys = true
+                    emit(EventType.stepWaiting, step: instance.id,
+                         data: ["reason": .string("concurrency limit"), "keys": .array(keys.map { .string($0.key) })])
+                }
+                if instance.record.status == .pending { blockedOnKeys.append(instance) }
+                return .blocked
+            }
+        }
+        instance.blockedOnKeys = false
+        waitingRetry.remove(instance.id)
+        // Only an attempt that follows another can have a checkpoint to continue from.
+        let checkpoint = instance.record.attempt > 0 ? try? store.checkpoint(runID: run.id, stepID: instance.id) : nil
+        instance.record.status = .running
+        instance.record.attempt = attemptNumber
+        instance.record.nextAttemptAt = nil
+        instance.record.startedAt = now()
+        batch.stepUpserts.append(instance.record)
+        emit(EventType.stepStarted, step: instance.id,
+             data: ["attempt": .int(Int64(attemptNumber)), "uses": .string(instance.spec.uses)])
+        if instance.record.kind == .item { fanOuts[instance.record.step]?.running += 1 }
+
+        nextToken += 1
+        let request = StepRequest(runID: run.id, stepID: instance.id, inputs: inputs,
+                                  idempotencyKey: instance.record.idempotencyKey, runDir: run.runDir,
+                                  attempt: attemptNumber, timeout: instance.spec.timeout, checkpoint: checkpoint)
+        let delegate = AttemptDelegate(runID: run.id, instanceID: instance.id, declaredStep: instance.record.step,
+                                       store: store, redactor: redactor, sink: self)
+        let attempt = Attempt(token: nextToken,
+                              invocation: StepInvocation(stepType: stepType, request: request, delegate: delegate),
+                              delegate: delegate, leaseHolder: keys.isEmpty ? nil : holder,
+                              deadline: instance.spec.timeout.map { Monotonic.now() + $0.seconds })
+        attempts[instance.id] = attempt
+        pendingStarts.append((instance, attempt))
+        return .started
+    }
+}
