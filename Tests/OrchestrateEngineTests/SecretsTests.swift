@@ -17,7 +17,6 @@ import Testing
             steps:
               echo:
                 uses: test.echo
-                idempotency_key: "${{ secrets.token }}-key"
                 with: { header: "bearer ${{ secrets.token }}" }
               shell:
                 uses: exec
@@ -55,6 +54,22 @@ import Testing
             #expect(data.range(of: Data(secret.utf8)) == nil, "the secret is in \(relative)")
         }
         #expect(scanned >= 2)
+    }
+
+    @Test func aSecretCannotBecomeAnIdempotencyKey() throws {
+        // Keys are stored in the state store, so the validator refuses a secret in one.
+        let file = h.workflow("""
+            version: 1
+            name: secrets
+            secrets:
+              token: { env: TEST_TOKEN }
+            steps:
+              echo: { uses: test.echo, idempotency_key: "${{ secrets.token }}" }
+            """)
+        let result = try h.orchestrate(["validate", file])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("wf.yaml:6:"))
+        #expect(result.stderr.contains("idempotency_key"))
     }
 
     @Test func aMissingSecretIsAUsageError() throws {
