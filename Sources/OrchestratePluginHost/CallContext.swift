@@ -1,0 +1,171 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import COrchestratePlugin
+import OrchestrateJSON
+
+/// The state of one `run` call, behind the opaque `orc_host *` the plugin receives.
+///
+/// The callbacks in `HostAPITable` find it with `CallContext.resolve`, which only answers for
+/// calls still running: a plugin thread that calls back after `run` returned (a contract
+/// violation) is ignored instead of touching freed memory.
+///
+/// Memory handed to the plugin (the loaded checkpoint, items) is malloc'd here and freed when
+/// the header says its lifetime ends, and at the latest in `finish()`.
+final class CallContext: @unchecked Sendable {
+    /// What set_error recorded.
+    struct ReportedError {
+        var kind: Int32
+        var code: String?
+        var message: String?
+        var retryAfterMs: Int64
+    }
+
+    /// Largest checkpoint accepted, as the header states.
+    static let checkpointLimit = 1 << 20
+
+    let request: StepRequest
+    let delegate: any StepHostDelegate
+    let signal: CancelSignal
+
+    private let lock = Lock()
+    private var finished = false
+    private var outputs: [String: JSONValue] = [:]
+    private var reportedError: ReportedError?
+    private var checkpoint: [UInt8]?
+    private var checkpointBuffer: UnsafeMutableRawPointer?
+    private var itemMemory: [String: [UnsafeMutableRawPointer]] = [:]
+
+    init(request: StepRequest, delegate: any StepHostDelegate, signal: CancelSignal) {
+        self.request = request
+        self.delegate = delegate
+        self.signal = signal
+        self.checkpoint = request.checkpoint
+    }
+
+    // MARK: - Live calls
+
+    private static let liveLock = Lock()
+    nonisolated(unsafe) private static var live: Set<UnsafeMutableRawPointer> = []
+
+    /// Registers the context as running and returns the opaque pointer for the plugin.
+    func begin() -> OpaquePointer {
+        let pointer = Unmanaged.passUnretained(self).toOpaque()
+        CallContext.liveLock.withLock { _ = CallContext.live.insert(pointer) }
+        return OpaquePointer(pointer)
+    }
+
+    /// Unregisters the context, frees what the plugin was lent, and returns the results.
+    func finish() -> (outputs: [String: JSONValue], error: ReportedError?) {
+        let pointer = Unmanaged.passUnretained(self).toOpaque()
+        CallContext.liveLock.withLock { _ = CallContext.live.remove(pointer) }
+        return lock.withLock {
+            finished = true
+            free(checkpointBuffer)
+            checkpointBuffer = nil
+            for blocks in itemMemory.values { blocks.forEach { free($0) } }
+            itemMemory = [:]
+            return (outputs, reportedError)
+        }
+    }
+
+    /// The running call behind `host`, or nil when `host` is not (or no longer) a running call.
+    static func resolve(_ host: OpaquePointer?) -> CallContext? {
+        guard let host else { return nil }
+        let pointer = UnsafeMutableRawPointer(host)
+        return liveLock.withLock {
+            live.contains(pointer) ? Unmanaged<CallContext>.fromOpaque(pointer).takeUnretainedValue() : nil
+        }
+    }
+
+    // MARK: - Callbacks (each called by the matching HostAPITable entry)
+
+    func log(_ level: Int32, _ message: String) {
+        let level = LogLevel(rawValue: min(max(level, 0), 3)) ?? .info
+        // "\r\n" is one Character in Swift, hence the two separators.
+        var lines = message.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+        if lines.count > 1, lines.last?.isEmpty == true { lines.removeLast() }
+        for line in lines { delegate.log(level, String(line)) }
+    }
+
+    func setOutput(name: String, json: String) -> Bool {
+        guard !name.isEmpty, let value = try? JSONValue(parsing: json) else { return false }
+        return lock.withLock {
+            guard !finished else { return false }
+            outputs[name] = value
+            return true
+        }
+    }
+
+    func setError(_ error: ReportedError) {
+        lock.withLock { if !finished { reportedError = error } }
+    }
+
+    func saveCheckpoint(_ data: [UInt8]) -> Bool {
+        guard data.count <= CallContext.checkpointLimit, !isFinished else { return false }
+        guard delegate.saveCheckpoint(data) else { return false }
+        lock.withLock {
+            checkpoint = data
+            free(checkpointBuffer)
+            checkpointBuffer = nil
+        }
+        return true
+    }
+
+    /// A malloc'd copy of the current checkpoint, valid until the next save/load or finish.
+    func loadCheckpoint() -> (UnsafeRawPointer?, Int) {
+        lock.withLock {
+            free(checkpointBuffer)
+            checkpointBuffer = nil
+            guard !finished, let checkpoint else { return (nil, 0) }
+            let buffer = malloc(max(checkpoint.count, 1))!
+            checkpoint.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            checkpointBuffer = buffer
+            return (UnsafeRawPointer(buffer), checkpoint.count)
+        }
+    }
+
+    /// Waits for the next item in slices of at most 100 ms, giving up early on cancellation.
+    func nextItem(timeoutMs: Int64) -> NextItem {
+        let deadline = MonotonicClock.nowMilliseconds() + max(0, timeoutMs)
+        while !signal.isCancelled && !isFinished {
+            let remaining = max(0, deadline - MonotonicClock.nowMilliseconds())
+            switch delegate.nextItem(timeout: .milliseconds(min(remaining, 100))) {
+            case .timeout:
+                if remaining <= 100 { return .timeout }
+            case let other:
+                return other
+            }
+        }
+        return .timeout
+    }
+
+    /// Copies an item's strings and checkpoint into malloc'd blocks owned until item_done.
+    func lend(id: String, json: String, checkpoint: [UInt8]?)
+        -> (id: UnsafePointer<CChar>, json: UnsafePointer<CChar>, checkpoint: UnsafePointer<UInt8>?, size: Int)
+    {
+        let cID = strdup(id)!, cJSON = strdup(json)!
+        var blocks: [UnsafeMutableRawPointer] = [UnsafeMutableRawPointer(cID), UnsafeMutableRawPointer(cJSON)]
+        var bytes: UnsafeMutablePointer<UInt8>?
+        if let checkpoint, !checkpoint.isEmpty {
+            let block = malloc(checkpoint.count)!
+            checkpoint.withUnsafeBytes { block.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            blocks.append(block)
+            bytes = block.assumingMemoryBound(to: UInt8.self)
+        }
+        lock.withLock { itemMemory[id, default: []] += blocks }
+        return (UnsafePointer(cID), UnsafePointer(cJSON), bytes.map { UnsafePointer($0) }, checkpoint?.count ?? 0)
+    }
+
+    func itemDone(id: String, error: String?) {
+        guard !isFinished else { return }
+        delegate.itemDone(id: id, error: error)
+        lock.withLock {
+            itemMemory.removeValue(forKey: id)?.forEach { free($0) }
+        }
+    }
+
+    var isFinished: Bool { lock.withLock { finished } }
+}

@@ -1,0 +1,80 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The cancellation state of one step call: a flag for polling (is_cancelled) and a pipe whose
+/// read end becomes readable at cancellation (cancel_fd), so a plugin blocked in poll() on a
+/// socket wakes at once, and so `sleep_ms` is a poll() on that same pipe.
+///
+/// One byte is written at the first `cancel` and never read, so the fd stays readable. The pipe
+/// is close-on-exec: children a plugin spawns (exec) do not inherit it.
+final class CancelSignal: @unchecked Sendable {
+    private let lock = Lock()
+    private var storedReason: CancelReason?
+    let readFD: Int32
+    private let writeFD: Int32
+
+    init() {
+        var fds: [Int32] = [-1, -1]
+        // pipe + fcntl rather than pipe2 (a GNU extension Glibc's Swift module hides). In the
+        // short window before FD_CLOEXEC is set, a child spawned by another thread could
+        // inherit the fds; that only leaks two descriptors into that child.
+        let ok = pipe(&fds) == 0
+        if ok {
+            for fd in fds {
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+            }
+        }
+        // Out of descriptors: fall back to polling only (cancel_fd returns -1 then).
+        readFD = ok ? fds[0] : -1
+        writeFD = ok ? fds[1] : -1
+    }
+
+    deinit {
+        if readFD >= 0 { close(readFD) }
+        if writeFD >= 0 { close(writeFD) }
+    }
+
+    /// The first reason given wins; later calls do nothing.
+    func cancel(_ reason: CancelReason) {
+        lock.withLock {
+            guard storedReason == nil else { return }
+            storedReason = reason
+            if writeFD >= 0 {
+                var byte: UInt8 = 1
+                _ = write(writeFD, &byte, 1)
+            }
+        }
+    }
+
+    var reason: CancelReason? { lock.withLock { storedReason } }
+    var isCancelled: Bool { reason != nil }
+
+    /// Waits up to `milliseconds` (0 or less: just checks); returns true when cancelled.
+    func wait(milliseconds: Int64) -> Bool {
+        let deadline = MonotonicClock.nowMilliseconds() + max(0, milliseconds)
+        while true {
+            if isCancelled { return true }
+            let remaining = deadline - MonotonicClock.nowMilliseconds()
+            if remaining <= 0 { return false }
+            let slice = Int32(min(remaining, 60_000))
+            if readFD >= 0 {
+                var pfd = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
+                _ = poll(&pfd, 1, slice)
+            } else {
+                usleep(UInt32(min(slice, 50)) * 1000)
+            }
+        }
+    }
+}
+
+enum MonotonicClock {
+    static func nowMilliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+}
