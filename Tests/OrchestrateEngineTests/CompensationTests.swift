@@ -73,4 +73,49 @@ import Testing
         #expect(h.lines("undo").count == 3)
         #expect(try h.status(runID)["status"]?.stringValue == "cancelled")
     }
+
+    @Test func compensationsAreRetriedAndSurviveAKillDuringCompensation() throws {
+        let undo = h.path("undo"), counter = h.path("counter")
+        let file = h.workflow("""
+            version: 1
+            name: durable-saga
+            steps:
+              first:
+                uses: test.noop
+                compensate:
+                  uses: test.flaky
+                  with: { counter_file: "\(counter)", fail_times: 1 }
+                  retry: { max_attempts: 3, initial_interval: 10ms }
+              second:
+                needs: [first]
+                uses: test.noop
+                compensate:
+                  uses: test.checkpoint
+                  with: { file: "\(undo)", count: 20, delay_ms: 80 }
+              third:
+                needs: [second]
+                uses: test.fail
+                with: { kind: permanent, message: "third broke" }
+            """)
+        let process = try h.start(["run", file])
+        // Kill it while the second step's compensation is half done.
+        #expect(h.waitFor { h.lines("undo").count >= 5 })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let runID = try #require(try h.runIDs().first)
+        #expect(try h.status(runID)["status"]?.stringValue == "interrupted")
+
+        let resumed = try h.orchestrate(["resume", runID, "--json"])
+        #expect(resumed.status == 1, "the run still ends failed")
+        let ticks = h.lines("undo").compactMap { Int($0) }
+        #expect(Set(ticks) == Set(0..<20), "the compensation finished from its checkpoint")
+        #expect(ticks.count <= 21)
+        // The first step's compensation failed once and was retried.
+        #expect(h.read("counter").trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+        let events = Harness.events(resumed)
+        #expect(events.ofType("step.retrying").contains { $0["step"]?.stringValue == "compensate:first" })
+        let status = try h.status(runID)
+        #expect(status["status"]?.stringValue == "failed")
+        #expect(status["error"]?.stringValue?.contains("third broke") == true)
+    }
 }

@@ -36,6 +36,25 @@ import Testing
         #expect(starts[2] - starts[0] >= 0.55)
     }
 
+    @Test func theIdempotencyKeyIsEvaluatedOnceAndKeptAcrossAttempts() throws {
+        let file = h.workflow("""
+            version: 1
+            name: keys
+            steps:
+              flaky:
+                uses: test.flaky
+                idempotency_key: "${{ run.id }}/attempt-${{ run.attempt }}"
+                with: { counter_file: "\(h.path("counter"))", fail_times: 2 }
+                retry: { max_attempts: 3, initial_interval: 10ms }
+            """)
+        let result = try h.orchestrate(["run", file])
+        #expect(result.status == 0, "\(result.stderr)")
+        let runID = try #require(try h.runIDs().first)
+        let step = try h.status(runID)["steps"]?.arrayValue?.first
+        #expect(step?["attempt"]?.intValue == 3)
+        #expect(step?["idempotency_key"]?.stringValue == "\(runID)/attempt-1")
+    }
+
     @Test func aPermanentErrorIsNotRetried() throws {
         let file = flaky(failTimes: 5, kind: "permanent", retry: "{ max_attempts: 5, initial_interval: 10ms }")
         let result = try h.orchestrate(["run", file, "--json"])
