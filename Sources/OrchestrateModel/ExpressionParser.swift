@@ -142,8 +142,8 @@ enum ExpressionParser {
                 guard let context = ContextName(rawValue: name) else {
                     let names = ContextName.allCases.map(\.rawValue)
                     throw Diagnostic(location: location,
-                                     message: "unknown name '\(name)'\(didYouMean(name, names + ["true", "false", "null"])); "
-                                         + "expressions start from \(quotedList(names))")
+                                     message: "unknown name '\(name)' (expressions start from \(quotedList(names)))"
+                                         + didYouMean(name, names + ["true", "false", "null"]))
                 }
                 return ExprNode(kind: .context(context), location: location)
             case .symbol("("):

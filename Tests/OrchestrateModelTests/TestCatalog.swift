@@ -1,0 +1,69 @@
+// A fake plugin catalog with realistic input schemas, standing in for the plugin host.
+import OrchestrateJSON
+import OrchestrateModel
+
+struct TestCatalog: StepCatalog {
+    static let types: [String: StepInfo] = {
+        let http: JSONValue = [
+            "type": "object",
+            "properties": [
+                "method": ["type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]],
+                "url": ["type": "string", "minLength": 1],
+                "headers": ["type": "object", "additionalProperties": ["type": "string"]],
+                "json": [:],
+                "body": ["type": "string"],
+                "timeout_ms": ["type": "integer", "minimum": 1],
+                "expect_status": ["type": "array", "items": ["type": "integer", "minimum": 100, "maximum": 599]],
+            ],
+            "required": ["url"],
+            "additionalProperties": false,
+        ]
+        let upload: JSONValue = [
+            "type": "object",
+            "properties": [
+                "url": ["type": "string"],
+                "file": ["type": "string"],
+                "protocol": ["type": "string", "enum": ["vimeo-streaming", "tus", "put"]],
+                "chunk_size": ["type": ["integer", "string"]],
+            ],
+            "required": ["url", "file"],
+            "additionalProperties": false,
+        ]
+        let exec: JSONValue = [
+            "type": "object",
+            "properties": [
+                "command": ["type": "array", "items": ["type": "string"]],
+                "cwd": ["type": "string"],
+                "env": ["type": "object", "additionalProperties": ["type": "string"]],
+            ],
+            "required": ["command"],
+            "additionalProperties": false,
+        ]
+        let copy: JSONValue = [
+            "type": "object",
+            "properties": [
+                "source": ["type": "string"],
+                "destination": ["type": "string"],
+                "overwrite": ["type": "boolean"],
+            ],
+            "required": ["source", "destination"],
+            "additionalProperties": false,
+        ]
+        let session: JSONValue = [
+            "type": "object",
+            "properties": ["host": ["type": "string"], "paths": ["type": "array", "items": ["type": "string"]]],
+            "required": ["host"],
+        ]
+        let list: [StepInfo] = [
+            StepInfo(id: "http.request", inputSchema: http, outputSchema: ["type": "object"], acceptsItems: false),
+            StepInfo(id: "http.upload", inputSchema: upload, outputSchema: nil, acceptsItems: false),
+            StepInfo(id: "exec", inputSchema: exec, outputSchema: nil, acceptsItems: false),
+            StepInfo(id: "fs.copy", inputSchema: copy, outputSchema: nil, acceptsItems: false),
+            StepInfo(id: "aspera.session", inputSchema: session, outputSchema: nil, acceptsItems: true),
+        ]
+        return Dictionary(uniqueKeysWithValues: list.map { ($0.id, $0) })
+    }()
+
+    func stepInfo(for id: String) -> StepInfo? { Self.types[id] }
+    var stepTypeIDs: [String] { Self.types.keys.sorted() }
+}
