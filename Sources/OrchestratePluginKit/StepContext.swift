@@ -1,0 +1,123 @@
+import COrchestratePlugin
+import OrchestrateJSON
+
+/// Log levels (`ORC_LOG_*`).
+public enum LogLevel: Int32, Sendable {
+    case debug = 0, info, warn, error
+}
+
+/// Everything a running step sees: its inputs, facts about the attempt, and the host's
+/// callbacks as Swift methods.
+///
+/// Valid only while `run` is executing. The methods may be called from any thread the step
+/// creates (a reader thread logging a child's output, say), but none after `run` returns.
+public final class StepContext: @unchecked Sendable {
+    /// The resolved `with:` object. Read it with the typed accessors (`string`, `int`, ...),
+    /// which throw invalid-input errors with the key's name.
+    public let inputs: JSONValue
+    /// The step type being run (`fs.copy`).
+    public let stepType: String
+    public let runID: String
+    /// The step's id in the workflow (`upload`, `upload[3]`).
+    public let stepID: String
+    /// A directory private to the run, for temporary files; exists.
+    public let runDir: String
+    /// Send it to the server when the effect must happen once (e.g. Idempotency-Key).
+    public let idempotencyKey: String?
+    /// 1 for the first attempt.
+    public let attempt: Int
+    /// The attempt's limit; the host cancels the step when it passes (informational here).
+    public let timeout: Duration?
+
+    let api: UnsafePointer<orc_host_api>
+    let host: OpaquePointer?
+
+    init(call: UnsafePointer<orc_step_call>, api: UnsafePointer<orc_host_api>, host: OpaquePointer?) throws(StepError) {
+        let c = call.pointee
+        func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+        self.api = api
+        self.host = host
+        stepType = text(c.step_type)
+        runID = text(c.run_id)
+        stepID = text(c.step_id)
+        runDir = text(c.run_dir)
+        idempotencyKey = c.idempotency_key.map { String(cString: $0) }
+        attempt = Int(c.attempt)
+        timeout = c.timeout_ms >= 0 ? .milliseconds(c.timeout_ms) : nil
+        do {
+            inputs = try JSONValue(parsing: text(c.inputs_json))
+        } catch {
+            throw .invalidInput("the step inputs are not valid JSON: \(error)")
+        }
+    }
+
+    // MARK: - Logs and progress
+
+    /// Writes a log line (several, if `message` has newlines). Never log secrets or whole inputs.
+    public func log(_ level: LogLevel, _ message: String) {
+        api.pointee.log(host, level.rawValue, message)
+    }
+
+    /// Reports absolute progress; pass -1 (the default) for what is unknown. Cheap: the host
+    /// throttles.
+    public func progress(bytesDone: Int64 = -1, bytesTotal: Int64 = -1, filesDone: Int64 = -1, filesTotal: Int64 = -1) {
+        api.pointee.progress(host, bytesDone, bytesTotal, filesDone, filesTotal)
+    }
+
+    // MARK: - Cancellation
+
+    /// True once the step has been asked to stop. Poll it between units of work.
+    public var isCancelled: Bool { api.pointee.is_cancelled(host) != 0 }
+
+    /// A file descriptor that becomes readable when the step is cancelled: add it to your
+    /// poll() set. Never read, write or close it.
+    public var cancelFD: Int32 { api.pointee.cancel_fd(host) }
+
+    /// Sleeps up to `milliseconds`; returns true if woken by cancellation.
+    @discardableResult
+    public func sleep(milliseconds: Int64) -> Bool { api.pointee.sleep_ms(host, milliseconds) != 0 }
+
+    /// Sleeps up to `duration`; returns true if woken by cancellation.
+    @discardableResult
+    public func sleep(for duration: Duration) -> Bool {
+        let (seconds, attoseconds) = duration.components
+        return sleep(milliseconds: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// Throws `StepError.cancelled` when the step has been cancelled.
+    public func checkCancellation() throws(StepError) {
+        if isCancelled { throw .cancelled("\(stepType) was cancelled") }
+    }
+
+    // MARK: - Outputs
+
+    /// Sets output `name` (visible as `steps.<id>.outputs.<name>` if the step succeeds).
+    public func setOutput(_ name: String, _ value: JSONValue) {
+        _ = api.pointee.set_output(host, name, value.jsonText)
+    }
+
+    // MARK: - Checkpoints
+
+    /// Saves the step's checkpoint (at most 1 MiB; never put a secret in it). Returns true when
+    /// it is durable: a later attempt gets it from `loadCheckpoint`.
+    @discardableResult
+    public func saveCheckpoint(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { api.pointee.save_checkpoint(host, $0.baseAddress, $0.count) } == 0
+    }
+
+    /// Saves a JSON checkpoint (see `saveCheckpoint(_:)`).
+    @discardableResult
+    public func saveCheckpoint(json: JSONValue) -> Bool { saveCheckpoint(Array(json.jsonText.utf8)) }
+
+    /// The last checkpoint saved by this attempt or an earlier one, or nil.
+    public func loadCheckpoint() -> [UInt8]? {
+        var size = 0
+        guard let bytes = api.pointee.load_checkpoint(host, &size) else { return nil }
+        return Array(UnsafeBufferPointer(start: bytes, count: size))
+    }
+
+    /// The checkpoint parsed as JSON, or nil when there is none or it is not JSON.
+    public func loadCheckpointJSON() -> JSONValue? {
+        loadCheckpoint().flatMap { try? JSONValue(parsing: $0) }
+    }
+}

@@ -1,0 +1,76 @@
+/// One step type of a Swift plugin: its description and its code.
+///
+/// ```swift
+/// struct Checksum: StepDefinition {
+///     static let id = "fs.checksum"
+///     static let version = "1.0.0"
+///     static let summary = "SHA-256 and size of a file."
+///     static let inputSchema = #"""
+///         {"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}
+///         """#
+///     static let outputSchema = #"{"type":"object","properties":{"sha256":{"type":"string"}}}"#
+///
+///     static func run(_ step: StepContext) throws {
+///         let path = try step.string("path")          // throws invalid-input when missing
+///         step.log(.info, "hashing \(path)")
+///         step.setOutput("sha256", .string(try hash(path)))
+///     }
+/// }
+/// ```
+///
+/// `run` is called on a host worker thread, possibly for several steps at once: keep no mutable
+/// global state. Returning normally is success (outputs are what `setOutput` set); throwing a
+/// `StepError` fails the attempt with its kind; any other error fails it as permanent (or as
+/// cancelled when the step was cancelled), with the error's description as the message.
+public protocol StepDefinition: SendableMetatype {
+    /// Globally unique, lower-case, dot-separated: `fs.copy`, `http.upload`.
+    static var id: String { get }
+    /// Semantic version of this step type.
+    static var version: String { get }
+    /// One line for `orchestrate plugins list`.
+    static var summary: String { get }
+    /// Longer Markdown for `orchestrate plugins inspect`; empty for none.
+    static var documentation: String { get }
+    /// JSON Schema of the `with:` object (the host refuses the plugin if it is not JSON).
+    static var inputSchema: String { get }
+    /// JSON Schema of the outputs; empty for none.
+    static var outputSchema: String { get }
+    /// True for a long-lived session step that takes items while it runs (`nextItem`).
+    static var acceptsItems: Bool { get }
+
+    static func run(_ step: StepContext) throws
+}
+
+extension StepDefinition {
+    public static var documentation: String { "" }
+    public static var outputSchema: String { "" }
+    public static var acceptsItems: Bool { false }
+}
+
+/// A Swift plugin: a name and its step types. One `@_cdecl` line exports it:
+///
+/// ```swift
+/// enum FSPlugin: PluginDefinition {
+///     static let name = "fs"
+///     static let version = "1.0.0"
+///     static let summary = "Local file steps."
+///     static let steps: [any StepDefinition.Type] = [Copy.self, Checksum.self]
+/// }
+///
+/// @_cdecl("orchestrate_plugin_entry_v1")
+/// public func orchestratePluginEntry() -> UnsafeRawPointer { FSPlugin.entry() }
+/// ```
+public protocol PluginDefinition {
+    static var name: String { get }
+    static var version: String { get }
+    static var summary: String { get }
+    static var steps: [any StepDefinition.Type] { get }
+}
+
+extension PluginDefinition {
+    /// The `orc_plugin` description for this plugin, built on the first call and kept for the
+    /// life of the process (as the ABI requires); later calls return the same pointer.
+    public static func entry() -> UnsafeRawPointer {
+        PluginDescriptions.description(of: Self.self)
+    }
+}

@@ -1,0 +1,213 @@
+// The built-in fs plugin, loaded from the products directory and run for real.
+import Foundation
+import OrchestrateJSON
+import OrchestratePluginHost
+import OrchestrateTestSupport
+import Testing
+
+private func fsStep(_ id: String) throws -> StepType {
+    guard let step = try Fixtures.builtIn("fs").stepTypes.first(where: { $0.id == id }) else {
+        throw TestFailure("fs plugin has no \(id)")
+    }
+    return step
+}
+
+private func runFS(_ id: String, _ inputs: JSONValue, delegate: RecordingDelegate = RecordingDelegate(),
+                   attempt: Int = 1, checkpoint: [UInt8]? = nil) async throws -> Result<[String: JSONValue], StepFailure>
+{
+    let invocation = StepInvocation(stepType: try fsStep(id), request: request(inputs, attempt: attempt, checkpoint: checkpoint),
+                                    delegate: delegate)
+    return await invocation.runOnThread()
+}
+
+/// Writes `size` random bytes to `url`.
+private func randomFile(_ url: URL, size: Int) throws {
+    var generator = SystemRandomNumberGenerator()
+    var bytes = [UInt8](repeating: 0, count: size)
+    for i in stride(from: 0, to: size, by: 8) {
+        let word = generator.next()
+        for j in 0..<min(8, size - i) { bytes[i + j] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(j))) }
+    }
+    try Data(bytes).write(to: url)
+}
+
+/// The digest `sha256sum` computes: the reference the plugin is checked against.
+private func sha256sum(_ url: URL) throws -> String {
+    let result = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sha256sum"), [url.path])
+    return String(result.stdout.prefix(64))
+}
+
+@Suite struct FSPluginTests {
+    @Test func describesItsSteps() throws {
+        let plugin = try Fixtures.builtIn("fs")
+        #expect(plugin.name == "fs")
+        #expect(plugin.stepTypes.map(\.id) == ["fs.copy", "fs.move", "fs.checksum"])
+        let copy = try fsStep("fs.copy")
+        #expect(copy.inputSchema["required"] == ["source", "destination"])
+        #expect(copy.outputSchema?["properties"]?["sha256"] != nil)
+        #expect(copy.documentation?.contains("partial") == true)
+    }
+
+    @Test func copiesAMultiMebibyteFileVerified() async throws {
+        let dir = TemporaryDirectory()
+        let source = dir.file("source.bin")
+        try randomFile(source, size: 20 << 20 | 12345)
+        let destination = dir.file("nested/deeper/copy.bin")
+        let delegate = RecordingDelegate()
+        let outputs = try #require(try await runFS("fs.copy", ["source": .string(source.path), "destination": .string(destination.path)],
+                                                   delegate: delegate).outputs)
+        let expected = try sha256sum(source)
+        #expect(outputs["sha256"] == .string(expected))
+        #expect(outputs["size"] == .int(Int64(20 << 20 | 12345)))
+        #expect(outputs["path"] == .string(destination.path))
+        #expect(try sha256sum(destination) == expected)
+        #expect(!FileManager.default.fileExists(atPath: destination.path + ".partial"))
+        let progress = delegate.progressReports
+        #expect(progress.last == StepProgress(bytesDone: Int64(20 << 20 | 12345), bytesTotal: Int64(20 << 20 | 12345),
+                                              filesDone: 1, filesTotal: 1))
+        #expect(zip(progress, progress.dropFirst()).allSatisfy { $0.bytesDone <= $1.bytesDone })
+        #expect(delegate.checkpoints.count >= 2, "a checkpoint every 8 MiB")
+    }
+
+    @Test func resumesFromThePartialFile() async throws {
+        let dir = TemporaryDirectory()
+        let source = dir.file("source.bin")
+        try randomFile(source, size: 24 << 20)
+        let destination = dir.file("copy.bin")
+        let inputs: JSONValue = ["source": .string(source.path), "destination": .string(destination.path)]
+
+        // First attempt: stopped right after its first checkpoint.
+        let first = RecordingDelegate()
+        let invocation = StepInvocation(stepType: try fsStep("fs.copy"), request: request(inputs), delegate: first)
+        first.onCheckpoint = { _ in invocation.cancel(.shutdown) }
+        let stopped = try #require(await invocation.runOnThread().failure)
+        #expect(stopped.kind == .cancelled)
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        let checkpoint = try #require(first.checkpoints.last)
+        let offset = try #require(try JSONValue(parsing: checkpoint)["offset"]?.intValue)
+        #expect(offset >= 8 << 20 && offset < 24 << 20)
+        let partialSize = try FileManager.default.attributesOfItem(atPath: destination.path + ".partial")[.size] as? Int
+        #expect(Int64(partialSize ?? 0) >= offset)
+
+        // Second attempt: continues from the checkpoint, re-hashing what is there.
+        let second = RecordingDelegate()
+        let outputs = try #require(try await runFS("fs.copy", inputs, delegate: second, attempt: 2, checkpoint: checkpoint).outputs)
+        #expect(second.logText.contains("resuming at byte \(offset) of \(24 << 20)"))
+        #expect((second.progressReports.first?.bytesDone ?? 0) > offset, "did not start over")
+        let expected = try sha256sum(source)
+        #expect(outputs["sha256"] == .string(expected))
+        #expect(try sha256sum(destination) == expected)
+    }
+
+    @Test func startsOverWhenTheSourceChanged() async throws {
+        let dir = TemporaryDirectory()
+        let source = dir.file("source.bin")
+        try randomFile(source, size: 1 << 20)
+        let destination = dir.file("copy.bin")
+        try Data(repeating: 7, count: 4096).write(to: URL(fileURLWithPath: destination.path + ".partial"))
+        let stale = JSONValue.object(["offset": 4096, "source_size": 999, "source_mtime_ns": 1])
+        let delegate = RecordingDelegate()
+        let outputs = try #require(try await runFS("fs.copy", ["source": .string(source.path), "destination": .string(destination.path)],
+                                                   delegate: delegate, checkpoint: Array(stale.jsonText.utf8)).outputs)
+        #expect(delegate.logText.contains("the source changed since the last attempt"))
+        #expect(outputs["sha256"] == .string(try sha256sum(source)))
+        #expect(try sha256sum(destination) == sha256sum(source))
+    }
+
+    @Test func expectedDigestIsChecked() async throws {
+        let dir = TemporaryDirectory()
+        let source = dir.write("a.txt", "hello\n")
+        let destination = dir.file("b.txt")
+        let wrong = String(repeating: "0", count: 64)
+        let failure = try #require(try await runFS("fs.copy", ["source": .string(source.path), "destination": .string(destination.path),
+                                                               "sha256": .string(wrong)]).failure)
+        #expect(failure.kind == .permanent && failure.code == "sha256_mismatch")
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        #expect(!FileManager.default.fileExists(atPath: destination.path + ".partial"))
+
+        let right = try sha256sum(source)
+        let outputs = try await runFS("fs.copy", ["source": .string(source.path), "destination": .string(destination.path),
+                                                  "sha256": .string(right.uppercased())]).outputs
+        #expect(outputs?["sha256"] == .string(right))
+
+        let malformed = try #require(try await runFS("fs.copy", ["source": .string(source.path), "destination": "x",
+                                                                 "sha256": "abc"]).failure)
+        #expect(malformed.kind == .invalidInput)
+    }
+
+    @Test func existingDestination() async throws {
+        let dir = TemporaryDirectory()
+        let source = dir.write("a.txt", "new content\n")
+        let destination = dir.write("b.txt", "old content\n")
+        let inputs: JSONValue = ["source": .string(source.path), "destination": .string(destination.path)]
+        let refused = try #require(try await runFS("fs.copy", inputs).failure)
+        #expect(refused.kind == .permanent && refused.code == "EEXIST")
+        #expect(refused.message == "destination \(destination.path) exists (set overwrite: true to replace it)")
+
+        var overwrite = inputs
+        if case .object(var o) = overwrite { o["overwrite"] = true; overwrite = .object(o) }
+        #expect(try await runFS("fs.copy", overwrite).outputs != nil)
+        #expect(try String(contentsOf: destination, encoding: .utf8) == "new content\n")
+
+        // Same content already there (an earlier attempt finished): done, not an error.
+        let delegate = RecordingDelegate()
+        #expect(try await runFS("fs.copy", inputs, delegate: delegate).outputs?["size"] == 12)
+        #expect(delegate.logText.contains("already has the content"))
+    }
+
+    @Test func badSources() async throws {
+        let dir = TemporaryDirectory()
+        let missing = try #require(try await runFS("fs.copy", ["source": .string(dir.file("nope").path), "destination": "/tmp/x"]).failure)
+        #expect(missing.kind == .permanent && missing.code == "ENOENT")
+        let directory = try #require(try await runFS("fs.copy", ["source": .string(dir.path), "destination": .string(dir.file("d").path)]).failure)
+        #expect(directory.kind == .invalidInput)
+        let noInput = try #require(try await runFS("fs.copy", ["destination": "/tmp/x"]).failure)
+        #expect(noInput.kind == .invalidInput && noInput.message == "input 'source' is required")
+        let wrongType = try #require(try await runFS("fs.copy", ["source": 3, "destination": "/tmp/x"]).failure)
+        #expect(wrongType.message == "input 'source' must be a string, not integer")
+    }
+
+    @Test func checksumMatchesSha256sum() async throws {
+        let dir = TemporaryDirectory()
+        let file = dir.file("data.bin")
+        try randomFile(file, size: 3 << 20 | 7)
+        let outputs = try #require(try await runFS("fs.checksum", ["path": .string(file.path)]).outputs)
+        #expect(outputs == ["sha256": .string(try sha256sum(file)), "size": .int(3 << 20 | 7)])
+    }
+
+    @Test func moveWithinAFilesystem() async throws {
+        let dir = TemporaryDirectory()
+        let source = dir.write("a.txt", "moving\n")
+        let destination = dir.file("sub/b.txt")
+        let outputs = try #require(try await runFS("fs.move", ["source": .string(source.path), "destination": .string(destination.path)]).outputs)
+        #expect(outputs == ["path": .string(destination.path), "copied": false])
+        #expect(!FileManager.default.fileExists(atPath: source.path))
+        #expect(try String(contentsOf: destination, encoding: .utf8) == "moving\n")
+
+        // A retry after the move happened: the source is gone, the destination there.
+        let retry = try await runFS("fs.move", ["source": .string(source.path), "destination": .string(destination.path)], attempt: 2)
+        #expect(retry.outputs?["path"] == .string(destination.path))
+        // But on a first attempt a missing source is an error.
+        let first = try await runFS("fs.move", ["source": .string(source.path), "destination": .string(destination.path)])
+        #expect(first.failure?.code == "ENOENT")
+    }
+
+    @Test func moveAcrossFilesystemsCopies() async throws {
+        let shm = "/dev/shm"
+        var a = stat(), b = stat()
+        let dir = TemporaryDirectory()
+        guard stat(shm, &a) == 0, stat(dir.path, &b) == 0, a.st_dev != b.st_dev, access(shm, W_OK) == 0 else {
+            return // no second filesystem to move across here
+        }
+        let source = dir.file("big.bin")
+        try randomFile(source, size: 2 << 20)
+        let expected = try sha256sum(source)
+        let destination = URL(fileURLWithPath: "\(shm)/orchestrate-move-\(UUID().uuidString)/moved.bin")
+        defer { try? FileManager.default.removeItem(at: destination.deletingLastPathComponent()) }
+        let outputs = try #require(try await runFS("fs.move", ["source": .string(source.path), "destination": .string(destination.path)]).outputs)
+        #expect(outputs["copied"] == true)
+        #expect(outputs["sha256"] == .string(expected))
+        #expect(!FileManager.default.fileExists(atPath: source.path))
+        #expect(try sha256sum(destination) == expected)
+    }
+}

@@ -1,0 +1,77 @@
+import OrchestrateJSON
+import OrchestratePluginKit
+
+/// `fs.copy`: a verified, resumable, atomic file copy.
+struct Copy: StepDefinition {
+    static let id = "fs.copy"
+    static let version = "1.0.0"
+    static let summary = "Copy a file: streamed, SHA-256 checked, resumable, atomically renamed into place."
+    static let documentation = """
+        Copies `source` to `destination` through `destination.partial`, which is fsynced and \
+        renamed into place, so the destination is either absent or complete. Parent directories \
+        are created. Progress is reported in bytes.
+
+        If the step is interrupted, the next attempt continues from the last checkpoint (every \
+        8 MiB) when the partial file is still there and the source is unchanged.
+
+        With `sha256`, the copy fails (permanent, code `sha256_mismatch`) unless the content \
+        has that digest. An existing destination is an error unless `overwrite` is true — or it \
+        already has the source's content (a previous attempt finished), which counts as done.
+        """
+    static let inputSchema = #"""
+        {"type":"object","additionalProperties":false,"required":["source","destination"],
+         "properties":{
+           "source":{"type":"string","minLength":1,"description":"file to copy"},
+           "destination":{"type":"string","minLength":1,"description":"path of the copy (not a directory)"},
+           "overwrite":{"type":"boolean","default":false,"description":"replace an existing destination"},
+           "sha256":{"type":"string","minLength":64,"description":"expected SHA-256 (hex) of the content"}}}
+        """#
+    static let outputSchema = #"""
+        {"type":"object","properties":{
+           "sha256":{"type":"string","description":"SHA-256 (hex) of the content"},
+           "size":{"type":"integer","description":"bytes copied"},
+           "path":{"type":"string","description":"the destination"}}}
+        """#
+
+    static func run(_ step: StepContext) throws {
+        let source = try step.string("source")
+        let destination = try step.string("destination")
+        let overwrite = try step.bool("overwrite", default: false)
+        let expected = try step.optionalString("sha256")
+        if let expected, expected.count != 64 || !expected.allSatisfy(\.isHexDigit) {
+            throw StepError.invalidInput("sha256 must be 64 hexadecimal digits")
+        }
+        if let existing = try FileSystem.info(destination) {
+            guard !existing.isDirectory else {
+                throw StepError.invalidInput("destination \(destination) is a directory; name the file to create")
+            }
+            if !overwrite {
+                // A previous attempt may have renamed the copy into place and died before its
+                // success was recorded: the same content means the work is done.
+                if let done = try sameContent(source, destination, size: existing.size, step: step) {
+                    step.log(.info, "\(destination) already has the content of \(source)")
+                    return setOutputs(step, done, destination)
+                }
+                throw StepError.permanent("destination \(destination) exists (set overwrite: true to replace it)",
+                                          code: "EEXIST")
+            }
+        }
+        let copied = try FileCopier(step: step).copy(source: source, to: destination, expectedSHA256: expected)
+        setOutputs(step, copied, destination)
+    }
+
+    static func setOutputs(_ step: StepContext, _ copied: FileCopier.Copied, _ destination: String) {
+        step.setOutput("sha256", .string(copied.sha256))
+        step.setOutput("size", .int(copied.size))
+        step.setOutput("path", .string(destination))
+    }
+
+    private static func sameContent(_ source: String, _ destination: String, size: Int64,
+                                    step: StepContext) throws(StepError) -> FileCopier.Copied?
+    {
+        guard let sourceInfo = try FileSystem.info(source), sourceInfo.isRegular, sourceInfo.size == size else { return nil }
+        let a = try FileCopier.hash(source, step: step)
+        let b = try FileCopier.hash(destination, step: step)
+        return a.sha256 == b.sha256 ? b : nil
+    }
+}

@@ -1,0 +1,74 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import OrchestratePluginKit
+
+/// `fs.move`: rename, or copy + fsync + unlink across filesystems.
+struct Move: StepDefinition {
+    static let id = "fs.move"
+    static let version = "1.0.0"
+    static let summary = "Move a file: an atomic rename, or a verified copy then unlink across filesystems."
+    static let documentation = """
+        Renames `source` to `destination`, creating parent directories. When they are on \
+        different filesystems, copies like `fs.copy` (resumable, fsynced, renamed into place) \
+        and then removes the source. On a retry, a source that is gone while the destination \
+        exists counts as already moved.
+        """
+    static let inputSchema = #"""
+        {"type":"object","additionalProperties":false,"required":["source","destination"],
+         "properties":{
+           "source":{"type":"string","minLength":1,"description":"file to move"},
+           "destination":{"type":"string","minLength":1,"description":"new path (not a directory)"},
+           "overwrite":{"type":"boolean","default":false,"description":"replace an existing destination"}}}
+        """#
+    static let outputSchema = #"""
+        {"type":"object","properties":{
+           "path":{"type":"string","description":"the destination"},
+           "copied":{"type":"boolean","description":"true when it crossed filesystems (copy + unlink)"}}}
+        """#
+
+    static func run(_ step: StepContext) throws {
+        let source = try step.string("source")
+        let destination = try step.string("destination")
+        let overwrite = try step.bool("overwrite", default: false)
+        let existing = try FileSystem.info(destination)
+        guard let sourceInfo = try FileSystem.info(source) else {
+            if existing != nil && (step.attempt > 1 || step.loadCheckpoint() != nil) {
+                step.log(.info, "\(source) is gone and \(destination) exists: moved by an earlier attempt")
+                return setOutputs(step, destination, copied: false)
+            }
+            throw StepError.permanent("source \(source) does not exist", code: "ENOENT")
+        }
+        guard sourceInfo.isRegular else { throw StepError.invalidInput("source \(source) is not a regular file") }
+        if let existing {
+            guard !existing.isDirectory else {
+                throw StepError.invalidInput("destination \(destination) is a directory; name the file to create")
+            }
+            guard overwrite else {
+                throw StepError.permanent("destination \(destination) exists (set overwrite: true to replace it)", code: "EEXIST")
+            }
+        }
+        try FileSystem.makeDirectories(FileSystem.parent(of: destination))
+        if rename(source, destination) == 0 {
+            try FileSystem.syncDirectory(FileSystem.parent(of: destination))
+            try FileSystem.syncDirectory(FileSystem.parent(of: source))
+            return setOutputs(step, destination, copied: false)
+        }
+        guard errno == EXDEV else { throw StepError.posix("cannot move \(source) to \(destination)") }
+
+        step.log(.info, "\(source) and \(destination) are on different filesystems: copying, then removing the source")
+        let copied = try FileCopier(step: step).copy(source: source, to: destination, expectedSHA256: nil)
+        try FileSystem.removeFile(source)
+        try FileSystem.syncDirectory(FileSystem.parent(of: source))
+        step.setOutput("sha256", .string(copied.sha256))
+        step.setOutput("size", .int(copied.size))
+        setOutputs(step, destination, copied: true)
+    }
+
+    private static func setOutputs(_ step: StepContext, _ destination: String, copied: Bool) {
+        step.setOutput("path", .string(destination))
+        step.setOutput("copied", .bool(copied))
+    }
+}
