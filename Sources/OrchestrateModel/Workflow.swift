@@ -75,6 +75,17 @@ public struct InputDeclaration: Sendable {
     public let defaultValue: JSONValue?
     public let description: String?
     public let location: SourceLocation
+
+    public init(name: String, type: InputType, required: Bool = false, defaultValue: JSONValue? = nil,
+                description: String? = nil, location: SourceLocation)
+    {
+        self.name = name
+        self.type = type
+        self.required = required
+        self.defaultValue = defaultValue
+        self.description = description
+        self.location = location
+    }
 }
 
 /// The types an input can declare. `path` is a string made absolute when inputs are resolved.
@@ -88,6 +99,12 @@ public struct SecretDeclaration: Sendable {
     public let name: String
     public let env: String
     public let location: SourceLocation
+
+    public init(name: String, env: String, location: SourceLocation) {
+        self.name = name
+        self.env = env
+        self.location = location
+    }
 }
 
 /// `defaults:`: applied to every step that does not say otherwise.
@@ -109,6 +126,12 @@ public struct ConcurrencyLimit: Sendable {
     public let key: Template
     public let limit: Int
     public let location: SourceLocation
+
+    public init(key: Template, limit: Int, location: SourceLocation) {
+        self.key = key
+        self.limit = limit
+        self.location = location
+    }
 }
 
 /// One step of the graph.
