@@ -1,0 +1,179 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import OrchestrateJSON
+import OrchestratePluginKit
+
+/// `exec`: runs a command (argv, never a shell string) and maps its exit to the step's result.
+struct Exec: StepDefinition {
+    static let id = "exec"
+    static let version = "1.0.0"
+    static let summary = "Run a command; stream its output to the log; exit status decides success."
+    static let documentation = """
+        Runs `command` (an argv array; no shell is involved, so nothing needs quoting — use \
+        `[sh, -c, "..."]` when you want a shell). The command is looked up in PATH; a command \
+        that cannot be found fails as invalid-input.
+
+        Secrets go in `env`, never in `command`: argv is visible to every user of the machine \
+        (`ps`), the environment is not. `inherit_env: false` starts from an empty environment.
+
+        stdout lines are logged at info, stderr lines at warn, as they arrive. The last 64 KiB \
+        of each are the outputs `stdout` and `stderr`; when stdout is a JSON object or array, it \
+        is also output parsed, as `json`.
+
+        Exit status 0 succeeds. A status listed in `retryable_exit_codes` fails as retryable, \
+        any other as permanent (code `exit_N`). A command killed by a signal fails as retryable \
+        (code `signal_N`). When the step is cancelled or times out, the command's process group \
+        gets SIGTERM, then SIGKILL after `kill_grace`.
+        """
+    static let inputSchema = #"""
+        {"type":"object","additionalProperties":false,"required":["command"],
+         "properties":{
+           "command":{"type":"array","items":{"type":"string"},"description":"the program and its arguments"},
+           "env":{"type":"object","additionalProperties":{"type":"string"},"description":"variables added to the environment (use for secrets)"},
+           "inherit_env":{"type":"boolean","default":true,"description":"start from orchestrate's environment"},
+           "cwd":{"type":"string","description":"working directory"},
+           "stdin":{"type":"string","description":"text written to the command's standard input"},
+           "retryable_exit_codes":{"type":"array","items":{"type":"integer"},"description":"exit statuses worth retrying"},
+           "kill_grace":{"type":"string","default":"5s","description":"time between SIGTERM and SIGKILL on cancel (500ms, 5s, 1m)"}}}
+        """#
+    static let outputSchema = #"""
+        {"type":"object","properties":{
+           "exit_code":{"type":"integer","description":"the exit status (absent when killed by a signal)"},
+           "signal":{"type":"integer","description":"the signal that ended the command, if one did"},
+           "stdout":{"type":"string","description":"the last 64 KiB of standard output"},
+           "stderr":{"type":"string","description":"the last 64 KiB of standard error"},
+           "json":{"description":"standard output parsed, when it is a JSON object or array"}}}
+        """#
+
+    static func run(_ step: StepContext) throws {
+        let command = try step.stringArray("command")
+        guard let program = command.first else { throw StepError.invalidInput("command must not be empty") }
+        let extraEnvironment = try step.optionalStringMap("env") ?? [:]
+        let inheritEnvironment = try step.bool("inherit_env", default: true)
+        let cwd = try step.optionalString("cwd")
+        let stdinText = try step.optionalString("stdin")
+        let retryableCodes = Set(try step.optionalIntArray("retryable_exit_codes") ?? [])
+        let grace = try parseDuration(try step.optionalString("kill_grace") ?? "5s", input: "kill_grace")
+
+        if let cwd {
+            var info = stat()
+            guard stat(cwd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw StepError.invalidInput("cwd \(cwd) is not a directory")
+            }
+        }
+        let environment = try Environment.build(inherit: inheritEnvironment, adding: extraEnvironment)
+        let executable = try CommandLookup.resolve(program, path: environment.path, cwd: cwd)
+
+        let outcome = try SigpipeGuard.whileBlocked { () throws(StepError) in
+            let child = try Spawner.spawn(executable: executable, argv: command, environment: environment.entries,
+                                          cwd: cwd, withStdin: stdinText != nil)
+            step.log(.debug, "started \(program) as pid \(child.pid)")
+            return ChildSupervisor(step: step, child: child, stdinBytes: Array((stdinText ?? "").utf8),
+                                   graceMilliseconds: grace).run()
+        }
+
+        step.setOutput("stdout", .string(outcome.stdout.text))
+        step.setOutput("stderr", .string(outcome.stderr.text))
+        if !outcome.stdout.isTruncated, let json = parsedJSON(outcome.stdout.text) { step.setOutput("json", json) }
+
+        if outcome.stopped {
+            throw StepError.cancelled("\(program) was stopped: SIGTERM" + (outcome.killed ? ", then SIGKILL" : ""))
+        }
+        let lastError = outcome.stderr.lastLine.isEmpty ? "" : ": \(outcome.stderr.lastLine)"
+        switch outcome.ending {
+        case .exited(let status):
+            step.setOutput("exit_code", .int(Int64(status)))
+            if status == 0 { return }
+            let message = "\(program) exited with status \(status)\(lastError)"
+            if retryableCodes.contains(Int64(status)) {
+                throw StepError.retryable(message, code: "exit_\(status)")
+            }
+            throw StepError.permanent(message, code: "exit_\(status)")
+        case .signalled(let signal):
+            step.setOutput("signal", .int(Int64(signal)))
+            throw StepError.retryable("\(program) was killed by signal \(signal) (\(signalName(signal)))\(lastError)",
+                                      code: "signal_\(signal)")
+        case .lost:
+            throw StepError.permanent("\(program) ended but its exit status was collected by someone else", code: "status_lost")
+        }
+    }
+
+    /// stdout as JSON when it is an object or an array (a bare string or number is left alone:
+    /// `echo 42` is text).
+    private static func parsedJSON(_ text: String) -> JSONValue? {
+        let trimmed = text.drop { $0.isWhitespace }
+        guard trimmed.first == "{" || trimmed.first == "[" else { return nil }
+        return try? JSONValue(parsing: String(trimmed))
+    }
+
+    /// "500ms", "5s", "2m", "1h" → milliseconds.
+    static func parseDuration(_ text: String, input: String) throws(StepError) -> Int64 {
+        let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+        for (suffix, factor) in units where text.hasSuffix(suffix) {
+            if let value = Int64(text.dropLast(suffix.count)), value >= 0 { return value * factor }
+        }
+        throw StepError.invalidInput("input '\(input)' must be a duration like 500ms, 5s, 1m or 1h, not \"\(text)\"")
+    }
+
+    private static func signalName(_ signal: Int32) -> String {
+        let names: [Int32: String] = [SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL",
+                                      SIGABRT: "SIGABRT", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV",
+                                      SIGPIPE: "SIGPIPE", SIGALRM: "SIGALRM", SIGTERM: "SIGTERM", SIGBUS: "SIGBUS"]
+        return names[signal] ?? "signal \(signal)"
+    }
+}
+
+/// The child's environment: orchestrate's own (unless `inherit_env: false`) plus `env`.
+struct Environment {
+    var entries: [String]
+    var path: String?
+
+    static func build(inherit: Bool, adding extra: [String: String]) throws(StepError) -> Environment {
+        var values: [(String, String)] = []
+        if inherit {
+            #if canImport(Darwin)
+            let environ = _NSGetEnviron().pointee!
+            #endif
+            var index = 0
+            while let entry = environ[index] {
+                let text = String(cString: entry)
+                if let equals = text.firstIndex(of: "="), extra[String(text[..<equals])] == nil {
+                    values.append((String(text[..<equals]), String(text[text.index(after: equals)...])))
+                }
+                index += 1
+            }
+        }
+        for (key, value) in extra.sorted(by: { $0.key < $1.key }) {
+            guard !key.isEmpty, !key.contains("="), !key.contains("\0") else {
+                throw .invalidInput("env: \"\(key)\" is not a valid variable name")
+            }
+            values.append((key, value))
+        }
+        return Environment(entries: values.map { "\($0.0)=\($0.1)" }, path: values.last { $0.0 == "PATH" }?.1)
+    }
+}
+
+/// Blocks SIGPIPE on the calling thread while the child's stdin is written, so a command that
+/// exits without reading it makes write() fail with EPIPE instead of killing orchestrate.
+enum SigpipeGuard {
+    static func whileBlocked<T>(_ body: () throws(StepError) -> T) throws(StepError) -> T {
+        var block = sigset_t(), previous = sigset_t()
+        sigemptyset(&block)
+        sigaddset(&block, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &block, &previous)
+        defer {
+            // Consume a SIGPIPE raised meanwhile, then restore the mask.
+            var pending = sigset_t()
+            sigpending(&pending)
+            if sigismember(&pending, SIGPIPE) == 1 {
+                var zero = timespec()
+                _ = sigtimedwait(&block, nil, &zero)
+            }
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
+        }
+        return try body()
+    }
+}
