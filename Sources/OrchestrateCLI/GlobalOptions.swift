@@ -61,6 +61,8 @@ struct GlobalOptions: ParsableArguments {
 struct RegistryCatalog: StepCatalog {
     let registry: PluginRegistry
 
+    var stepTypeIDs: [String] { registry.stepTypes.map(\.id) }
+
     func stepInfo(for id: String) -> StepInfo? {
         guard let type = registry.stepType(id) else { return nil }
         return StepInfo(id: type.id, inputSchema: type.inputSchema, outputSchema: type.outputSchema,

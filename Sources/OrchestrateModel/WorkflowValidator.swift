@@ -8,10 +8,13 @@ struct WorkflowValidator {
     let source: SourceText
     var bag = DiagnosticBag()
 
-    private var stepIDs: Set<String> { Set(workflow.steps.map(\.id)) }
+    private let stepIDs: Set<String>
+    private let reachability: NeedsReachability
 
     init(workflow: DecodedWorkflow, catalog: (any StepCatalog)?, source: SourceText) {
         self.workflow = workflow
+        stepIDs = Set(workflow.steps.map(\.id))
+        reachability = NeedsReachability(workflow.steps)
         self.catalog = catalog
         self.source = source
     }
@@ -19,16 +22,15 @@ struct WorkflowValidator {
     mutating func validate() {
         checkNeeds()
         checkCycles()
-        let ancestors = transitiveNeeds()
         for (step, syntax) in zip(workflow.steps, workflow.syntax) {
-            checkStep(step, syntax, ancestors: ancestors[step.id] ?? [])
+            checkStep(step, syntax)
         }
         let workflowKeys = Scope(
-            stepID: nil, allowedSteps: [], stepsForbidden: "workflow concurrency keys cannot read steps: they apply to every step, before any has run",
+            stepID: nil, onlyNeeds: false, stepsForbidden: "workflow concurrency keys cannot read steps: they apply to every step, before any has run",
             item: "'item' is only available in a for_each step",
             secrets: "secrets cannot be used in concurrency keys: keys are stored in the state store")
         for limit in workflow.concurrency { check(limit.key, workflowKeys) }
-        let outputs = Scope(stepID: nil, allowedSteps: nil, stepsForbidden: nil,
+        let outputs = Scope(stepID: nil, onlyNeeds: false, stepsForbidden: nil,
                             item: "'item' is only available in a for_each step",
                             secrets: "secrets cannot be used in outputs: outputs are stored and shown")
         for output in workflow.outputs { check(output.value, outputs) }
@@ -50,63 +52,48 @@ struct WorkflowValidator {
         }
     }
 
-    /// Depth-first over `needs` in file order. A need that leads back to a step still on the
-    /// path closes a cycle; it is reported there, naming the whole cycle.
+    /// Depth-first over `needs` in file order, with an explicit stack (a 10,000-step chain
+    /// must not exhaust the thread's stack). A need that leads back to a step still on the path
+    /// closes a cycle; it is reported there, naming the whole cycle.
     private mutating func checkCycles() {
         var state: [String: Int] = [:]  // 1 on the path, 2 done
-        var path: [String] = []
         let syntaxByID = Dictionary(workflow.syntax.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        func visit(_ id: String, _ bag: inout DiagnosticBag) {
-            state[id] = 1
-            path.append(id)
-            var seen: Set<String> = []
-            for (need, location) in syntaxByID[id]?.needs ?? [] where need != id && seen.insert(need).inserted {
-                guard syntaxByID[need] != nil else { continue }
+        for step in workflow.steps where state[step.id] == nil {
+            // Each frame: a step on the path and the index of its next need to look at.
+            var path: [(id: String, next: Int)] = [(step.id, 0)]
+            state[step.id] = 1
+            while let top = path.last {
+                let needs = syntaxByID[top.id]?.needs ?? []
+                guard top.next < needs.count else {
+                    state[top.id] = 2
+                    path.removeLast()
+                    continue
+                }
+                path[path.count - 1].next += 1
+                let (need, location) = needs[top.next]
+                guard need != top.id, syntaxByID[need] != nil,
+                      !needs[..<top.next].contains(where: { $0.0 == need })
+                else { continue }
                 switch state[need] {
                 case 1?:
-                    let cycle = path.drop { $0 != need } + [need]
+                    let cycle = path.map(\.id).drop { $0 != need } + [need]
                     bag.error("dependency cycle: \(cycle.joined(separator: " -> ")) (each step needs the next)", at: location)
                 case nil:
-                    visit(need, &bag)
+                    state[need] = 1
+                    path.append((need, 0))
                 default:
                     break
                 }
             }
-            path.removeLast()
-            state[id] = 2
         }
-        for step in workflow.steps where state[step.id] == nil { visit(step.id, &bag) }
-    }
-
-    /// Every step each step depends on, directly or not.
-    private func transitiveNeeds() -> [String: Set<String>] {
-        var memo: [String: Set<String>] = [:]
-        let needs = Dictionary(workflow.steps.map { ($0.id, $0.needs) }, uniquingKeysWith: { a, _ in a })
-        func ancestors(_ id: String, _ visiting: inout Set<String>) -> Set<String> {
-            if let known = memo[id] { return known }
-            guard visiting.insert(id).inserted else { return [] }  // a cycle, reported elsewhere
-            var out: Set<String> = []
-            for need in needs[id] ?? [] where needs[need] != nil {
-                out.insert(need)
-                out.formUnion(ancestors(need, &visiting))
-            }
-            visiting.remove(id)
-            memo[id] = out
-            return out
-        }
-        for step in workflow.steps {
-            var visiting: Set<String> = []
-            _ = ancestors(step.id, &visiting)
-        }
-        return memo
     }
 
     // MARK: steps
 
-    private mutating func checkStep(_ step: Step, _ syntax: StepSyntax, ancestors: Set<String>) {
+    private mutating func checkStep(_ step: Step, _ syntax: StepSyntax) {
         let fanOut = step.forEach != nil
         let noItem = "'item' is only available in a for_each step"
-        let base = Scope(stepID: step.id, allowedSteps: ancestors, stepsForbidden: nil,
+        let base = Scope(stepID: step.id, onlyNeeds: true, stepsForbidden: nil,
                          item: fanOut ? nil : noItem, secrets: nil)
         check(step.with, base)
         if let condition = step.condition {
@@ -131,7 +118,7 @@ struct WorkflowValidator {
         }
         if let compensation = step.compensate {
             var s = base
-            s.allowedSteps = nil  // it runs after the run failed: any step's outputs, its own too
+            s.onlyNeeds = false  // it runs after the run failed: any step's outputs, its own too
             check(compensation.with, s)
         }
         if !fanOut, let location = syntax.maxParallelLocation {
@@ -165,8 +152,8 @@ struct WorkflowValidator {
     /// What expressions may read at one place of the workflow. A nil reason means allowed.
     struct Scope {
         var stepID: String?
-        /// nil: every step.
-        var allowedSteps: Set<String>?
+        /// true: only steps `stepID` depends on, directly or not; false: every step.
+        var onlyNeeds: Bool
         var stepsForbidden: String?
         var item: String?
         var secrets: String?
@@ -226,11 +213,39 @@ struct WorkflowValidator {
             bag.error("steps.\(name) has 'outputs' and 'status', not '\(member)'\(didYouMean(member, ["outputs", "status"]))",
                       at: ref.memberLocation ?? ref.nameLocation)
         }
-        guard let allowed = scope.allowedSteps, let me = scope.stepID, !allowed.contains(name) else { return }
+        guard scope.onlyNeeds, let me = scope.stepID, !reachability.step(me, dependsOn: name) else { return }
         if name == me {
             bag.error("step '\(me)' cannot read its own steps.\(name) (only its 'compensate' can)", at: ref.location)
         } else {
             bag.error("step '\(me)' uses steps.\(name) but does not depend on it; add it to needs", at: ref.location)
         }
+    }
+}
+
+/// Answers "does step A depend on step B, directly or not?" on demand: a direct need is a
+/// lookup; anything else is an iterative walk over `needs`, whose answers are remembered.
+/// Cheaper than every step's ancestor set, which is quadratic on a long chain.
+final class NeedsReachability {
+    private let needs: [String: [String]]
+    private var known: [String: Set<String>] = [:]  // step -> steps found to be its ancestors
+
+    init(_ steps: [Step]) {
+        needs = Dictionary(steps.map { ($0.id, $0.needs) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    func step(_ step: String, dependsOn target: String) -> Bool {
+        guard step != target else { return false }
+        if needs[step]?.contains(target) == true || known[step]?.contains(target) == true { return true }
+        var seen: Set<String> = [step]
+        var stack = needs[step] ?? []
+        while let next = stack.popLast() {
+            guard seen.insert(next).inserted else { continue }
+            if next == target {
+                known[step, default: []].insert(target)
+                return true
+            }
+            stack.append(contentsOf: needs[next] ?? [])
+        }
+        return false
     }
 }
