@@ -17,6 +17,10 @@ let package = Package(
         // them next to its executable by the `liborchestrate-plugin-` prefix.
         .library(name: "orchestrate-plugin-fs", type: .dynamic, targets: ["OrchestrateFSPlugin"]),
         .library(name: "orchestrate-plugin-exec", type: .dynamic, targets: ["OrchestrateExecPlugin"]),
+        .library(name: "orchestrate-plugin-http", type: .dynamic, targets: ["OrchestrateHTTPPlugin"]),
+        .library(name: "orchestrate-plugin-sftp", type: .dynamic, targets: ["OrchestrateSFTPPlugin"]),
+        // The local Vimeo-style API (tus, streaming uploads, fault injection) for the demo and tests.
+        .executable(name: "orchestrate-sandbox", targets: ["OrchestrateSandbox"]),
         .library(name: "OrchestratePluginKit", targets: ["OrchestratePluginKit"]),
     ],
     dependencies: [
@@ -24,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
     ],
     targets: [
         // The plugin ABI: one C header, usable without Swift.
@@ -31,6 +36,10 @@ let package = Package(
         // SHA-256 and friends from the system's libcrypto (fast, hardware-accelerated).
         .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+
+        // The C libraries behind the HTTP and SFTP plugins, from Debian's -dev packages.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CLibSSH2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
 
         // A JSON value type shared by every layer and plugins written with the kit.
         .target(name: "OrchestrateJSON"),
@@ -58,6 +67,13 @@ let package = Package(
                 path: "plugins/fs"),
         .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit"],
                 path: "plugins/exec"),
+        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "CCurl", "CLibCrypto"],
+                path: "plugins/http"),
+        .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "CLibSSH2", "CLibCrypto"],
+                path: "plugins/sftp"),
+        .executableTarget(name: "OrchestrateSandbox", dependencies: [
+            "OrchestrateJSON", .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
 
         // Helpers shared by the test targets (products dir, C fixture plugins, child processes).
         .target(name: "OrchestrateTestSupport", path: "Tests/OrchestrateTestSupport"),
@@ -71,5 +87,7 @@ let package = Package(
             "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
             "OrchestrateTestSupport",
         ]),
+        .testTarget(name: "OrchestrateHTTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        .testTarget(name: "OrchestrateSFTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
     ]
 )

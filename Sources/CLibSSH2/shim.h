@@ -1,0 +1,2 @@
+#include <libssh2.h>
+#include <libssh2_sftp.h>

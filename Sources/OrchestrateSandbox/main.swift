@@ -1,0 +1,2 @@
+// Placeholder: the sandbox server lands here.
+print("orchestrate-sandbox: not yet implemented")
