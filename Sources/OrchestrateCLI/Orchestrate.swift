@@ -19,7 +19,8 @@ public struct Orchestrate: ParsableCommand {
             """,
         subcommands: [
             RunCommand.self, ResumeCommand.self, ValidateCommand.self, GraphCommand.self, PluginsCommand.self,
-            StatusCommand.self, ListCommand.self, EventsCommand.self, CancelCommand.self,
+            StatusCommand.self, ListCommand.self, EventsCommand.self, CancelCommand.self, AddPathCommand.self,
+            CloseCommand.self,
         ])
 
     public init() {}

@@ -40,6 +40,13 @@ enum RunDisplay {
         return .object(object)
     }
 
+    static func json(_ item: ItemRecord) -> JSONValue {
+        var object: [String: JSONValue] = ["id": .string(item.id), "step": .string(item.stepID), "status": .string(item.status.rawValue),
+                                           "item": (try? JSONValue(parsing: item.json)) ?? .string(item.json)]
+        if let error = item.error { object["error"] = .string(error) }
+        return .object(object)
+    }
+
     /// Steps in the order they started, unstarted ones last.
     static func stepOrder(_ a: StepRecord, _ b: StepRecord) -> Bool {
         let ta = a.startedAt ?? .infinity, tb = b.startedAt ?? .infinity

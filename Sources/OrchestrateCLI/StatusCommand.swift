@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OrchestrateJSON
 import OrchestrateStore
 
 struct StatusCommand: ParsableCommand {
@@ -17,8 +18,19 @@ struct StatusCommand: ParsableCommand {
         let store = try global.openStore()
         guard let run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(global.resolvedStateDirectory())") }
         let steps = try store.steps(ofRun: runID)
+        // Files added to persistent sessions, per declared step.
+        var items: [(step: String, items: [ItemRecord])] = []
+        for step in Set(steps.map(\.step)).sorted() {
+            let stepItems = try store.items(runID: runID, stepID: step)
+            if !stepItems.isEmpty { items.append((step, stepItems)) }
+        }
         if global.json {
-            Terminal.line(RunDisplay.json(run, steps: steps).jsonText)
+            var json = RunDisplay.json(run, steps: steps)
+            if case .object(var object) = json, !items.isEmpty {
+                object["items"] = .array(items.flatMap { group in group.items.map { RunDisplay.json($0) } })
+                json = .object(object)
+            }
+            Terminal.line(json.jsonText)
             return
         }
         Terminal.line(Terminal.styled("run \(run.id)", .bold) + "  \(RunDisplay.effectiveStatus(run))")
@@ -31,6 +43,16 @@ struct StatusCommand: ParsableCommand {
             var line = "  \(step.id.padding(24)) \(step.status.rawValue.padding(13)) attempt \(step.attempt)"
             if let message = step.errorMessage, step.status != .succeeded { line += "  \(step.errorKind ?? "error"): \(message)" }
             Terminal.line(line)
+        }
+        for group in items {
+            let counts = Dictionary(grouping: group.items, by: \.status).mapValues(\.count)
+            Terminal.line("\nfiles of \(group.step): " + ItemRecord.Status.allCases.map { "\(counts[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", "))
+            for item in group.items {
+                let value = try? JSONValue(parsing: item.json)
+                var line = "  \(item.id.padding(16)) \(item.status.rawValue.padding(7)) \(value?["source"]?.stringValue ?? item.json)"
+                if let error = item.error { line += "  \(error)" }
+                Terminal.line(line)
+            }
         }
         if let outputs = run.outputs?.objectValue, !outputs.isEmpty {
             Terminal.line("\noutputs")

@@ -21,7 +21,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     private var lastProgressShown = 0.0
     private var lastProgressJournaled = 0.0
     private var handedOutItems: Set<String> = []
-    private var itemCursor: Int64 = 0
+    private var itemProgressJournaled: [String: Double] = [:]
 
     init(runID: String, instanceID: String, declaredStep: String, store: any StateStore, redactor: Redactor,
          sink: any AttemptEventSink)
@@ -110,10 +110,22 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
         return (try? store.saveItemCheckpoint(runID: runID, stepID: declaredStep, id: id, data: data)) != nil
     }
 
+    /// Per-file progress: shown live, and journaled at most once a second per item (and at
+    /// its end) as `item.progress`.
     func itemProgress(id: String, bytesDone: Int64, bytesTotal: Int64) {
-        sink.attemptProgress(step: "\(instanceID):\(id)",
-                             progress: ProgressSnapshot(bytesDone: bytesDone, bytesTotal: bytesTotal, filesDone: -1,
-                                                        filesTotal: -1, rate: 0))
+        let snapshot = ProgressSnapshot(bytesDone: bytesDone, bytesTotal: bytesTotal, filesDone: -1, filesTotal: -1, rate: 0)
+        sink.attemptProgress(step: "\(instanceID):\(id)", progress: snapshot)
+        let now = Monotonic.now()
+        let done = bytesTotal >= 0 && bytesDone >= bytesTotal
+        let journal = lock.withLock {
+            guard done || now - (itemProgressJournaled[id] ?? 0) >= 1 else { return false }
+            itemProgressJournaled[id] = now
+            return true
+        }
+        if journal {
+            sink.attemptEvent(type: EventType.itemProgress, step: instanceID,
+                              data: ["item": .string(id), "bytes_done": .int(bytesDone), "bytes_total": .int(bytesTotal)])
+        }
     }
 }
 

@@ -17,6 +17,7 @@ public enum EventType {
     public static let stepProgress = "step.progress"
     public static let stepLog = "step.log"
     public static let itemStarted = "item.started"
+    public static let itemProgress = "item.progress"
     public static let itemFinished = "item.finished"
 }
 

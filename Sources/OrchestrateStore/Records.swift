@@ -171,7 +171,7 @@ public struct EventRecord: Sendable {
 
 /// One item added to a long-lived step (e.g. a path for `sftp.accept-paths`).
 public struct ItemRecord: Sendable {
-    public enum Status: String, Sendable { case queued, done, failed }
+    public enum Status: String, Sendable, CaseIterable { case queued, done, failed }
     public var runID: String
     public var stepID: String
     public var id: String

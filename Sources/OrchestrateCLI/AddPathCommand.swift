@@ -1,0 +1,119 @@
+import ArgumentParser
+import Foundation
+import OrchestrateJSON
+import OrchestrateStore
+
+struct AddPathCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add-path",
+        abstract: "Add a file to a running persistent session (e.g. sftp.accept-paths).",
+        discussion: """
+            The path is stored durably in the run's queue: the session transfers it while it runs, \
+            and after a crash or a `resume` every path not yet finished is transferred. Works \
+            whether or not the run is executing right now.
+
+            Examples:
+              orchestrate add-path RUN ~/renders/a.mov incoming/a.mov
+              find renders -name '*.mov' | jq -Rc '{source: ., destination: ("in/" + .)}' \\
+                | orchestrate add-path RUN --from -
+            """)
+
+    @Argument(help: "The run id.")
+    var runID: String
+
+    @Argument(help: "The local file (made absolute).")
+    var source: String?
+
+    @Argument(help: "Where it goes, relative to the session's remote root.")
+    var destination: String?
+
+    @Option(help: "The session step (default: the run's only step that accepts paths).")
+    var step: String?
+
+    @Option(help: ArgumentHelp("Read paths as JSON lines {\"source\": …, \"destination\": …} from FILE, or - for stdin.",
+                               valueName: "file"))
+    var from: String?
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if from == nil && (source == nil || destination == nil) {
+            throw ValidationError("give SOURCE and DESTINATION, or --from FILE")
+        }
+        if from != nil && (source != nil || destination != nil) {
+            throw ValidationError("give either SOURCE and DESTINATION or --from, not both")
+        }
+    }
+
+    func run() throws {
+        let store = try global.openStore()
+        guard let run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(global.resolvedStateDirectory())") }
+        guard !run.status.isFinished else { throw CLIFailure.usage("run \(runID) already finished (\(run.status.rawValue))") }
+        let stepID = try sessionStep(of: run)
+        var added = 0
+        for (source, destination) in try pairs() {
+            let item: JSONValue = ["source": .string(absolute(source)), "destination": .string(destination)]
+            let id = "p-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            try store.addItem(runID: runID, stepID: stepID, id: id, json: item.jsonText)
+            try store.appendEvents([EventRecord(runID: runID, time: Date().timeIntervalSince1970, type: "item.added",
+                                                step: stepID, data: ["item": .string(id), "value": item])])
+            if !global.json { Terminal.line("\(id) \(source) -> \(destination)") } else {
+                Terminal.line(JSONValue.object(["id": .string(id), "step": .string(stepID), "item": item]).jsonText)
+            }
+            added += 1
+        }
+        if added == 0 { throw CLIFailure.usage("no paths given") }
+    }
+
+    /// The step to add to: the one named, else the only one whose type accepts items.
+    private func sessionStep(of run: RunRecord) throws -> String {
+        let registry = global.loadPlugins(quiet: true)
+        let workflow = try WorkflowLoading.parse(source: run.workflowSource, file: run.workflowFile, registry: registry)
+        let accepting = workflow.steps.filter { registry.stepType($0.uses)?.acceptsItems == true }.map(\.id)
+        if let step {
+            guard workflow.step(step) != nil else { throw CLIFailure.usage("run \(runID) has no step '\(step)'") }
+            guard accepting.contains(step) else {
+                throw CLIFailure.usage("step '\(step)' does not accept paths (steps that do: \(accepting.joined(separator: ", ")))")
+            }
+            return step
+        }
+        guard accepting.count == 1 else {
+            throw CLIFailure.usage(accepting.isEmpty
+                ? "run \(runID) has no step that accepts paths"
+                : "run \(runID) has several steps that accept paths (\(accepting.joined(separator: ", "))): choose one with --step")
+        }
+        return accepting[0]
+    }
+
+    private func pairs() throws -> [(String, String)] {
+        guard let from else { return [(source!, destination!)] }
+        let text: String
+        if from == "-" {
+            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        } else {
+            guard let contents = try? String(contentsOfFile: from, encoding: .utf8) else {
+                throw CLIFailure.usage("cannot read \(from)")
+            }
+            text = contents
+        }
+        var result: [(String, String)] = []
+        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            guard let value = try? JSONValue(parsing: trimmed), let source = value["source"]?.stringValue,
+                  let destination = value["destination"]?.stringValue
+            else {
+                throw CLIFailure.usage("\(from == "-" ? "stdin" : from):\(n + 1): expected {\"source\": …, \"destination\": …}")
+            }
+            result.append((source, destination))
+        }
+        return result
+    }
+
+    private func absolute(_ path: String) -> String {
+        let expanded = (path as NSString).expandingTildeInPath
+        let full = expanded.hasPrefix("/") ? expanded
+            : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(expanded)
+        return (full as NSString).standardizingPath
+    }
+}
