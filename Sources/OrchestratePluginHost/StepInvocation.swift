@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import COrchestratePlugin
-import Dispatch
 import OrchestrateJSON
 
 /// One attempt of one step: builds the `orc_step_call`, calls the plugin's `run`, and turns what
@@ -75,17 +74,11 @@ public final class StepInvocation: @unchecked Sendable {
         call.attempt = UInt32(clamping: request.attempt)
         call.timeout_ms = request.timeout.map { Int64(clamping: $0.milliseconds) } ?? -1
 
-        let timer = request.timeout.map { timeout in
-            let signal = self.signal
-            let item = DispatchWorkItem { signal.cancel(.timeout) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds)),
-                                              execute: item)
-            return item
-        }
+        let timer = request.timeout.map { DeadlineTimer.shared.add(signal, milliseconds: $0.milliseconds) }
         let host = context.begin()
         let rc = withUnsafePointer(to: &call) { stepType.run($0, HostAPITable.shared, host) }
         let (outputs, reported) = context.finish()
-        timer?.cancel()
+        if let timer { DeadlineTimer.shared.remove(timer) }
         withExtendedLifetime(strings) {}
 
         if rc == Int32(ORC_RUN_OK) { return .success(outputs) }
@@ -148,14 +141,12 @@ final class CStringArena {
 }
 
 extension Duration {
+    /// Whole milliseconds, clamped to ±Int64.max / 4 so deadlines computed from it cannot overflow.
     var milliseconds: Int64 {
         let (seconds, attoseconds) = components
-        return seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000
-    }
-
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : product &+ attoseconds / 1_000_000_000
+        let limit = Int64.max / 4
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        if overflow { return seconds < 0 ? -limit : limit }
+        return min(max(product + attoseconds / 1_000_000_000_000_000, -limit), limit)
     }
 }

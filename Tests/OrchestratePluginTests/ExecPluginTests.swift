@@ -147,13 +147,13 @@ private func readPid(_ file: URL) async throws -> Int32 {
         let pidFile = dir.file("pid")
         // The grandchild (sleep) is what must die too: it is in the command's process group.
         let invocation = try execInvocation(["command": ["sh", "-c", .string("sleep 60 & echo $! > '\(pidFile.path)'; wait")]])
-        let running = Task { await invocation.runOnThread() }
+        let running = Task { await invocation.runTimed() }
         let grandchild = try await readPid(pidFile)
         #expect(isAlive(grandchild))
-        let (result, took) = await elapsed { () async -> Result<[String: JSONValue], StepFailure> in
-            invocation.cancel(.cancelled)
-            return await running.value
-        }
+        let cancelledAt = ContinuousClock.now
+        invocation.cancel(.cancelled)
+        let timed = await running.value
+        let (result, took) = (timed.result, timed.ended - cancelledAt)
         #expect(result.failure?.kind == .cancelled)
         #expect(took < .seconds(2))
         try await Task.sleep(for: .milliseconds(100))
@@ -166,12 +166,12 @@ private func readPid(_ file: URL) async throws -> Int32 {
         let delegate = RecordingDelegate()
         let invocation = try execInvocation(["command": ["sh", "-c", .string("trap '' TERM; echo $$ > '\(pidFile.path)'; while :; do sleep 0.05; done")],
                                              "kill_grace": "300ms"], delegate: delegate)
-        let running = Task { await invocation.runOnThread() }
+        let running = Task { await invocation.runTimed() }
         let shell = try await readPid(pidFile)
-        let (result, took) = await elapsed { () async -> Result<[String: JSONValue], StepFailure> in
-            invocation.cancel(.cancelled)
-            return await running.value
-        }
+        let cancelledAt = ContinuousClock.now
+        invocation.cancel(.cancelled)
+        let timed = await running.value
+        let (result, took) = (timed.result, timed.ended - cancelledAt)
         let failure = try #require(result.failure)
         #expect(failure.kind == .cancelled)
         #expect(failure.message == "sh was stopped: SIGTERM, then SIGKILL")
@@ -181,7 +181,8 @@ private func readPid(_ file: URL) async throws -> Int32 {
     }
 
     @Test func timeoutStopsTheCommand() async throws {
-        let (result, took) = try await elapsed { try await runExec(["command": ["sleep", "30"]], timeout: .milliseconds(300)) }
+        let timed = await try execInvocation(["command": ["sleep", "30"]], timeout: .milliseconds(300)).runTimed()
+        let (result, took) = (timed.result, timed.took)
         #expect(result.failure?.kind == .timeout)
         #expect(took < .seconds(2))
     }

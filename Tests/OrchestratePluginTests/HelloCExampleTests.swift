@@ -63,7 +63,8 @@ import Testing
         let invocation = StepInvocation(stepType: try hello(), request: request(["name": "Ada", "work_ms": 20_000]),
                                         delegate: RecordingDelegate())
         invocation.cancel(.cancelled, after: .milliseconds(150))
-        let (result, took) = await elapsed { await invocation.runOnThread() }
+        let timed = await invocation.runTimed()
+        let (result, took) = (timed.result, timed.took)
         #expect(result.failure?.kind == .cancelled)
         #expect(took < .seconds(1))
     }

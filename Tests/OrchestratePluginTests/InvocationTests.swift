@@ -201,16 +201,18 @@ import Testing
         let invocation = StepInvocation(stepType: try Fixtures.step("test.sleep", in: "teststeps"),
                                         request: request(["ms": 30_000]), delegate: RecordingDelegate())
         invocation.cancel(reason, after: .milliseconds(100))
-        let (result, took) = await elapsed { await invocation.runOnThread() }
+        let timed = await invocation.runTimed()
+        let (result, took) = (timed.result, timed.took)
         let failure = try #require(result.failure)
         #expect(failure.kind == kind)
         #expect(took < .seconds(1))
     }
 
     @Test func timeoutIsEnforced() async throws {
-        let (result, took) = try await elapsed {
-            try await runFixture("test.sleep", ["ms": 30_000]) { $0.timeout = .milliseconds(200) }
-        }
+        let invocation = StepInvocation(stepType: try Fixtures.step("test.sleep", in: "teststeps"),
+                                        request: request(["ms": 30_000], timeout: .milliseconds(200)), delegate: RecordingDelegate())
+        let timed = await invocation.runTimed()
+        let (result, took) = (timed.result, timed.took)
         let failure = try #require(result.failure)
         #expect(failure.kind == .timeout)
         #expect(took >= .milliseconds(200) && took < .seconds(1))
@@ -225,7 +227,8 @@ import Testing
         let invocation = StepInvocation(stepType: try Fixtures.step("probe.cancel_fd", in: "hostprobe"),
                                         request: request([:]), delegate: RecordingDelegate())
         invocation.cancel(.cancelled, after: .milliseconds(100))
-        let (result, took) = await elapsed { await invocation.runOnThread() }
+        let timed = await invocation.runTimed()
+        let (result, took) = (timed.result, timed.took)
         // The plugin returned OK after noticing: finishing after a cancel is a success.
         #expect(result.outputs == ["woke": 1, "is_cancelled": 1])
         #expect(took < .seconds(1))
@@ -287,7 +290,8 @@ import Testing
                                         request: request(["file": .string(dir.file("i.txt").path)]),
                                         delegate: RecordingDelegate())
         invocation.cancel(.cancelled, after: .milliseconds(150))
-        let (result, took) = await elapsed { await invocation.runOnThread() }
+        let timed = await invocation.runTimed()
+        let (result, took) = (timed.result, timed.took)
         #expect(result.failure?.kind == .cancelled)
         #expect(took < .seconds(1))
     }

@@ -126,10 +126,27 @@ extension StepInvocation {
         }
     }
 
-    /// Calls cancel(reason) after `delay`, from a dispatch queue.
+    /// Runs the call on a thread of its own and times it there, so a busy Swift concurrency
+    /// pool (other tests compiling fixtures) cannot inflate the figure.
+    func runTimed() async -> TimedResult {
+        await withCheckedContinuation { continuation in
+            let thread = Thread {
+                let started = ContinuousClock.now
+                let result = self.run()
+                continuation.resume(returning: TimedResult(result: result, started: started, ended: .now))
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+
+    /// Calls cancel(reason) after `delay`, from a thread of its own (not Dispatch, whose global
+    /// queues the concurrency pool shares on Linux).
     func cancel(_ reason: CancelReason, after delay: Duration) {
-        let ms = Int(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(ms)) { self.cancel(reason) }
+        Thread {
+            Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            self.cancel(reason)
+        }.start()
     }
 }
 
@@ -157,10 +174,10 @@ extension Result where Failure == StepFailure {
     var failure: StepFailure? { if case .failure(let f) = self { return f }; return nil }
 }
 
-/// Monotonic elapsed time of `body`.
-func elapsed<T>(_ body: () async throws -> T) async rethrows -> (T, Duration) {
-    let clock = ContinuousClock()
-    let start = clock.now
-    let value = try await body()
-    return (value, clock.now - start)
+/// A result with the times, taken on the thread that ran the call.
+struct TimedResult: Sendable {
+    let result: Result<[String: JSONValue], StepFailure>
+    let started: ContinuousClock.Instant
+    let ended: ContinuousClock.Instant
+    var took: Duration { ended - started }
 }
