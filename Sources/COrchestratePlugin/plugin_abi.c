@@ -9,6 +9,7 @@
 _Static_assert(offsetof(orc_host_api, log) == 16, "orc_host_api 1.0 layout changed");
 _Static_assert(offsetof(orc_step_call, timeout_ms) == 64, "orc_step_call 1.0 layout changed");
 _Static_assert(offsetof(orc_step_type, run) == 56, "orc_step_type 1.0 layout changed");
+_Static_assert(offsetof(orc_step_type, close_session) == 64, "orc_step_type 1.1 layout changed");
 _Static_assert(offsetof(orc_plugin, step_types) == 40, "orc_plugin 1.0 layout changed");
 #endif
 

@@ -44,6 +44,13 @@ extension RunExecutor {
     }
 
     private func handleFailure(_ instance: Instance, _ failure: StepFailure) {
+        // Interrupted (stop, pause, shutdown): not a failure; the step starts again on resume.
+        if interrupting != nil {
+            instance.record.status = .pending
+            batch.stepUpserts.append(instance.record)
+            emit(EventType.stepInterrupted, step: instance.id, data: ["attempt": .int(Int64(instance.record.attempt))])
+            return
+        }
         instance.record.failures += 1
         let isCompensation = instance.record.kind == .compensation
         // A step we cancelled because the run is ending is cancelled, not failed.
@@ -165,6 +172,18 @@ extension RunExecutor {
         readyToStart.removeAll()
     }
 
+    func beginInterrupt(leaving status: RunStatus) {
+        interrupting = status
+        for (_, attempt) in attempts { attempt.invocation.cancel(.shutdown) }
+    }
+
+    /// Every interrupted attempt has returned: journal where the run was left.
+    func finishInterrupt() {
+        if ending == nil { run.status = interrupting ?? .queued }
+        batch.runUpdates.append(run)
+        emit(EventType.runInterrupted, step: nil, data: ["status": .string(run.status.rawValue)])
+    }
+
     func checkTimeouts() {
         let monotonicNow = Monotonic.now()
         for (instanceID, attempt) in attempts {
@@ -201,6 +220,7 @@ extension RunExecutor {
     }
 
     func finish(_ status: RunStatus) {
+        closeAllSessions()
         run.status = status
         run.ending = nil
         run.finishedAt = now()

@@ -31,6 +31,7 @@ extension RunExecutor {
         for step in workflow.steps {
             for need in step.needs { dependents[need, default: []].append(step.id) }
         }
+        if resumed { reopenSessionsOnResume() }
         for step in workflow.steps {
             let instance = instances[step.id]!
             if instance.record.status.isFinished {
@@ -39,14 +40,14 @@ extension RunExecutor {
             }
             unfinishedSteps += 1
             unfinishedNeeds[step.id] = step.needs.filter { !(instances[$0]?.record.status.isFinished ?? true) }.count
+            // A step whose needs are not all finished (possible on resume: a session step
+            // that runs again) waits; `declaredStepFinished` queues it when they are.
             if instance.record.kind == .fanOut {
                 registerFanOut(instance, step: step)
             } else if instance.record.status == .waitingRetry {
                 waitingRetry.insert(instance.id)
-            } else if instance.materialized {
-                readyToStart.append(instance)
             } else if unfinishedNeeds[step.id] == 0 {
-                toMaterialize.append(step.id)
+                if instance.materialized { readyToStart.append(instance) } else { toMaterialize.append(step.id) }
             }
         }
         if run.status == .compensating { ending = run.ending ?? .failed }
@@ -78,10 +79,18 @@ extension RunExecutor {
         ["outputs": record.outputs ?? [:], "status": .string(record.status.rawValue)]
     }
 
+    /// Whether everything the instance's declared step needs has finished (compensations run
+    /// after the fact and need nothing).
+    func needsMet(_ instance: Instance) -> Bool {
+        instance.record.kind == .compensation || unfinishedNeeds[instance.record.step, default: 0] == 0
+    }
+
     /// A declared step reached a final status: its outputs become visible and its dependents
     /// may become ready.
     func declaredStepFinished(_ instance: Instance) {
         stepsContext[instance.record.step] = contextEntry(instance.record)
+        if instance.record.status == .succeeded { sessionOpened(instance) }
+        releaseSessions(neededBy: instance.record.step)
         unfinishedSteps -= 1
         for dependent in dependents[instance.record.step] ?? [] {
             unfinishedNeeds[dependent, default: 1] -= 1
@@ -104,7 +113,7 @@ extension RunExecutor {
 
         let due = waitingRetry.filter { (instances[$0]?.record.nextAttemptAt ?? 0) <= now() }
         for id in due.sorted() {
-            guard let instance = instances[id] else { continue }
+            guard let instance = instances[id], needsMet(instance) else { continue }
             if instance.record.kind == .item, let fan = fanOuts[instance.record.step], !fan.hasRoom { continue }
             if start(instance) == .noSlot { return }
         }
@@ -126,7 +135,7 @@ extension RunExecutor {
             readyToStart.removeFirst()
         }
 
-        for step in workflow.steps where fanOuts[step.id] != nil {
+        for step in workflow.steps where fanOuts[step.id] != nil && unfinishedNeeds[step.id, default: 0] == 0 {
             let fan = fanOuts[step.id]!
             while fan.hasRoom, let next = fan.queued.first {
                 if start(next) == .noSlot { return }

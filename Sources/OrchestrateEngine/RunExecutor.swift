@@ -66,6 +66,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private var threadEvents: [EventRecord] = []
     private var cancelRequested = false
     private var closeRequested = false
+    private var interruptRequested: RunStatus?
     private var cancelledInstances: Set<String> = []
 
     // Owned by the scheduling loop.
@@ -79,6 +80,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     var ending: RunStatus?
     var failureMessages: [String] = []
     var compensationEntered = false
+    /// Set while an `interrupt` is under way: the status the run is left with.
+    var interrupting: RunStatus?
 
     // Incremental scheduling state (see RunExecutor+Scheduling.swift).
     var unfinishedNeeds: [String: Int] = [:]
@@ -90,6 +93,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     var fanOuts: [String: FanOut] = [:]
     var unfinishedSteps = 0
     var stepsContext: [String: JSONValue] = [:]
+    /// Sessions opened by this process and not yet closed: session step id → (type, outputs).
+    var openSessions: [String: (StepType, JSONValue)] = [:]
 
     // Secrets seen so far (values never leave memory) and the redactor built from them.
     var secretValues: Set<String> = []
@@ -122,6 +127,18 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         }
     }
 
+    /// Stops the run without ending it: running attempts are cancelled and will start again
+    /// (with their checkpoints) when the run is resumed; no compensation runs. The run is left
+    /// with `status` (`.queued` to run again later, `.paused` to keep its place) — unless it
+    /// was already compensating, which it stays. Used by `stop`, `pause`, pre-emption and a
+    /// graceful `serve` shutdown. Thread-safe; returns at once.
+    public func interrupt(leaving status: RunStatus) {
+        signal.withLock {
+            interruptRequested = status
+            signal.signal()
+        }
+    }
+
     /// Asks long-lived steps to finish their queued items and end (`orchestrate close`).
     public func closeSessions() {
         signal.withLock {
@@ -136,6 +153,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         let heartbeat = Heartbeat(executor: self)
         heartbeat.start()
         defer {
+            closeAllSessions()  // normally done by `finish`; this covers a store failure
             heartbeat.stop()
             try? store.releaseRun(run.id, owner: owner)
         }
@@ -151,9 +169,20 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     private func loop() throws {
         while true {
-            let (newCompletions, newEvents, cancelNow) = takeSignals()
+            let (newCompletions, newEvents, cancelNow, interruptTo) = takeSignals()
             batch.events.append(contentsOf: newEvents)
             for completion in newCompletions { handle(completion) }
+            if let interruptTo, interrupting == nil { beginInterrupt(leaving: interruptTo) }
+            if interrupting != nil {
+                if attempts.isEmpty && pendingStarts.isEmpty {
+                    finishInterrupt()
+                    try flush()
+                    return
+                }
+                try flush()
+                wait()
+                continue
+            }
             if cancelNow && ending == nil { beginEnding(.cancelled, reason: "cancelled") }
             checkTimeouts()
 
@@ -193,13 +222,13 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         pendingStarts.removeAll()
     }
 
-    private func takeSignals() -> ([Completion], [EventRecord], Bool) {
+    private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?) {
         signal.withLock {
             defer {
                 completions.removeAll()
                 threadEvents.removeAll()
             }
-            return (completions, threadEvents, cancelRequested)
+            return (completions, threadEvents, cancelRequested, interruptRequested)
         }
     }
 
@@ -216,7 +245,9 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         }
         let idle = ending != nil
         signal.withLock {
-            if completions.isEmpty && threadEvents.isEmpty && !(cancelRequested && !idle) {
+            if completions.isEmpty && threadEvents.isEmpty && !(cancelRequested && !idle)
+                && !(interruptRequested != nil && interrupting == nil)
+            {
                 _ = signal.wait(until: Date(timeIntervalSince1970: max(until, wallNow + 0.001)))
             }
         }

@@ -55,11 +55,17 @@ enum DescriptorReader {
                                  pluginPath: String) throws(LoadProblem) -> StepType
     {
         let field = "step_types[\(index)]"
-        let fullSize = MemoryLayout<orc_step_type>.size
-        guard step.pointee.struct_size >= fullSize else {
-            throw LoadProblem("\(field).struct_size is \(step.pointee.struct_size), smaller than orc_step_type 1.0 (\(fullSize) bytes)")
+        // A 1.0 step type ends after `run`; fields added since are read only when present.
+        let size10 = MemoryLayout<orc_step_type>.offset(of: \orc_step_type.run)! + MemoryLayout<orc_step_run_fn?>.size
+        let size = Int(step.pointee.struct_size)
+        guard size >= size10 else {
+            throw LoadProblem("\(field).struct_size is \(size), smaller than orc_step_type 1.0 (\(size10) bytes)")
         }
-        let s = step.pointee
+        // Copy only what the plugin filled; newer fields stay zero (NULL) for older plugins.
+        var s = orc_step_type()
+        withUnsafeMutablePointer(to: &s) { target in
+            UnsafeMutableRawPointer(target).copyMemory(from: step, byteCount: min(size, MemoryLayout<orc_step_type>.size))
+        }
         guard let cID = s.id else { throw LoadProblem("\(field).id is NULL") }
         guard let id = String(validatingCString: cID) else { throw LoadProblem("\(field).id is not valid UTF-8") }
         if let problem = stepIDLoadProblem(id) { throw LoadProblem("\(field).id \"\(id)\" \(problem)") }
@@ -76,11 +82,15 @@ enum DescriptorReader {
         if let outputText = try optionalString(s.output_schema, "\(prefix): output_schema") {
             outputSchema = try schema(outputText, "\(prefix): output_schema")
         }
+        let opensSession = s.flags & UInt32(ORC_STEP_OPENS_SESSION) != 0
+        if opensSession && s.close_session == nil {
+            throw LoadProblem("\(prefix): ORC_STEP_OPENS_SESSION is set but close_session is NULL")
+        }
         return StepType(
             id: id, version: version, summary: summary, documentation: documentation,
             inputSchema: inputSchema, outputSchema: outputSchema,
-            acceptsItems: s.flags & UInt32(ORC_STEP_ACCEPTS_ITEMS) != 0,
-            pluginName: pluginName, pluginPath: pluginPath, run: run, cID: cID)
+            acceptsItems: s.flags & UInt32(ORC_STEP_ACCEPTS_ITEMS) != 0, opensSession: opensSession,
+            pluginName: pluginName, pluginPath: pluginPath, run: run, closeSession: s.close_session, cID: cID)
     }
 
     /// Step ids are lower-case dot-separated words: `exec`, `fs.copy`, `http.upload-part`.

@@ -20,6 +20,9 @@ public final class StepType: @unchecked Sendable {
     public let outputSchema: JSONValue?
     /// True for long-lived session steps (`ORC_STEP_ACCEPTS_ITEMS`) that take items while they run.
     public let acceptsItems: Bool
+    /// True for steps that open a session (`ORC_STEP_OPENS_SESSION`, ABI 1.1): their outputs
+    /// name a process-local resource that `closeSession` releases.
+    public let opensSession: Bool
     /// Name and resolved file of the plugin that provides the step.
     public let pluginName: String
     public let pluginPath: String
@@ -27,12 +30,16 @@ public final class StepType: @unchecked Sendable {
     /// The plugin's run function and its own NUL-terminated id (handed back as
     /// `orc_step_call.step_type`; it lives as long as the library, i.e. forever).
     let run: orc_step_run_fn
+    let close: orc_session_close_fn?
     let cID: UnsafePointer<CChar>
 
     init(id: String, version: String, summary: String, documentation: String?, inputSchema: JSONValue,
-         outputSchema: JSONValue?, acceptsItems: Bool, pluginName: String, pluginPath: String,
-         run: orc_step_run_fn, cID: UnsafePointer<CChar>)
+         outputSchema: JSONValue?, acceptsItems: Bool, opensSession: Bool = false, pluginName: String,
+         pluginPath: String, run: orc_step_run_fn, closeSession: orc_session_close_fn? = nil,
+         cID: UnsafePointer<CChar>)
     {
+        self.opensSession = opensSession
+        self.close = closeSession
         self.id = id
         self.version = version
         self.summary = summary
@@ -44,6 +51,14 @@ public final class StepType: @unchecked Sendable {
         self.pluginPath = pluginPath
         self.run = run
         self.cID = cID
+    }
+
+    /// Closes the session a successful run of this step opened (`outputs`: what it set).
+    /// Does nothing for steps that open no session.
+    public func closeSession(outputs: JSONValue) {
+        guard opensSession, let close else { return }
+        let text = outputs.jsonText
+        text.withCString { outputsText in close(cID, outputsText) }
     }
 }
 

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import COrchestratePlugin
+import OrchestrateJSON
 
 /// Builds the C description (`orc_plugin`, `orc_step_type`s, their strings) of a
 /// `PluginDefinition`, once, and routes run calls to the right `StepDefinition`.
@@ -48,7 +49,8 @@ enum PluginDescriptions {
     private static func describe(_ step: any StepDefinition.Type) -> UnsafeMutablePointer<orc_step_type> {
         var s = orc_step_type()
         s.struct_size = UInt32(MemoryLayout<orc_step_type>.size)
-        s.flags = step.acceptsItems ? UInt32(ORC_STEP_ACCEPTS_ITEMS) : 0
+        s.flags = (step.acceptsItems ? UInt32(ORC_STEP_ACCEPTS_ITEMS) : 0)
+            | (step.opensSession ? UInt32(ORC_STEP_OPENS_SESSION) : 0)
         s.id = permanent(step.id)
         s.version = permanent(step.version)
         s.summary = permanent(step.summary)
@@ -56,6 +58,14 @@ enum PluginDescriptions {
         s.input_schema = permanent(step.inputSchema)
         s.output_schema = step.outputSchema.isEmpty ? nil : permanent(step.outputSchema)
         s.run = { call, api, host in StepRunner.run(call: call, api: api, host: host) }
+        if step.opensSession {
+            s.close_session = { stepType, outputsJSON in
+                guard let stepType, let outputsJSON, let definition = PluginDescriptions.step(String(cString: stepType)),
+                      let outputs = try? JSONValue(parsing: String(cString: outputsJSON))
+                else { return }
+                definition.closeSession(outputs: outputs)
+            }
+        }
         let pointer = UnsafeMutablePointer<orc_step_type>.allocate(capacity: 1)
         pointer.initialize(to: s)
         return pointer

@@ -1,3 +1,5 @@
+import OrchestrateJSON
+
 /// One step type of a Swift plugin: its description and its code.
 ///
 /// ```swift
@@ -37,6 +39,13 @@ public protocol StepDefinition: SendableMetatype {
     static var outputSchema: String { get }
     /// True for a long-lived session step that takes items while it runs (`nextItem`).
     static var acceptsItems: Bool { get }
+    /// True for a step whose outputs name a live, process-local resource (a connection) that
+    /// later steps use (ABI 1.1 `ORC_STEP_OPENS_SESSION`): the host runs it again on resume and
+    /// calls `closeSession` once no unfinished step needs it.
+    static var opensSession: Bool { get }
+    /// Releases the session a successful `run` described in `outputs`. Any thread; never
+    /// concurrently with a run that uses that session.
+    static func closeSession(outputs: JSONValue)
 
     static func run(_ step: StepContext) throws
 }
@@ -45,6 +54,8 @@ extension StepDefinition {
     public static var documentation: String { "" }
     public static var outputSchema: String { "" }
     public static var acceptsItems: Bool { false }
+    public static var opensSession: Bool { false }
+    public static func closeSession(outputs: JSONValue) {}
 }
 
 /// A Swift plugin: a name and its step types. One `@_cdecl` line exports it:

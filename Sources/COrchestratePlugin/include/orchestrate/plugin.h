@@ -1,5 +1,8 @@
 /*
- * orchestrate/plugin.h — the orchestrate step-plugin ABI, version 1.0.
+ * orchestrate/plugin.h — the orchestrate step-plugin ABI, version 1.1.
+ *
+ * History: 1.0 the first version. 1.1 adds session steps (ORC_STEP_OPENS_SESSION and
+ * orc_step_type.close_session); a 1.0 plugin loads unchanged in a 1.1 host.
  *
  * A plugin is a shared library that exports exactly one function:
  *
@@ -64,7 +67,7 @@ extern "C" {
 /* The ABI version this header describes. The host accepts a plugin whose major equals its own
  * and whose minor is no newer than its own; anything else is refused with the reason. */
 #define ORC_ABI_VERSION_MAJOR 1
-#define ORC_ABI_VERSION_MINOR 0
+#define ORC_ABI_VERSION_MINOR 1
 
 /* The name of the one exported function, for dlsym. */
 #define ORC_PLUGIN_ENTRY_SYMBOL "orchestrate_plugin_entry_v1"
@@ -115,7 +118,12 @@ enum {
 enum {
     /* The step is a long-lived session that takes items (e.g. file paths) while it runs, through
      * next_item / item_done. The host routes `orchestrate add-path` to such steps only. */
-    ORC_STEP_ACCEPTS_ITEMS = 1u << 0
+    ORC_STEP_ACCEPTS_ITEMS = 1u << 0,
+    /* Since 1.1. The step opens a session: its outputs name a live, process-local resource (a
+     * connection, e.g. {"session": "s1"}) that later steps of the same run use. The host runs
+     * the step again on resume instead of trusting outputs journaled by a dead process, and calls
+     * close_session once no unfinished step needs the session (at the latest when the run ends). */
+    ORC_STEP_OPENS_SESSION = 1u << 1
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -267,6 +275,12 @@ typedef struct orc_step_call {
 typedef int32_t (*orc_step_run_fn)(const orc_step_call *call, const orc_host_api *api,
                                    orc_host *host);
 
+/* Since 1.1. Closes a session opened by a successful run of an ORC_STEP_OPENS_SESSION step.
+ * `step_type` is the step type's id; `outputs_json` the outputs object that run set. Called
+ * once per session, never concurrently with a run call that uses the same session. Must not
+ * call back into the host. [any-thread] Both strings borrowed for the call. */
+typedef void (*orc_session_close_fn)(const char *step_type, const char *outputs_json);
+
 /* One step type a plugin provides. */
 typedef struct orc_step_type {
     uint32_t struct_size;
@@ -281,6 +295,9 @@ typedef struct orc_step_type {
     /* JSON Schema of the outputs object the step sets, or NULL. */
     const char *output_schema;
     orc_step_run_fn run;
+    /* Since 1.1 (present when struct_size covers it). Required for ORC_STEP_OPENS_SESSION
+     * steps, NULL otherwise. */
+    orc_session_close_fn close_session;
 } orc_step_type;
 
 /* What orchestrate_plugin_entry_v1 returns. */
