@@ -23,6 +23,11 @@ import COrchestratePlugin
 /// plugin.stepTypes.map(\.id)   // ["foo.bar"]
 /// ```
 public enum PluginLoader {
+    /// The plugin ABI version this host speaks: it loads plugins of the same major and a minor
+    /// no newer than this one.
+    public static let abiMajor = UInt32(ORC_ABI_VERSION_MAJOR)
+    public static let abiMinor = UInt32(ORC_ABI_VERSION_MINOR)
+
     private static let lock = Lock()
     nonisolated(unsafe) private static var cache: [String: LoadedPlugin] = [:]
 
