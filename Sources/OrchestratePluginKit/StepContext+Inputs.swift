@@ -28,11 +28,7 @@ extension StepContext {
     }
 
     public func bool(_ key: String) throws(StepError) -> Bool {
-        try required(key, bool(key, default: nil))
-    }
-
-    public func bool(_ key: String, default fallback: Bool?) throws(StepError) -> Bool? {
-        try typed(key, "a boolean") { $0.boolValue } ?? fallback
+        try required(key, typed(key, "a boolean") { $0.boolValue })
     }
 
     public func bool(_ key: String, default fallback: Bool) throws(StepError) -> Bool {
