@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OrchestrateEngine
 import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
@@ -57,24 +58,11 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
-/// The registry seen as the model's step catalog, for `with:` validation.
-struct RegistryCatalog: StepCatalog {
-    let registry: PluginRegistry
-
-    var stepTypeIDs: [String] { registry.stepTypes.map(\.id) }
-
-    func stepInfo(for id: String) -> StepInfo? {
-        guard let type = registry.stepType(id) else { return nil }
-        return StepInfo(id: type.id, inputSchema: type.inputSchema, outputSchema: type.outputSchema,
-                        acceptsItems: type.acceptsItems)
-    }
-}
-
 /// Loading a workflow for a command: diagnostics go to stderr, all at once, exit status 2.
 enum WorkflowLoading {
     static func load(path: String, registry: PluginRegistry) throws -> Workflow {
         do {
-            return try WorkflowLoader.load(path: path, catalog: RegistryCatalog(registry: registry))
+            return try WorkflowLoader.load(path: path, catalog: RegistryStepCatalog(registry: registry))
         } catch {
             report(error, registry: registry)
             throw CLIFailure(status: ExitStatus.usage, message: "")
@@ -83,7 +71,7 @@ enum WorkflowLoading {
 
     static func parse(source: String, file: String, registry: PluginRegistry) throws -> Workflow {
         do {
-            return try WorkflowLoader.parse(source: source, file: file, catalog: RegistryCatalog(registry: registry))
+            return try WorkflowLoader.parse(source: source, file: file, catalog: RegistryStepCatalog(registry: registry))
         } catch {
             report(error, registry: registry)
             throw CLIFailure(status: ExitStatus.usage, message: "")

@@ -19,8 +19,9 @@ public struct Orchestrate: ParsableCommand {
             """,
         subcommands: [
             RunCommand.self, ResumeCommand.self, ValidateCommand.self, GraphCommand.self, PluginsCommand.self,
-            StatusCommand.self, ListCommand.self, EventsCommand.self, CancelCommand.self, AddPathCommand.self,
-            CloseCommand.self,
+            SubmitCommand.self, ServeCommand.self, StatusCommand.self, ListCommand.self, EventsCommand.self,
+            CancelCommand.self, StopCommand.self, PauseCommand.self, UnpauseCommand.self, RunNowCommand.self,
+            RetryCommand.self, DeleteCommand.self, QueueCommand.self, AddPathCommand.self, CloseCommand.self,
         ])
 
     public init() {}

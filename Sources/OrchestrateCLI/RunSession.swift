@@ -21,7 +21,9 @@ enum RunSession {
         } catch {
             throw CLIFailure(status: ExitStatus.runFailed, message: "\(error)")
         }
-        let signals = SignalRelay { executor.cancel() }
+        let signals = SignalRelay(announce: "interrupted: cancelling steps and running compensations (again to exit now)") {
+            executor.cancel()
+        }
         let final = executor.execute()
         printer.summary(final, store: store)
         if final.status == .cancelled && signals.received { exit(ExitStatus.interrupted) }
@@ -45,18 +47,17 @@ final class SignalRelay: @unchecked Sendable {
 
     var received: Bool { lock.withLock { count > 0 } }
 
-    init(onFirst: @escaping @Sendable () -> Void) {
+    init(announce: String, onFirst: @escaping @Sendable () -> Void) {
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { [self] in
                 let n = lock.withLock { count += 1; return count }
                 if n == 1 {
-                    Terminal.line("\ninterrupted: cancelling steps and running compensations (again to exit now)",
-                                  to: .standardError)
+                    Terminal.line("\n" + announce, to: .standardError)
                     onFirst()
                 } else {
-                    Terminal.line("interrupted again: exiting; the run can be resumed", to: .standardError)
+                    Terminal.line("interrupted again: exiting now; interrupted runs can be resumed", to: .standardError)
                     exit(ExitStatus.interrupted)
                 }
             }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import OrchestrateEngine
 import OrchestrateModel
 
 struct ValidateCommand: ParsableCommand {
@@ -21,7 +22,7 @@ struct ValidateCommand: ParsableCommand {
         var failed = false
         for file in files {
             do {
-                let workflow = try WorkflowLoader.load(path: file, catalog: RegistryCatalog(registry: registry))
+                let workflow = try WorkflowLoader.load(path: file, catalog: RegistryStepCatalog(registry: registry))
                 if !global.json { Terminal.line("\(file): ok (\(workflow.steps.count) steps)") }
             } catch {
                 failed = true

@@ -47,15 +47,9 @@ final class Heartbeat: @unchecked Sendable {
                 executor.cancel()
                 continue
             }
-            switch control {
-            case "cancel":
-                executor.cancel()
+            if let control, executor.options.heartbeatAppliesControls {
                 try? store.requestControl(executor.run.id, control: nil)
-            case "close":
-                executor.closeSessions()
-                try? store.requestControl(executor.run.id, control: nil)
-            default:
-                break
+                executor.apply(control: control)
             }
         }
     }

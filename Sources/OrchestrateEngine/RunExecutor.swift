@@ -12,6 +12,9 @@ public struct EngineOptions: Sendable {
     /// over after that; on this host a dead owner is seen at once (its pid is gone).
     public var leaseDuration: Double = 15
     public var heartbeatInterval: Double = 2
+    /// Whether the heartbeat picks up control verbs from the store (a foreground `run`); a
+    /// `serve` worker reads them itself for all its runs.
+    public var heartbeatAppliesControls = true
     /// After a timeout cancels a step, how long it has to return before it is abandoned.
     public var timeoutGrace: Double = 30
     /// The environment `env.*` and secrets are read from.
@@ -138,6 +141,21 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             signal.signal()
         }
     }
+
+    /// Acts on a control verb another process left in the store (`orchestrate cancel|stop|
+    /// pause|close RUN`). Unknown verbs are ignored.
+    public func apply(control: String) {
+        switch control {
+        case "cancel": cancel()
+        case "close": closeSessions()
+        case "stop": interrupt(leaving: .queued)
+        case "pause": interrupt(leaving: .paused)
+        default: break
+        }
+    }
+
+    /// True once an interrupt was asked for (the run is on its way back to the queue).
+    public var isInterrupting: Bool { signal.withLock { interruptRequested != nil } }
 
     /// Asks long-lived steps to finish their queued items and end (`orchestrate close`).
     public func closeSessions() {

@@ -8,6 +8,8 @@ public enum RunStatus: String, Sendable, CaseIterable {
     case queued
     /// A process owns it and is executing steps.
     case running
+    /// Interrupted by `pause`: keeps its place and its slot in the queue until `unpause`.
+    case paused
     /// A step failed or the run was cancelled; compensations are running. `RunRecord.ending`
     /// says whether it will end `failed` or `cancelled`.
     case compensating
@@ -86,6 +88,10 @@ public struct RunRecord: Sendable {
     public var outputs: JSONValue?
     /// Set by another process (`orchestrate cancel`) for the owner to act on.
     public var requestedControl: String?
+    /// Position in the queue (lower runs first, after priority).
+    public var queueOrder: Double = 0
+    /// `run-now` asked for it to start at once.
+    public var runNow = false
 
     public init(id: String, workflowName: String, workflowFile: String, workflowSource: String, inputs: JSONValue,
                 status: RunStatus, createdAt: Double, runDir: String, priority: Int = 0, labels: [String: String] = [:])
@@ -100,6 +106,7 @@ public struct RunRecord: Sendable {
         self.runDir = runDir
         self.priority = priority
         self.labels = labels
+        self.queueOrder = createdAt
     }
 }
 

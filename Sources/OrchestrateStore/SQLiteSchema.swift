@@ -96,6 +96,16 @@ enum SQLiteSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v2 queue") { db in
+            try db.execute(sql: """
+                -- Position in the queue: submission time, pushed back by `stop`, forward by `run-now`.
+                ALTER TABLE runs ADD COLUMN queue_order REAL;
+                UPDATE runs SET queue_order = created_at;
+                -- Set by `run-now`: start at once, pre-empting the newest running run if need be.
+                ALTER TABLE runs ADD COLUMN run_now INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE queue_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -53,7 +53,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     /// Runs `body` in an immediate write transaction.
-    private func write<T>(_ body: (Database) throws -> T) throws -> T {
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
         try queue.writeWithoutTransaction { db in
             var result: T?
             try db.inTransaction(.immediate) {
@@ -64,7 +64,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         }
     }
 
-    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
         try queue.read(body)
     }
 
@@ -79,11 +79,11 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try write { db in
             try db.execute(sql: """
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status,
-                                  created_at, run_dir, priority, labels_json)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  created_at, run_dir, priority, labels_json, queue_order)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [run.id, run.workflowName, run.workflowFile, run.workflowSource,
                                  run.inputs.jsonText, run.status.rawValue, run.createdAt, run.runDir,
-                                 run.priority, Self.labelsJSON(run.labels)])
+                                 run.priority, Self.labelsJSON(run.labels), run.queueOrder])
             try Self.insertEvents(events, db)
         }
     }
@@ -176,6 +176,10 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                         s.errorCode, s.errorMessage, s.startedAt, s.finishedAt, s.completionSeq,
                     ])
                 }
+            }
+            for (runID, id) in batch.deletedSteps {
+                try db.execute(sql: "DELETE FROM steps WHERE run_id = ? AND id = ?", arguments: [runID, id])
+                try db.execute(sql: "DELETE FROM checkpoints WHERE run_id = ? AND step_id = ?", arguments: [runID, id])
             }
             try Self.insertEvents(batch.events, db)
             if !batch.releasedLeases.isEmpty {
@@ -324,17 +328,17 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     private static func updateRun(_ run: RunRecord, _ db: Database) throws {
         try db.execute(sql: """
             UPDATE runs SET status = ?, ending = ?, started_at = ?, finished_at = ?, error = ?, outputs_json = ?,
-                            priority = ?, labels_json = ?, requested_control = ?
+                            priority = ?, labels_json = ?
             WHERE id = ?
             """, arguments: [run.status.rawValue, run.ending?.rawValue, run.startedAt, run.finishedAt, run.error,
-                             run.outputs?.jsonText, run.priority, labelsJSON(run.labels), run.requestedControl, run.id])
+                             run.outputs?.jsonText, run.priority, labelsJSON(run.labels), run.id])
     }
 
     private static func labelsJSON(_ labels: [String: String]) -> String {
         JSONValue.object(labels.mapValues { .string($0) }).jsonText
     }
 
-    private static func runRecord(_ row: Row) -> RunRecord {
+    static func runRecord(_ row: Row) -> RunRecord {
         var run = RunRecord(
             id: row["id"], workflowName: row["workflow_name"], workflowFile: row["workflow_file"],
             workflowSource: row["workflow_source"],
@@ -349,6 +353,8 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         run.error = row["error"]
         run.outputs = (row["outputs_json"] as String?).flatMap { try? JSONValue(parsing: $0) }
         run.requestedControl = row["requested_control"]
+        run.queueOrder = row["queue_order"] ?? run.createdAt
+        run.runNow = (row["run_now"] as Int?) == 1
         run.leaseUntil = row["lease_until"]
         if let host = row["owner_host"] as String? {
             run.owner = OwnerIdentity(host: host, pid: row["owner_pid"], startTime: row["owner_start"])

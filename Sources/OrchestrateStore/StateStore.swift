@@ -8,11 +8,12 @@ public struct JournalBatch: Sendable {
     public var stepUpserts: [StepRecord] = []
     public var events: [EventRecord] = []
     public var releasedLeases: [String] = []  // holders whose concurrency leases end
+    public var deletedSteps: [(runID: String, id: String)] = []  // e.g. compensations undone by `retry`
 
     public init() {}
 
     public var isEmpty: Bool {
-        runUpdates.isEmpty && stepUpserts.isEmpty && events.isEmpty && releasedLeases.isEmpty
+        runUpdates.isEmpty && stepUpserts.isEmpty && events.isEmpty && releasedLeases.isEmpty && deletedSteps.isEmpty
     }
 }
 
@@ -71,6 +72,22 @@ public protocol StateStore: AnyObject, Sendable {
     // MARK: Events
     func appendEvents(_ events: [EventRecord]) throws
     func events(runID: String?, afterSeq: Int64, limit: Int) throws -> [EventRecord]
+
+    // MARK: The queue (`submit`, `serve`, control verbs)
+    /// Atomically takes up to `limit` runs for `owner`, first those left unfinished by a dead
+    /// owner (running, compensating), then queued runs by `run-now`, priority (higher first) and
+    /// queue position. Paused runs are never taken here.
+    func claimNextRuns(owner: OwnerIdentity, limit: Int, leaseUntil: Double) throws -> [RunRecord]
+    /// Paused runs without a live owner, which a worker holds (they keep their slot).
+    func claimPausedRuns(owner: OwnerIdentity, leaseUntil: Double) throws -> [RunRecord]
+    /// Changes a run's place in the queue; nil leaves a field as it is.
+    func updateQueueFields(_ id: String, status: RunStatus?, queueOrder: Double?, runNow: Bool?) throws
+    /// Runs owned by `owner` with a pending control verb, and clears them.
+    func takeControls(owner: OwnerIdentity) throws -> [(runID: String, control: String)]
+    func setQueuePassive(_ passive: Bool) throws
+    func isQueuePassive() throws -> Bool
+    /// Removes a run and everything journaled about it.
+    func deleteRun(_ id: String) throws
 
     // MARK: Items of long-lived steps
     func addItem(runID: String, stepID: String, id: String, json: String) throws

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import OrchestrateEngine
+
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Execute the queue of a state store until stopped.",
+        discussion: """
+            Takes queued runs (higher priority first, then in submission order), resumes runs left \
+            unfinished by a process that died, and applies control verbs (cancel, stop, pause, \
+            unpause, run-now) within a second. Several `serve` processes may share one state store: \
+            each run is executed by one of them. SIGTERM or Ctrl-C stops taking work, interrupts the \
+            runs in flight (they stay queued, in their place, and resume from their checkpoints) and \
+            exits 0.
+            """)
+
+    @Option(name: .customLong("max-parallel"), help: ArgumentHelp("Runs executing at once (default 4).", valueName: "n"))
+    var maxParallel: Int = 4
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1") }
+    }
+
+    func run() throws {
+        let registry = global.loadPlugins()
+        let store = try global.openStore()
+        let worker = QueueWorker(store: store, registry: registry, options: .init(maxRuns: maxParallel),
+                                 observer: ServePrinter(json: global.json))
+        let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {
+            worker.shutdown()
+        }
+        _ = signals
+        do {
+            try worker.run()
+        } catch {
+            throw CLIFailure(status: ExitStatus.runFailed, message: "the state store failed: \(error)")
+        }
+    }
+}

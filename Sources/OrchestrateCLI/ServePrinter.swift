@@ -1,0 +1,41 @@
+import Foundation
+import OrchestrateEngine
+import OrchestrateStore
+
+/// What `serve` prints: one line per run started, interrupted or finished and per queue
+/// change; with `--json`, every journaled event of its runs as JSON lines.
+final class ServePrinter: RunObserver, @unchecked Sendable {
+    private let json: Bool
+
+    init(json: Bool) {
+        self.json = json
+    }
+
+    func runEvent(_ event: EventRecord) {
+        if json {
+            Terminal.line(event.json.jsonText)
+            return
+        }
+        let time = RunDisplay.time(event.time)
+        let run = event.runID ?? ""
+        let d = event.data
+        switch event.type {
+        case EventType.runStarted, EventType.runResumed:
+            Terminal.line("\(time) \(run) \(event.type == EventType.runStarted ? "started" : "resumed") (\(d["workflow"]?.stringValue ?? ""))")
+        case EventType.runInterrupted:
+            Terminal.line("\(time) \(run) interrupted, now \(d["status"]?.stringValue ?? "")")
+        case EventType.runFinished:
+            Terminal.line("\(time) \(run) \(d["status"]?.stringValue ?? "finished")" + (d["error"]?.stringValue.map { ": \($0)" } ?? ""))
+        case EventType.stepRetrying:
+            Terminal.line("\(time) \(run) \(event.step ?? "") retrying in \(d["delay_ms"]?.intValue ?? 0)ms: \(d["reason"]?.stringValue ?? "")")
+        case "queue.preempted":
+            Terminal.line("\(time) pre-empted \(d["run"]?.stringValue ?? "") for \(d["for"]?.stringValue ?? "")")
+        case "worker.started":
+            Terminal.line("\(time) serving (pid \(d["pid"]?.intValue ?? 0), up to \(d["max_parallel"]?.intValue ?? 0) runs at once)")
+        case "worker.stopped":
+            Terminal.line("\(time) stopped")
+        default:
+            break
+        }
+    }
+}

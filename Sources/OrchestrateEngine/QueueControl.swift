@@ -1,0 +1,156 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateStore
+
+/// The queue's control verbs, with the seed transfer queue's semantics, as one operation each
+/// on the store. A run some live process executes gets a request it acts on within its poll
+/// interval; a run nobody executes is changed in place.
+///
+/// | verb | running | queued | paused |
+/// |---|---|---|---|
+/// | cancel | interrupt, compensate, end `cancelled` | `cancelled` (or compensate first if anything ran) | same as queued |
+/// | stop | interrupt, back to the end of the queue | to the end of the queue | to the end of the queue |
+/// | pause | interrupt, keep place and slot | keep place, don't start | — |
+/// | unpause | — | — | continue where it was |
+/// | run-now | — | start now, pre-empting the newest running run | same |
+///
+/// `retry` re-queues a failed or cancelled run, resetting only what did not succeed (and what a
+/// compensation undid); `delete` removes a finished run.
+public struct QueueControl: Sendable {
+    public enum Verb: String, CaseIterable, Sendable {
+        case cancel, stop, pause, unpause, runNow = "run-now", retry, delete
+    }
+
+    public struct Refusal: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    let store: any StateStore
+
+    public init(store: any StateStore) {
+        self.store = store
+    }
+
+    /// Applies `verb` to run `id` and returns what happened, for people.
+    public func apply(_ verb: Verb, to id: String) throws -> String {
+        guard let run = try store.run(id) else { throw Refusal(description: "no run \(id)") }
+        let live = isOwnedByLiveProcess(run)
+        let now = Date().timeIntervalSince1970
+        func event(_ type: String, _ data: JSONValue = [:]) throws {
+            try store.appendEvents([EventRecord(runID: id, time: now, type: type,
+                                                data: ["verb": .string(verb.rawValue), "data": data])])
+        }
+        switch verb {
+        case .cancel:
+            guard !run.status.isFinished else { throw Refusal(description: "run \(id) already finished (\(run.status.rawValue))") }
+            if live || run.status == .paused {
+                try store.requestControl(id, control: "cancel")
+                try event("queue.changed")
+                return live ? "cancel requested for \(id)" : "cancel requested for \(id); it takes effect when a worker picks it up"
+            }
+            if try store.steps(ofRun: id).contains(where: { $0.status == .succeeded }) {
+                // Something ran: its compensations must run, which takes an executor.
+                try store.requestControl(id, control: "cancel")
+                try store.updateQueueFields(id, status: .queued, queueOrder: nil, runNow: true)
+                try event("queue.changed")
+                return "cancel requested for \(id); its compensations run when a worker or `resume` picks it up"
+            }
+            var cancelled = run
+            cancelled.status = .cancelled
+            cancelled.finishedAt = now
+            cancelled.error = "cancelled before it started"
+            var batch = JournalBatch()
+            batch.runUpdates = [cancelled]
+            batch.events = [EventRecord(runID: id, time: now, type: EventType.runFinished, data: ["status": "cancelled"])]
+            try store.commit(batch)
+            return "cancelled \(id)"
+        case .stop:
+            guard !run.status.isFinished else { throw Refusal(description: "run \(id) already finished (\(run.status.rawValue))") }
+            try store.updateQueueFields(id, status: live && run.status != .paused ? nil : .queued, queueOrder: now, runNow: false)
+            if live { try store.requestControl(id, control: run.status == .paused ? "unhold" : "stop") }
+            try event("queue.changed")
+            return "stopped \(id): back in the queue, behind the others"
+        case .pause:
+            guard run.status == .running || run.status == .queued else {
+                throw Refusal(description: "run \(id) is \(run.status.rawValue); only a queued or running run can be paused")
+            }
+            if live { try store.requestControl(id, control: "pause") } else {
+                try store.updateQueueFields(id, status: .paused, queueOrder: nil, runNow: nil)
+            }
+            try event("queue.changed")
+            return "paused \(id)"
+        case .unpause:
+            guard run.status == .paused else { throw Refusal(description: "run \(id) is not paused (\(run.status.rawValue))") }
+            if live { try store.requestControl(id, control: "unpause") } else {
+                try store.updateQueueFields(id, status: .queued, queueOrder: nil, runNow: nil)
+            }
+            try event("queue.changed")
+            return "unpaused \(id)"
+        case .runNow:
+            if run.status == .running || run.status == .compensating {
+                throw Refusal(description: "run \(id) is already \(run.status.rawValue)")
+            }
+            if run.status == .failed || run.status == .cancelled { try resetForRetry(run) }
+            if live { try store.requestControl(id, control: "unhold") }
+            try store.updateQueueFields(id, status: .queued, queueOrder: -now, runNow: true)
+            try event("queue.changed")
+            return "\(id) starts now"
+        case .retry:
+            guard run.status == .failed || run.status == .cancelled else {
+                throw Refusal(description: "only a failed or cancelled run can be retried; \(id) is \(run.status.rawValue)")
+            }
+            try resetForRetry(run)
+            try event("queue.changed")
+            return "\(id) queued again; only what did not succeed runs"
+        case .delete:
+            guard run.status.isFinished else {
+                throw Refusal(description: "run \(id) is \(run.status.rawValue); cancel it first, then delete it")
+            }
+            try store.deleteRun(id)
+            try? FileManager.default.removeItem(atPath: run.runDir)
+            return "deleted \(id)"
+        }
+    }
+
+    /// Steps that failed or were cancelled, and steps whose effect a compensation undid, go back
+    /// to pending; the run is queued again.
+    private func resetForRetry(_ run: RunRecord) throws {
+        let steps = try store.steps(ofRun: run.id)
+        let undone = Set(steps.filter { $0.kind == .compensation && $0.status == .succeeded }
+            .map { String($0.id.dropFirst("compensate:".count)) })
+        var batch = JournalBatch()
+        for var step in steps {
+            if step.kind == .compensation {
+                batch.deletedSteps.append((run.id, step.id))
+                continue
+            }
+            let redo = step.status == .failed || step.status == .cancelled || undone.contains(step.id)
+            guard redo else { continue }
+            step.status = step.kind == .fanOut ? .running : .pending
+            step.failures = 0
+            step.errorKind = nil
+            step.errorCode = nil
+            step.errorMessage = nil
+            step.nextAttemptAt = nil
+            step.finishedAt = nil
+            step.completionSeq = nil
+            step.outputs = nil
+            batch.stepUpserts.append(step)
+        }
+        var queued = run
+        queued.status = .queued
+        queued.ending = nil
+        queued.finishedAt = nil
+        queued.error = nil
+        queued.outputs = nil
+        batch.runUpdates = [queued]
+        try store.commit(batch)
+        try store.requestControl(run.id, control: nil)
+    }
+
+    func isOwnedByLiveProcess(_ run: RunRecord) -> Bool {
+        guard let owner = run.owner else { return false }
+        if owner.host == OwnerIdentity.current.host { return owner.isAliveLocally }
+        return (run.leaseUntil ?? 0) > Date().timeIntervalSince1970
+    }
+}

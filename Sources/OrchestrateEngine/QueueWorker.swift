@@ -1,0 +1,235 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateModel
+import OrchestratePluginHost
+import OrchestrateStore
+
+/// `orchestrate serve`: executes the durable queue of a state store, up to `maxRuns` runs at
+/// once, until `shutdown()`.
+///
+/// Every `pollInterval` it applies the control verbs left for its runs, honours a passive queue,
+/// pre-empts for `run-now`, and claims the next runs (the store's claim is atomic, so several
+/// workers on one store never run the same run). Runs left unfinished by a dead process are
+/// claimed first, so a worker started after a crash finishes them. A paused run keeps its slot
+/// while the worker holds it.
+///
+/// ```swift
+/// let worker = QueueWorker(store: store, registry: registry, options: .init(maxRuns: 4))
+/// worker.run()          // blocks; call worker.shutdown() from a signal handler
+/// ```
+public final class QueueWorker: @unchecked Sendable {
+    public struct Options: Sendable {
+        /// Runs executing at once (the `--max-parallel` of `serve`); a held paused run counts.
+        public var maxRuns: Int
+        public var pollInterval: Double = 0.2
+        public var engine = EngineOptions()
+
+        public init(maxRuns: Int) {
+            self.maxRuns = maxRuns
+        }
+    }
+
+    private let store: any StateStore
+    private let registry: PluginRegistry
+    private let options: Options
+    private let observer: (any RunObserver)?
+    private let owner = OwnerIdentity.current
+
+    private let signal = NSCondition()
+    private var shuttingDown = false
+    private var finished: [String] = []
+
+    // Owned by the loop.
+    private var executing: [String: (executor: RunExecutor, started: Double)] = [:]
+    private var held: Set<String> = []
+    private var interruptedForPassive: Set<String> = []
+    private var lastHeldRenewal = 0.0
+
+    public init(store: any StateStore, registry: PluginRegistry, options: Options, observer: (any RunObserver)? = nil) {
+        self.store = store
+        self.registry = registry
+        var options = options
+        options.engine.heartbeatAppliesControls = false
+        self.options = options
+        self.observer = observer
+    }
+
+    /// Stops taking work, interrupts the runs in flight (they stay queued, resumable, in their
+    /// place) and makes `run()` return once they have. Thread-safe.
+    public func shutdown() {
+        signal.withLock {
+            shuttingDown = true
+            signal.signal()
+        }
+    }
+
+    /// Runs the queue until `shutdown()`. Throws only if the store fails.
+    public func run() throws {
+        emitQueueEvent("worker.started", ["pid": .int(Int64(owner.pid)), "max_parallel": .int(Int64(options.maxRuns))])
+        while true {
+            let (stopping, done) = signal.withLock { () -> (Bool, [String]) in
+                defer { finished.removeAll() }
+                return (shuttingDown, finished)
+            }
+            for id in done { executing.removeValue(forKey: id) }
+            if stopping {
+                for (_, entry) in executing { entry.executor.interrupt(leaving: .queued) }
+                if executing.isEmpty {
+                    for id in held { try? store.releaseRun(id, owner: owner) }
+                    emitQueueEvent("worker.stopped", [:])
+                    return
+                }
+            } else {
+                try applyControls()
+                try fillSlots()
+                try renewHeld()
+            }
+            signal.withLock {
+                if finished.isEmpty && !shuttingDown {
+                    _ = signal.wait(until: Date().addingTimeInterval(options.pollInterval))
+                }
+            }
+        }
+    }
+
+    // MARK: One round
+
+    private func applyControls() throws {
+        for (id, control) in try store.takeControls(owner: owner) {
+            if let entry = executing[id] {
+                entry.executor.apply(control: control)
+            } else if held.contains(id) {
+                switch control {
+                case "unpause":
+                    held.remove(id)
+                    try store.updateQueueFields(id, status: .running, queueOrder: nil, runNow: nil)
+                    if let run = try store.run(id) { start(run) }
+                case "cancel":
+                    // A paused run being cancelled: its compensations need an executor.
+                    held.remove(id)
+                    if let run = try store.run(id) { start(run, cancelAtOnce: true) }
+                case "unhold":
+                    held.remove(id)
+                    try store.releaseRun(id, owner: owner)
+                default:
+                    break
+                }
+            }
+        }
+    }
+
+    private func fillSlots() throws {
+        let leaseUntil = Date().timeIntervalSince1970 + options.engine.leaseDuration
+        if try store.isQueuePassive() {
+            // A passive queue: interrupt what runs (it keeps its place) and start nothing.
+            for (id, entry) in executing where !interruptedForPassive.contains(id) {
+                interruptedForPassive.insert(id)
+                entry.executor.interrupt(leaving: .queued)
+            }
+            return
+        }
+        interruptedForPassive.removeAll()
+        held.formUnion(try store.claimPausedRuns(owner: owner, leaseUntil: leaseUntil).map(\.id))
+        var free = options.maxRuns - executing.count - held.count
+        if free <= 0 {
+            try preemptForRunNow()
+            return
+        }
+        for run in try store.claimNextRuns(owner: owner, limit: free, leaseUntil: leaseUntil) {
+            start(run, cancelAtOnce: run.requestedControl == "cancel")
+            free -= 1
+        }
+    }
+
+    /// At the limit with a `run-now` waiting: interrupt the newest running run; it goes back to
+    /// the queue just behind the one that pre-empted it, so it resumes right after.
+    private func preemptForRunNow() throws {
+        let waiting = try store.listRuns(RunFilter(statuses: [.queued])).filter(\.runNow)
+        guard let first = waiting.min(by: { $0.queueOrder < $1.queueOrder }) else { return }
+        let alreadyYielding = executing.values.contains { $0.executor.isInterrupting }
+        guard !alreadyYielding, let newest = executing.max(by: { $0.value.started < $1.value.started }) else { return }
+        try store.updateQueueFields(newest.key, status: nil, queueOrder: first.queueOrder + 0.001, runNow: nil)
+        newest.value.executor.interrupt(leaving: .queued)
+        emitQueueEvent("queue.preempted", ["run": .string(newest.key), "for": .string(first.id)])
+    }
+
+    private func renewHeld() throws {
+        let now = Date().timeIntervalSince1970
+        guard !held.isEmpty, now - lastHeldRenewal >= options.engine.heartbeatInterval else { return }
+        lastHeldRenewal = now
+        for id in held {
+            _ = try store.renewLease(id, owner: owner, leaseUntil: now + options.engine.leaseDuration)
+        }
+    }
+
+    // MARK: Executing a run
+
+    private func start(_ run: RunRecord, cancelAtOnce: Bool = false) {
+        let workflow: Workflow
+        do {
+            workflow = try WorkflowLoader.parse(source: run.workflowSource, file: run.workflowFile,
+                                                catalog: RegistryStepCatalog(registry: registry))
+        } catch {
+            fail(run, "the workflow no longer validates: \(error.description)")
+            return
+        }
+        let executor: RunExecutor
+        do {
+            executor = try RunExecutor(store: store, registry: registry, workflow: workflow, run: run,
+                                       options: options.engine, observer: observer)
+        } catch {
+            return  // taken by someone else in the meantime
+        }
+        if cancelAtOnce {
+            try? store.requestControl(run.id, control: nil)
+            executor.cancel()
+        }
+        executing[run.id] = (executor, Date().timeIntervalSince1970)
+        let thread = Thread { [self] in
+            _ = executor.execute()
+            signal.withLock {
+                finished.append(run.id)
+                signal.signal()
+            }
+        }
+        thread.name = "run \(run.id)"
+        thread.start()
+    }
+
+    private func fail(_ run: RunRecord, _ message: String) {
+        var failed = run
+        failed.status = .failed
+        failed.error = message
+        failed.finishedAt = Date().timeIntervalSince1970
+        var batch = JournalBatch()
+        batch.runUpdates = [failed]
+        batch.events = [EventRecord(runID: run.id, time: failed.finishedAt!, type: EventType.runFinished,
+                                    data: ["status": "failed", "error": .string(message)])]
+        try? store.commit(batch)
+        try? store.releaseRun(run.id, owner: owner)
+        if let observer { for event in batch.events { observer.runEvent(event) } }
+    }
+
+    private func emitQueueEvent(_ type: String, _ data: JSONValue) {
+        let event = EventRecord(runID: nil, time: Date().timeIntervalSince1970, type: type, data: data)
+        try? store.appendEvents([event])
+        observer?.runEvent(event)
+    }
+}
+
+/// The plugin registry seen as the model's step catalog.
+public struct RegistryStepCatalog: StepCatalog {
+    public let registry: PluginRegistry
+
+    public init(registry: PluginRegistry) {
+        self.registry = registry
+    }
+
+    public var stepTypeIDs: [String] { registry.stepTypes.map(\.id) }
+
+    public func stepInfo(for id: String) -> StepInfo? {
+        guard let type = registry.stepType(id) else { return nil }
+        return StepInfo(id: type.id, inputSchema: type.inputSchema, outputSchema: type.outputSchema,
+                        acceptsItems: type.acceptsItems)
+    }
+}
