@@ -1,2 +1,38 @@
-// Placeholder: the sandbox server lands here.
-print("orchestrate-sandbox: not yet implemented")
+// orchestrate-sandbox: a local stand-in for the Vimeo upload API (tus and streaming uploads) and
+// a file server, with fault injection, for the demo and the tests. Loopback only.
+//
+//   orchestrate-sandbox [--port N] [--data-dir DIR] [--token T] [--quota BYTES]
+//                       [--drop-after-bytes N] [--max-drops N] [--rate-503 R] [--rate-429 R]
+//                       [--retry-after S] [--stall-ms MS] [--stall-after-bytes N]
+//
+// Prints `orchestrate-sandbox listening on http://127.0.0.1:PORT` on stdout once it accepts
+// connections (port 0 picks a free port), then serves until killed.
+#if canImport(Glibc)
+import Glibc
+#endif
+import Hummingbird
+import Logging
+import OrchestrateJSON
+
+let options = SandboxOptions.parse(Array(CommandLine.arguments.dropFirst()))
+let state = SandboxState(dataDir: options.dataDir, token: options.token, quota: options.quota, faults: options.faults)
+let router = Router(context: SandboxContext.self)
+APIRoutes.add(to: router, state: state)
+UploadRoutes.add(to: router, state: state)
+FileRoutes.add(to: router, state: state)
+ControlRoutes.add(to: router, state: state)
+
+var logger = Logger(label: "orchestrate-sandbox")
+logger.logLevel = .warning
+let app = Application(
+    router: router,
+    configuration: .init(address: .hostname("127.0.0.1", port: options.port), serverName: "orchestrate-sandbox"),
+    onServerRunning: { channel in
+        let port = channel.localAddress?.port ?? options.port
+        await state.setBase("http://127.0.0.1:\(port)")
+        let line = "orchestrate-sandbox listening on http://127.0.0.1:\(port)\n"
+        _ = line.withCString { write(1, $0, strlen($0)) }  // unbuffered: tests read it at once
+    },
+    logger: logger
+)
+try await app.runService()

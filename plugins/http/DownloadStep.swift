@@ -1,0 +1,243 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import OrchestratePluginKit
+import OrchestrateJSON
+
+/// `http.download`: a resumable download to a temporary file beside the destination, renamed
+/// into place only when complete (and verified, when `sha256` is given).
+///
+/// Resume: the bytes already in the partial file are kept and the rest is asked for with
+/// `Range` + `If-Range` (the strong ETag, else Last-Modified, recorded in the checkpoint when the
+/// first response arrived). A 206 continues; a 200 means the server ignored the range or the
+/// resource changed, so the partial file is truncated and the body written from zero; a 416
+/// means the partial file is complete already or stale.
+struct DownloadStep: StepDefinition {
+    static let id = "http.download"
+    static let version = "1.0.0"
+    static let summary = "Resumable download (Range + If-Range) to a temp file, atomic rename, optional SHA-256 check."
+    static let documentation = """
+        Downloads `url` to `destination` through `.<name>.part` in the same directory, renamed \
+        atomically when complete. After a failure or a crash the next attempt resumes from the \
+        bytes on disk with Range + If-Range; a changed resource starts over cleanly. With \
+        `sha256`, a mismatch deletes the partial file and fails the step (code sha256_mismatch).
+        """
+    static let inputSchema = #"""
+        {"type":"object","additionalProperties":false,"required":["url","destination"],"properties":{
+          "url":{"type":"string","minLength":1},
+          "destination":{"type":"string","minLength":1,"description":"final path of the file"},
+          "sha256":{"type":"string","description":"expected SHA-256 (hex) of the whole file"},
+        """# + TransferOptions.schemaProperties + "}}"
+    static let outputSchema = #"""
+        {"type":"object","properties":{
+          "path":{"type":"string"},"size":{"type":"integer"},"sha256":{"type":"string"},
+          "resumed_from":{"type":"integer","description":"bytes kept from an earlier attempt"},
+          "restarted":{"type":"boolean","description":"the server ignored the range or the file changed"},
+          "etag":{"description":"the ETag, or null"}}}
+        """#
+
+    static func run(_ step: StepContext) throws {
+        let options = try TransferOptions(step)
+        let url = try step.string("url")
+        let destination = try step.string("destination")
+        let expected = try step.optionalString("sha256")?.lowercased()
+        let slash = destination.lastIndex(of: "/")
+        let directory = slash.map { String(destination[..<$0]) }.map { $0.isEmpty ? "/" : $0 } ?? "."
+        let name = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination
+        let partPath = "\(directory)/.\(name).part"
+
+        let file = try LocalFile(path: partPath, flags: O_RDWR | O_CREAT)
+        var state = DownloadState(step: step, file: file, url: url)
+        try state.restoreFromCheckpoint()
+        let resumedFrom = state.offset
+        if resumedFrom > 0 { step.log(.info, "resuming \(url) from byte \(resumedFrom)") }
+
+        var response = try state.fetch(options: options)
+        if response.status == 416 {
+            // The partial file may already hold everything, or the resource shrank: ask the total.
+            let total = response.header("content-range").flatMap(ContentRange.total)
+            if total != state.offset {
+                step.log(.warn, "range not satisfiable at byte \(state.offset); starting over")
+                try state.startOver(validator: nil)
+                response = try state.fetch(options: options)
+            } else {
+                response.status = 206
+            }
+        }
+        guard response.status == 200 || response.status == 206 else {
+            throw HTTPErrors.status(response, method: "GET", url: url)
+        }
+        if response.status == 200 && !state.bodyStarted { try state.startOver(validator: state.validator) }
+        try state.checkLength(response)
+
+        let digest = state.hash.finish()
+        if let expected, expected != digest {
+            unlink(partPath)
+            step.saveCheckpoint(json: ["url": .string(url)])
+            throw StepError.permanent("SHA-256 mismatch for \(url): expected \(expected), got \(digest); the partial file was deleted",
+                                      code: "sha256_mismatch")
+        }
+        try file.sync()
+        guard rename(partPath, destination) == 0 else { throw StepError.posix("cannot rename \(partPath) to \(destination)") }
+        LocalFile.syncDirectory(directory)
+        step.saveCheckpoint(json: ["url": .string(url), "done": true])
+        step.progress(bytesDone: state.offset, bytesTotal: state.offset)
+        step.log(.info, "downloaded \(url) → \(destination) (\(state.offset) bytes)")
+        step.setOutput("path", .string(destination))
+        step.setOutput("size", .int(state.offset))
+        step.setOutput("sha256", .string(digest))
+        step.setOutput("resumed_from", .int(state.restarted ? 0 : resumedFrom))
+        step.setOutput("restarted", .bool(state.restarted))
+        step.setOutput("etag", state.etag.map { .string($0) } ?? .null)
+    }
+}
+
+/// The partial file, its running hash, and the validator that ties it to one version of the
+/// resource, kept in step with the checkpoint.
+struct DownloadState {
+    let step: StepContext
+    let file: LocalFile
+    let url: String
+    var offset: Int64 = 0
+    var validator: String?
+    var etag: String?
+    var hash = SHA256()
+    var restarted = false
+    var bodyStarted = false
+
+    init(step: StepContext, file: LocalFile, url: String) {
+        self.step = step
+        self.file = file
+        self.url = url
+    }
+
+    /// Keeps the bytes on disk when the checkpoint says which version they belong to.
+    mutating func restoreFromCheckpoint() throws(StepError) {
+        let checkpoint = step.loadCheckpointJSON()
+        if checkpoint?["url"]?.stringValue == url, let saved = checkpoint?["validator"]?.stringValue, file.size > 0 {
+            validator = saved
+            offset = file.size
+            let hash = self.hash
+            try file.read(upTo: offset) { hash.update($0) }
+        } else {
+            try file.truncate(to: 0)
+        }
+    }
+
+    /// Drops the partial bytes (a changed resource, or a range the server refused).
+    mutating func startOver(validator: String?) throws(StepError) {
+        try file.truncate(to: 0)
+        offset = 0
+        hash = SHA256()
+        self.validator = validator
+        step.saveCheckpoint(json: ["url": .string(url), "validator": validator.map { .string($0) } ?? .null, "offset": 0])
+    }
+
+    /// One GET from `offset` to the end, the body appended to the partial file as it arrives.
+    mutating func fetch(options: TransferOptions) throws(StepError) -> Transfer.Response {
+        var headers = options.headers
+        if offset > 0, let validator {
+            headers["Range"] = "bytes=\(offset)-"
+            headers["If-Range"] = validator
+        }
+        let transfer = try Transfer(step: step, method: "GET", url: url, headers: headers, options: options, memoryCap: 64 * 1024)
+        let box = Box(self)
+        bodyStarted = false
+        transfer.acceptBody = { status, head in box.accept(status, head) }
+        transfer.sink = { bytes in box.write(bytes) }
+        transfer.onProgress = { dlnow, dltotal, _, _ in
+            box.state.step.progress(bytesDone: box.base + dlnow, bytesTotal: dltotal > 0 ? box.base + dltotal : -1)
+        }
+        defer { self = box.state }
+        do {
+            let response = try transfer.perform()
+            box.saveCheckpoint()
+            return response
+        } catch {
+            box.saveCheckpoint()
+            throw error
+        }
+    }
+
+    /// The received length must match what the server announced (a cut connection can end a
+    /// response "successfully" on HTTP/1.0 servers).
+    func checkLength(_ response: Transfer.Response) throws(StepError) {
+        if response.status == 206, let total = response.header("content-range").flatMap(ContentRange.total), total != offset {
+            throw .retryable("\(url): got \(offset) of \(total) bytes", code: "short_body")
+        }
+    }
+
+    /// Mutable state shared with libcurl's callbacks for one request.
+    final class Box {
+        var state: DownloadState
+        var base: Int64
+        var lastSave = Clock.milliseconds()
+        init(_ state: DownloadState) {
+            self.state = state
+            base = state.offset
+        }
+
+        func accept(_ status: Int, _ head: Transfer.Response) -> Bool {
+            let newValidator = Self.validator(head)
+            state.etag = head.header("etag")
+            switch status {
+            case 206:
+                let start = head.header("content-range").flatMap(ContentRange.start)
+                guard start == state.offset else {
+                    state.step.log(.warn, "the server answered a different range (\(head.header("content-range") ?? "none")); starting over")
+                    do { try state.startOver(validator: nil) } catch { return false }
+                    base = 0
+                    return false
+                }
+            case 200:
+                if state.offset > 0 {
+                    state.step.log(.warn, "the server sent the whole file (range ignored or the file changed); starting over from byte 0")
+                    state.restarted = true
+                }
+                do { try state.startOver(validator: newValidator) } catch { return false }
+                base = 0
+            default:
+                return false
+            }
+            state.bodyStarted = true
+            return true
+        }
+
+        func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            guard state.file.write(bytes, at: state.offset) else { return false }
+            state.hash.update(bytes)
+            state.offset += Int64(bytes.count)
+            let now = Clock.milliseconds()
+            if now - lastSave >= 1000 {
+                lastSave = now
+                saveCheckpoint()
+            }
+            return true
+        }
+
+        func saveCheckpoint() {
+            guard state.validator != nil else { return }
+            state.step.saveCheckpoint(json: ["url": .string(state.url), "validator": state.validator.map { .string($0) } ?? .null,
+                                             "offset": .int(state.offset)])
+        }
+
+        /// A strong ETag, else Last-Modified: what If-Range may carry (weak ETags may not).
+        static func validator(_ head: Transfer.Response) -> String? {
+            if let etag = head.header("etag"), !etag.hasPrefix("W/") { return etag }
+            return head.header("last-modified")
+        }
+    }
+}
+
+/// `Content-Range: bytes START-END/TOTAL` (or `bytes */TOTAL`).
+enum ContentRange {
+    static func start(_ value: String) -> Int64? {
+        guard let range = value.split(separator: " ").last, let dash = range.firstIndex(of: "-") else { return nil }
+        return Int64(range[..<dash])
+    }
+
+    static func total(_ value: String) -> Int64? {
+        guard let slash = value.lastIndex(of: "/") else { return nil }
+        return Int64(value[value.index(after: slash)...].trimmingWhitespace)
+    }
+}

@@ -1,0 +1,105 @@
+import CCurl
+import OrchestratePluginKit
+import OrchestrateJSON
+
+/// `http.request`: one HTTP request with a JSON, text or form body; the response parsed as JSON
+/// when it is JSON. Unexpected statuses fail the step (retryable for 408/429/5xx).
+struct RequestStep: StepDefinition {
+    static let id = "http.request"
+    static let version = "1.0.0"
+    static let summary = "One HTTP request; JSON in and out, statuses checked, Retry-After honoured."
+    static let documentation = """
+        Sends `method` to `url` (with `query` appended) and a body from `json`, `body` or `form`.
+        Succeeds when the status is in `expect_status` (default: any 2xx). 408, 429 and 5xx fail \
+        as retryable with the server's Retry-After as the retry delay; other statuses fail as \
+        permanent with the server's message. The step's idempotency_key is sent as Idempotency-Key.
+        """
+    static let inputSchema = #"""
+        {"type":"object","additionalProperties":false,"required":["url"],"properties":{
+          "method":{"type":"string","description":"GET (default), POST, PUT, PATCH, DELETE, HEAD, ..."},
+          "url":{"type":"string","minLength":1},
+          "query":{"type":"object","description":"query parameters, URL-encoded and appended"},
+          "json":{"description":"a JSON body (sets Content-Type: application/json)"},
+          "body":{"type":"string","description":"a text body"},
+          "form":{"type":"object","description":"an application/x-www-form-urlencoded body"},
+          "expect_status":{"type":"array","items":{"type":"integer"},"description":"statuses that mean success (default: 2xx)"},
+          "max_body":{"type":"integer","minimum":0,"description":"bytes of response body kept (default 1 MiB)"},
+        """# + TransferOptions.schemaProperties + "}}"
+    static let outputSchema = #"""
+        {"type":"object","properties":{
+          "status":{"type":"integer"},
+          "headers":{"type":"object","description":"response headers, names lower-case"},
+          "json":{"description":"the body parsed as JSON, or null"},
+          "body":{"type":"string","description":"the body as text (capped at max_body)"},
+          "location":{"description":"the Location header, or null"}}}
+        """#
+
+    static func run(_ step: StepContext) throws {
+        let options = try TransferOptions(step)
+        let method = (try step.optionalString("method") ?? "GET").uppercased()
+        var url = try step.string("url")
+        if let query = try step.optionalObject("query"), !query.isEmpty {
+            url += (url.contains("?") ? "&" : "?") + formEncode(query)
+        }
+        var headers = options.headers
+        var body = Transfer.Body.none
+        let bodies = [step.inputs["json"], step.inputs["body"], step.inputs["form"]].compactMap { $0 }.filter { !$0.isNull }
+        if bodies.count > 1 { throw StepError.invalidInput("give at most one of json, body and form") }
+        if let json = step.inputs["json"], !json.isNull {
+            body = .bytes(Array(json.jsonText.utf8))
+            headers.setIfAbsent("Content-Type", "application/json")
+        } else if let text = try step.optionalString("body") {
+            body = .bytes(Array(text.utf8))
+        } else if let form = try step.optionalObject("form") {
+            body = .bytes(Array(formEncode(form).utf8))
+            headers.setIfAbsent("Content-Type", "application/x-www-form-urlencoded")
+        }
+        headers.setIfAbsent("Accept", "application/json, */*;q=0.5")
+        if let key = step.idempotencyKey { headers["Idempotency-Key"] = key }
+        let expected = try step.optionalIntArray("expect_status").map { Set($0.map(Int.init)) }
+        let cap = Int(try step.optionalInt("max_body") ?? 1 << 20)
+
+        let transfer = try Transfer(step: step, method: method, url: url, headers: headers, body: body,
+                                    options: options, memoryCap: cap, decodeContent: true)
+        let response = try transfer.perform()
+        let ok = expected.map { $0.contains(response.status) } ?? (200..<300).contains(response.status)
+        guard ok else { throw HTTPErrors.status(response, method: method, url: url) }
+        step.log(.info, "\(method) \(url) → \(response.status)")
+        step.setOutput("status", .int(Int64(response.status)))
+        var headerObject: [String: JSONValue] = [:]
+        for (name, value) in response.headers {
+            if case .string(let previous)? = headerObject[name] {
+                headerObject[name] = .string(previous + ", " + value)
+            } else {
+                headerObject[name] = .string(value)
+            }
+        }
+        step.setOutput("headers", .object(headerObject))
+        let isJSON = response.header("content-type")?.lowercased().contains("json") ?? false
+        let parsed = (isJSON || !response.body.isEmpty) ? (try? JSONValue(parsing: response.body)) : nil
+        step.setOutput("json", response.bodyTruncated ? .null : (parsed ?? .null))
+        step.setOutput("body", .string(String(decoding: response.body, as: UTF8.self)))
+        step.setOutput("location", response.header("location").map { .string($0) } ?? .null)
+    }
+
+    /// `k=v&k2=v2`, percent-encoded by libcurl; non-string values in their JSON form.
+    static func formEncode(_ fields: [String: JSONValue]) -> String {
+        fields.sorted { $0.key < $1.key }.map { key, value in
+            let text = value.stringValue ?? value.jsonText
+            return escape(key) + "=" + escape(text)
+        }.joined(separator: "&")
+    }
+
+    static func escape(_ text: String) -> String {
+        guard let escaped = curl_easy_escape(nil, text, Int32(text.utf8.count)) else { return text }
+        defer { curl_free(escaped) }
+        return String(cString: escaped)
+    }
+}
+
+extension [String: String] {
+    /// Sets a header unless one of that name (case-insensitively) is there already.
+    mutating func setIfAbsent(_ name: String, _ value: String) {
+        if keys.first(where: { $0.lowercased() == name.lowercased() }) == nil { self[name] = value }
+    }
+}

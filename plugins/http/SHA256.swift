@@ -1,0 +1,32 @@
+import CLibCrypto
+
+/// Incremental SHA-256 over OpenSSL's EVP interface (hardware-accelerated), for verifying
+/// downloads while they stream to disk.
+final class SHA256 {
+    private let context: OpaquePointer
+
+    init() {
+        context = EVP_MD_CTX_new()
+        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    func update(_ bytes: UnsafeRawBufferPointer) {
+        if let base = bytes.baseAddress, !bytes.isEmpty { EVP_DigestUpdate(context, base, bytes.count) }
+    }
+
+    /// The digest as lower-case hex. Call once.
+    func finish() -> String {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &digest, &length)
+        let hex = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        for byte in digest.prefix(Int(length)) {
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0xF)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

@@ -1,0 +1,293 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CCurl
+import OrchestratePluginKit
+
+/// One HTTP exchange on a libcurl easy handle, driven by a multi handle so that the step's
+/// cancel file descriptor wakes the wait at once (cancel is noticed within milliseconds even on
+/// a stalled connection).
+///
+/// Bodies stream: the request body is read from a file with pread at libcurl's pace, the
+/// response body goes to `sink` (a file) or to a capped in-memory buffer. Memory stays flat for
+/// any size.
+final class Transfer {
+    enum Body {
+        case none
+        case bytes([UInt8])
+        /// `length` bytes of the open file `fd`, from `offset`.
+        case file(fd: Int32, offset: Int64, length: Int64)
+
+        var length: Int64 {
+            switch self {
+            case .none: 0
+            case .bytes(let b): Int64(b.count)
+            case .file(_, _, let length): length
+            }
+        }
+    }
+
+    struct Response {
+        var status: Int
+        /// Names lower-cased, in arrival order, of the final response only.
+        var headers: [(name: String, value: String)]
+        var body: [UInt8]
+        var bodyTruncated: Bool
+
+        func header(_ name: String) -> String? {
+            let lower = name.lowercased()
+            return headers.last { $0.name == lower }?.value
+        }
+
+        var bodyText: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    private let step: StepContext
+    private let easy: Curl.Handle
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let requestBody: Body
+    private var readPosition: Int64 = 0
+    private var headers: [(name: String, value: String)] = []
+    private var memory: [UInt8] = []
+    private let memoryCap: Int
+    private var truncated = false
+    private var lastProgress: UInt64 = 0
+    /// An error raised inside a callback (disk full, sink refusal), reported after the transfer.
+    var callbackError: StepError?
+    /// Receives response body bytes instead of the memory buffer; return false to abort.
+    var sink: ((UnsafeRawBufferPointer) -> Bool)?
+    /// Asked once, at the first body byte, with the status and headers: true sends the body to
+    /// `sink`, false keeps it in memory (an error page). Absent: every body goes to `sink`.
+    var acceptBody: ((Int, Transfer.Response) -> Bool)?
+    private var bodyDecision: Bool?
+    /// Called at most every 100 ms with (downloaded, download total, uploaded, upload total).
+    var onProgress: ((Int64, Int64, Int64, Int64) -> Void)?
+
+    init(step: StepContext, method: String, url: String, headers: [String: String], body: Body = .none,
+         options: TransferOptions, memoryCap: Int = 1 << 20, decodeContent: Bool = false) throws(StepError)
+    {
+        Curl.ensureInitialised()
+        guard let easy = curl_easy_init() else { throw .retryable("libcurl could not create a handle", code: "curl_init") }
+        self.step = step
+        self.easy = easy
+        self.requestBody = body
+        self.memoryCap = memoryCap
+        configure(method: method, url: url, headers: headers, options: options)
+        // Transfers of files keep the bytes as sent; API calls may take them compressed.
+        if decodeContent { Curl.set(easy, CURLOPT_ACCEPT_ENCODING, "") }
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+    }
+
+    private func configure(method: String, url: String, headers: [String: String], options: TransferOptions) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        Curl.set(easy, CURLOPT_URL, url)
+        Curl.set(easy, CURLOPT_NOSIGNAL, true)
+        Curl.set(easy, CURLOPT_USERAGENT, "orchestrate-http/1.0")
+        Curl.set(easy, CURLOPT_FOLLOWLOCATION, options.followRedirects)
+        Curl.set(easy, CURLOPT_MAXREDIRS, 10)
+        Curl.set(easy, CURLOPT_CONNECTTIMEOUT, options.connectTimeout)
+        // Proxies: libcurl reads http_proxy / https_proxy / no_proxy itself, as curl(1) does.
+        if options.insecure {
+            Curl.set(easy, CURLOPT_SSL_VERIFYPEER, false)
+            Curl.set(easy, CURLOPT_SSL_VERIFYHOST, 0)
+        } else {
+            Curl.set(easy, CURLOPT_SSL_VERIFYPEER, true)
+            Curl.set(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        }
+        if let ca = options.caFile { Curl.set(easy, CURLOPT_CAINFO, ca) }
+        if options.minSpeed > 0 {
+            Curl.set(easy, CURLOPT_LOW_SPEED_LIMIT, options.minSpeed)
+            Curl.set(easy, CURLOPT_LOW_SPEED_TIME, options.minSpeedTime)
+        }
+        if options.maxRate > 0 {
+            Curl.set(easy, CURLOPT_MAX_SEND_SPEED_LARGE, options.maxRate)
+            Curl.set(easy, CURLOPT_MAX_RECV_SPEED_LARGE, options.maxRate)
+        }
+        // Large buffers: fewer callbacks per GiB.
+        Curl.set(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
+        Curl.set(easy, CURLOPT_UPLOAD_BUFFERSIZE, 2 * 1024 * 1024)
+
+        let upper = method.uppercased()
+        switch upper {
+        case "GET": break
+        case "HEAD": Curl.set(easy, CURLOPT_NOBODY, true)
+        case "POST":
+            Curl.set(easy, CURLOPT_POST, true)
+            Curl.set(easy, CURLOPT_POSTFIELDSIZE_LARGE, Int(requestBody.length))
+        default:
+            if case .none = requestBody, upper != "PUT", upper != "PATCH" {
+                Curl.set(easy, CURLOPT_CUSTOMREQUEST, upper)
+            } else {
+                Curl.set(easy, CURLOPT_UPLOAD, true)
+                Curl.set(easy, CURLOPT_INFILESIZE_LARGE, Int(requestBody.length))
+                if upper != "PUT" { Curl.set(easy, CURLOPT_CUSTOMREQUEST, upper) }
+            }
+        }
+
+        // No "Expect: 100-continue" round trip: servers that do not answer it cost a second each.
+        var all = headers
+        if all.keys.first(where: { $0.lowercased() == "expect" }) == nil { all["Expect"] = "" }
+        for (name, value) in all.sorted(by: { $0.key < $1.key }) {
+            let line = value.isEmpty ? "\(name):" : "\(name): \(value)"
+            headerList = curl_slist_append(headerList, line)
+        }
+        Curl.set(easy, CURLOPT_HTTPHEADER, pointer: UnsafeRawPointer(headerList))
+
+        typealias IOCallback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
+        let write: IOCallback = { data, size, count, me in
+            Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().received(UnsafeRawBufferPointer(start: data, count: size * count))
+        }
+        let header: IOCallback = { data, size, count, me in
+            Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+        }
+        let read: IOCallback = { data, size, count, me in
+            Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().fill(UnsafeMutableRawBufferPointer(start: data, count: size * count))
+        }
+        let seek: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, Int32) -> Int32 = { me, offset, origin in
+            guard origin == SEEK_SET else { return 2 }  // CURL_SEEKFUNC_CANTSEEK
+            Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().readPosition = Int64(offset)
+            return 0
+        }
+        let progress: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
+            me, dltotal, dlnow, ultotal, ulnow in
+            Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().progressed(Int64(dlnow), Int64(dltotal), Int64(ulnow), Int64(ultotal))
+        }
+        Curl.set(easy, CURLOPT_WRITEFUNCTION, pointer: unsafeBitCast(write, to: UnsafeRawPointer.self))
+        Curl.set(easy, CURLOPT_WRITEDATA, pointer: me)
+        Curl.set(easy, CURLOPT_HEADERFUNCTION, pointer: unsafeBitCast(header, to: UnsafeRawPointer.self))
+        Curl.set(easy, CURLOPT_HEADERDATA, pointer: me)
+        Curl.set(easy, CURLOPT_READFUNCTION, pointer: unsafeBitCast(read, to: UnsafeRawPointer.self))
+        Curl.set(easy, CURLOPT_READDATA, pointer: me)
+        Curl.set(easy, CURLOPT_SEEKFUNCTION, pointer: unsafeBitCast(seek, to: UnsafeRawPointer.self))
+        Curl.set(easy, CURLOPT_SEEKDATA, pointer: me)
+        Curl.set(easy, CURLOPT_XFERINFOFUNCTION, pointer: unsafeBitCast(progress, to: UnsafeRawPointer.self))
+        Curl.set(easy, CURLOPT_XFERINFODATA, pointer: me)
+        Curl.set(easy, CURLOPT_NOPROGRESS, false)
+    }
+
+    // MARK: - Callbacks (on the step's thread, inside curl_multi_perform)
+
+    private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if bodyDecision == nil {
+            let status = Curl.infoInt(easy, CURLINFO_RESPONSE_CODE)
+            let head = Response(status: status, headers: headers, body: [], bodyTruncated: false)
+            bodyDecision = sink != nil && (acceptBody?(status, head) ?? true)
+        }
+        if bodyDecision == true, let sink {
+            return sink(bytes) ? bytes.count : 0
+        }
+        let room = max(0, memoryCap - memory.count)
+        if bytes.count > room { truncated = true }
+        memory.append(contentsOf: bytes.prefix(room))
+        return bytes.count
+    }
+
+    private func headerLine(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let line = String(decoding: bytes, as: UTF8.self).trimmingWhitespace
+        if line.hasPrefix("HTTP/") {
+            headers = []  // a new response (after a redirect or a 100 Continue)
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = String(line[..<colon]).lowercased()
+            let value = String(line[line.index(after: colon)...]).trimmingWhitespace
+            headers.append((name, value))
+        }
+        return bytes.count
+    }
+
+    private func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let remaining = requestBody.length - readPosition
+        let wanted = Int(min(Int64(buffer.count), max(0, remaining)))
+        guard wanted > 0, let base = buffer.baseAddress else { return 0 }
+        switch requestBody {
+        case .none: return 0
+        case .bytes(let bytes):
+            bytes.withUnsafeBytes { source in
+                base.copyMemory(from: source.baseAddress! + Int(readPosition), byteCount: wanted)
+            }
+            readPosition += Int64(wanted)
+            return wanted
+        case .file(let fd, let offset, _):
+            let n = pread(fd, base, wanted, off_t(offset + readPosition))
+            if n < 0 {
+                callbackError = .posix("cannot read the file being uploaded")
+                return Int(CURL_READFUNC_ABORT)
+            }
+            if n == 0 {
+                callbackError = .permanent("the file being uploaded shrank while it was sent", code: "file_changed")
+                return Int(CURL_READFUNC_ABORT)
+            }
+            readPosition += Int64(n)
+            return n
+        }
+    }
+
+    private func progressed(_ dlnow: Int64, _ dltotal: Int64, _ ulnow: Int64, _ ultotal: Int64) -> Int32 {
+        if step.isCancelled { return 1 }
+        let now = Clock.milliseconds()
+        if now - lastProgress >= 100 {
+            lastProgress = now
+            onProgress?(dlnow, dltotal, ulnow, ultotal)
+        }
+        return 0
+    }
+
+    // MARK: - Running
+
+    /// Runs the exchange to its end. Throws a cancelled error when the step is cancelled, the
+    /// callback's error, or the transport failure mapped to an error kind; any HTTP status is a
+    /// response (the caller decides what a status means).
+    func perform() throws(StepError) -> Response {
+        guard let multi = curl_multi_init() else { throw .retryable("libcurl could not create a multi handle", code: "curl_init") }
+        defer { curl_multi_cleanup(multi) }
+        curl_multi_add_handle(multi, easy)
+        defer { curl_multi_remove_handle(multi, easy) }
+        let cancelFD = step.cancelFD
+        var running: Int32 = 1
+        var cancelled = false
+        while true {
+            curl_multi_perform(multi, &running)
+            if running == 0 { break }
+            var wait = curl_waitfd(fd: cancelFD, events: Int16(CURL_WAIT_POLLIN), revents: 0)
+            var ready: Int32 = 0
+            if cancelFD >= 0 {
+                curl_multi_poll(multi, &wait, 1, 1000, &ready)
+            } else {
+                curl_multi_poll(multi, nil, 0, 200, &ready)
+            }
+            if wait.revents != 0 || step.isCancelled { cancelled = true; break }
+        }
+        if cancelled { throw .cancelled("the transfer was cancelled") }
+        var left: Int32 = 0
+        var code = CURLE_OK
+        while let message = curl_multi_info_read(multi, &left) {
+            if message.pointee.msg == CURLMSG_DONE { code = message.pointee.data.result }
+        }
+        if let callbackError { throw callbackError }
+        if code == CURLE_ABORTED_BY_CALLBACK, step.isCancelled { throw .cancelled("the transfer was cancelled") }
+        if code != CURLE_OK { throw HTTPErrors.transport(code, url: Curl.infoString(easy, CURLINFO_EFFECTIVE_URL) ?? "") }
+        return Response(status: Curl.infoInt(easy, CURLINFO_RESPONSE_CODE), headers: headers, body: memory,
+                        bodyTruncated: truncated)
+    }
+}
+
+/// A monotonic clock in milliseconds, for throttling.
+enum Clock {
+    static func milliseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
+    }
+}
+
+extension StringProtocol {
+    var trimmingWhitespace: String {
+        var s = Substring(self)
+        while let c = s.first, c == " " || c == "\t" || c == "\r" || c == "\n" { s.removeFirst() }
+        while let c = s.last, c == " " || c == "\t" || c == "\r" || c == "\n" { s.removeLast() }
+        return String(s)
+    }
+}
