@@ -16,7 +16,9 @@ extension SQLiteStateStore {
             for row in rows {
                 guard claimed.count < limit else { break }
                 let run = Self.runRecord(row)
-                if let current = run.owner, current != owner {
+                if let current = run.owner {
+                    // Ours already (executing), or a live process's: not to be taken.
+                    if current == owner { continue }
                     let sameHost = current.host == owner.host
                     let alive = sameHost ? current.isAliveLocally : (run.leaseUntil ?? 0) > now
                     if alive { continue }

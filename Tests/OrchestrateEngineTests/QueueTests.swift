@@ -1,0 +1,220 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// The transfer queue: `submit` + `serve`, ordering, the control verbs on a live `serve`,
+/// several workers on one store, and a worker killed with runs in flight.
+@Suite(.serialized) struct QueueTests {
+    let h = Harness()
+
+    /// A workflow whose first step appends the run's id to `log`, then sleeps `ms`, then appends
+    /// again; with a compensation that appends "undo <run>".
+    func workflow(ms: Int = 600, name: String = "job.yaml") -> String {
+        let log = h.path("log")
+        return h.workflow("""
+            version: 1
+            name: job
+            inputs:
+              ms: { type: integer, default: \(ms) }
+            steps:
+              begin:
+                uses: test.append
+                with: { file: "\(log)", line: "begin ${{ run.id }}" }
+                compensate:
+                  uses: test.append
+                  with: { file: "\(log)", line: "undo ${{ run.id }}" }
+              work: { uses: test.sleep, needs: [begin], with: { ms: "${{ inputs.ms }}" } }
+              end:
+                uses: test.append
+                needs: [work]
+                with: { file: "\(log)", line: "end ${{ run.id }}" }
+            """, name: name)
+    }
+
+    func submit(_ file: String, _ extra: [String] = []) throws -> String {
+        let result = try h.orchestrate(["submit", file] + extra)
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func serve(_ maxParallel: Int = 1) throws -> Process {
+        try h.start(["serve", "--max-parallel", "\(maxParallel)"])
+    }
+
+    func stopServe(_ process: Process) {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+    }
+
+    func runStatus(_ id: String) -> String? { try? h.status(id)["status"]?.stringValue }
+
+    /// The order in which runs began (their first log line).
+    func beginOrder() -> [String] {
+        h.lines("log").filter { $0.hasPrefix("begin ") }.map { String($0.dropFirst(6)) }
+    }
+
+    @Test func runsStartInSubmissionOrderPriorityJumpsAheadAndRunNowPreempts() throws {
+        let file = workflow(ms: 400)
+        let ids = try (1...5).map { try submit(file, ["--id", "job\($0)"]) }
+        let urgent = try submit(file, ["--id", "urgent", "--priority", "10"])
+        let worker = try serve(1)
+        defer { stopServe(worker) }
+        // Let the first two start, then ask for job5 at once.
+        #expect(h.waitFor { beginOrder().count == 2 })
+        let running = try #require(beginOrder().last)
+        #expect(try h.orchestrate(["run-now", "job5"]).status == 0)
+        #expect(h.waitFor(60) { ids.allSatisfy { runStatus($0) == "succeeded" } && runStatus(urgent) == "succeeded" })
+        let order = beginOrder()
+        #expect(Array(order.prefix(2)) == ["urgent", "job1"])
+        #expect(running == "job1")
+        // job5 jumped in; the pre-empted job1 resumed right after it, then the rest in order.
+        #expect(order.filter { $0 != "job1" } == ["urgent", "job5", "job2", "job3", "job4"])
+        #expect(h.lines("log").filter { $0 == "end job1" }.count == 1)
+        let job1Events = Harness.events(try h.orchestrate(["events", "job1"]))
+        #expect(job1Events.ofType("run.interrupted").count == 1)
+        #expect(job1Events.ofType("run.resumed").count == 1)
+    }
+
+    @Test func cancelStopPauseUnpauseRetryAndDeleteOnALiveServe() throws {
+        let file = workflow(ms: 1500)
+        let a = try submit(file, ["--id", "a"])
+        let b = try submit(file, ["--id", "b"])
+        let worker = try serve(1)
+        defer { stopServe(worker) }
+
+        // pause: a stops, keeps its slot (b does not start), then continues.
+        #expect(h.waitFor { runStatus(a) == "running" && beginOrder() == ["a"] })
+        #expect(try h.orchestrate(["pause", a]).status == 0)
+        #expect(h.waitFor { runStatus(a) == "paused" })
+        Thread.sleep(forTimeInterval: 0.8)
+        #expect(runStatus(b) == "queued", "a paused run keeps its slot")
+        #expect(try h.orchestrate(["unpause", a]).status == 0)
+        #expect(h.waitFor(30) { runStatus(a) == "succeeded" })
+
+        // stop: b goes back to the queue behind c, which runs first.
+        #expect(h.waitFor { runStatus(b) == "running" })
+        let c = try submit(file, ["--id", "c", "--input", "ms=100"])
+        #expect(try h.orchestrate(["stop", b]).status == 0)
+        #expect(h.waitFor(30) { runStatus(c) == "succeeded" })
+        #expect(h.waitFor(30) { runStatus(b) == "succeeded" })
+        #expect(beginOrder().firstIndex(of: "c")! > beginOrder().firstIndex(of: "b")!)
+        #expect(h.lines("log").filter { $0 == "begin b" }.count == 1, "a stopped run keeps its finished steps")
+
+        // cancel: interrupted, compensated, deactivated.
+        let d = try submit(file, ["--id", "d", "--input", "ms=20000"])
+        #expect(h.waitFor { runStatus(d) == "running" && beginOrder().contains("d") })
+        let sent = Date()
+        #expect(try h.orchestrate(["cancel", d]).status == 0)
+        #expect(h.waitFor(10) { runStatus(d) == "cancelled" })
+        #expect(Date().timeIntervalSince(sent) < 3, "a control verb takes effect on a live serve within a second or so")
+        #expect(h.lines("log").contains("undo d"))
+
+        // retry: only what did not succeed runs again (begin was compensated, so it runs again).
+        #expect(try h.orchestrate(["retry", d]).status == 0)
+        #expect(h.waitFor { runStatus(d) == "running" })
+        #expect(try h.orchestrate(["delete", d]).status == 2, "a running run cannot be deleted")
+        #expect(try h.orchestrate(["cancel", d]).status == 0)
+        #expect(h.waitFor(10) { runStatus(d) == "cancelled" })
+
+        // delete: a finished run disappears.
+        #expect(try h.orchestrate(["delete", a]).status == 0)
+        #expect(try h.runIDs().contains(a) == false)
+    }
+
+    @Test func aPassiveQueueStartsNothingAndPicksUpTheSameRunsAgain() throws {
+        let file = workflow(ms: 1500)
+        let a = try submit(file, ["--id", "a"])
+        let worker = try serve(2)
+        defer { stopServe(worker) }
+        #expect(h.waitFor { runStatus(a) == "running" })
+        #expect(try h.orchestrate(["queue", "stop"]).status == 0)
+        #expect(h.waitFor { runStatus(a) == "queued" })
+        let b = try submit(file, ["--id", "b", "--input", "ms=10"])
+        Thread.sleep(forTimeInterval: 0.8)
+        #expect(runStatus(b) == "queued")
+        #expect(try h.orchestrate(["queue", "start"]).status == 0)
+        #expect(h.waitFor(30) { runStatus(a) == "succeeded" && runStatus(b) == "succeeded" })
+        #expect(h.lines("log").filter { $0 == "begin a" }.count == 1)
+    }
+
+    @Test func twoWorkersOnOneStoreRunEachOfFiftyRunsExactlyOnce() throws {
+        let file = workflow(ms: 20)
+        for n in 1...50 { _ = try submit(file, ["--id", "r\(n)"]) }
+        let first = try serve(4)
+        let second = try serve(4)
+        defer {
+            stopServe(first)
+            stopServe(second)
+        }
+        #expect(h.waitFor(120) { h.lines("log").filter { $0.hasPrefix("end ") }.count >= 50 })
+        Thread.sleep(forTimeInterval: 0.5)
+        let begins = h.lines("log").filter { $0.hasPrefix("begin ") }
+        #expect(begins.count == 50)
+        #expect(Set(begins).count == 50)
+        let owners = Set(Harness.events(try h.orchestrate(["events"])).ofType("run.started").compactMap { $0["data"]?["pid"]?.intValue })
+        #expect(owners.count == 2, "both workers took runs")
+    }
+
+    @Test func aKilledServeLeavesItsRunsToTheNextOne() throws {
+        let file = workflow(ms: 1500)
+        for n in 1...3 { _ = try submit(file, ["--id", "k\(n)"]) }
+        let worker = try serve(3)
+        // Kill once every run's first step is journaled as done (a step killed between its
+        // effect and its journal entry runs again: at least once, by design).
+        func beginJournaled(_ id: String) -> Bool {
+            (try? h.status(id)["steps"]?.arrayValue?.contains {
+                $0["id"]?.stringValue == "begin" && $0["status"]?.stringValue == "succeeded"
+            }) == true
+        }
+        #expect(h.waitFor { (1...3).allSatisfy { beginJournaled("k\($0)") } })
+        kill(worker.processIdentifier, SIGKILL)
+        worker.waitUntilExit()
+        let next = try serve(3)
+        defer { stopServe(next) }
+        #expect(h.waitFor(30) { (1...3).allSatisfy { runStatus("k\($0)") == "succeeded" } })
+        for n in 1...3 {
+            #expect(h.lines("log").filter { $0 == "begin k\(n)" }.count == 1)
+            #expect(h.lines("log").filter { $0 == "end k\(n)" }.count == 1)
+        }
+    }
+
+    @Test func sigtermLeavesRunsQueuedInTheirPlace() throws {
+        let file = workflow(ms: 3000)
+        let a = try submit(file, ["--id", "a"])
+        let worker = try serve(1)
+        #expect(h.waitFor { runStatus(a) == "running" })
+        kill(worker.processIdentifier, SIGTERM)
+        worker.waitUntilExit()
+        #expect(worker.terminationStatus == 0)
+        #expect(runStatus(a) == "queued")
+        let next = try serve(1)
+        defer { stopServe(next) }
+        #expect(h.waitFor(30) { runStatus(a) == "succeeded" })
+        #expect(h.lines("log").filter { $0 == "begin a" }.count == 1)
+    }
+
+    @Test func eventsFollowStartedLateShowsTheHistoryThenLiveEvents() throws {
+        let file = workflow(ms: 2500)
+        let a = try submit(file, ["--id", "a"])
+        let worker = try serve(1)
+        defer { stopServe(worker) }
+        #expect(h.waitFor { beginOrder() == ["a"] })
+        // Start following after the run began: the history comes first, then what happens next.
+        let follow = Process()
+        follow.executableURL = TestPaths.orchestrate
+        follow.arguments = ["events", a, "--follow"] + h.baseArguments
+        let out = Pipe()
+        follow.standardOutput = out
+        try follow.run()
+        follow.waitUntilExit()  // --follow ends once the run has finished and everything is printed
+        let events = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .split(separator: "\n").compactMap { try? JSONValue(parsing: String($0)) }
+        let types = events.compactMap { $0["type"]?.stringValue }
+        #expect(types.first == "run.added")
+        #expect(types.contains("run.started"))
+        #expect(types.last == "run.finished")
+        let seqs = events.compactMap { $0["seq"]?.intValue }
+        #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count)
+    }
+}
