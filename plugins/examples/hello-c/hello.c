@@ -151,33 +151,36 @@ static int32_t run_hello(const orc_step_call *call, const orc_host_api *api, orc
  * The description: static data, valid for the life of the process, as the ABI requires.
  * ------------------------------------------------------------------------------------------- */
 
+/* Designated initializers: fields a newer header appends (the structs only grow at their end)
+ * are left zero (NULL), which is what "not provided" means for every optional field. */
 static const orc_step_type hello_step = {
-    sizeof(orc_step_type),
-    0, /* flags: not a long-lived session step */
-    "example.hello",
-    "1.0.0",
-    "Greet someone (an example plugin written in plain C).",
-    "Sets `message` to \"<greeting>, <name>!\". `work_ms` pretends to work that long, "
-    "reporting progress and stopping promptly when cancelled.",
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\"],\"properties\":{"
-    "\"name\":{\"type\":\"string\",\"minLength\":1,\"description\":\"who to greet\"},"
-    "\"greeting\":{\"type\":\"string\",\"default\":\"Hello\",\"description\":\"the greeting word\"},"
-    "\"work_ms\":{\"type\":\"integer\",\"minimum\":0,\"default\":0,\"description\":\"pretend to work this long\"}}}",
-    "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\"}}}",
-    run_hello,
+    .struct_size = sizeof(orc_step_type),
+    .flags = 0, /* not a long-lived session step */
+    .id = "example.hello",
+    .version = "1.0.0",
+    .summary = "Greet someone (an example plugin written in plain C).",
+    .documentation = "Sets `message` to \"<greeting>, <name>!\". `work_ms` pretends to work that long, "
+                     "reporting progress and stopping promptly when cancelled.",
+    .input_schema =
+        "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\"],\"properties\":{"
+        "\"name\":{\"type\":\"string\",\"minLength\":1,\"description\":\"who to greet\"},"
+        "\"greeting\":{\"type\":\"string\",\"default\":\"Hello\",\"description\":\"the greeting word\"},"
+        "\"work_ms\":{\"type\":\"integer\",\"minimum\":0,\"default\":0,\"description\":\"pretend to work this long\"}}}",
+    .output_schema = "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\"}}}",
+    .run = run_hello,
 };
 
 static const orc_step_type *const steps[] = {&hello_step};
 
 static const orc_plugin plugin = {
-    sizeof(orc_plugin),
-    ORC_ABI_VERSION_MAJOR, /* the version of the header this was compiled with */
-    ORC_ABI_VERSION_MINOR,
-    sizeof steps / sizeof steps[0],
-    "example",
-    "1.0.0",
-    "An example plugin in plain C.",
-    steps,
+    .struct_size = sizeof(orc_plugin),
+    .abi_major = ORC_ABI_VERSION_MAJOR, /* the version of the header this was compiled with */
+    .abi_minor = ORC_ABI_VERSION_MINOR,
+    .step_type_count = sizeof steps / sizeof steps[0],
+    .name = "example",
+    .version = "1.0.0",
+    .summary = "An example plugin in plain C.",
+    .step_types = steps,
 };
 
 /* The one exported symbol. Called once, before anything else; must not call the host. */
