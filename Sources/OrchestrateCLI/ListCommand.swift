@@ -1,4 +1,5 @@
 import ArgumentParser
+import OrchestrateEngine
 import OrchestrateStore
 
 struct ListCommand: ParsableCommand {
@@ -14,6 +15,9 @@ struct ListCommand: ParsableCommand {
     @Option(name: .customLong("label"), help: ArgumentHelp("Only runs with this label, KEY=VALUE (repeatable).", valueName: "key=value"))
     var labels: [String] = []
 
+    @Option(name: .customLong("id"), help: ArgumentHelp("Only runs whose id starts with this (repeatable).", valueName: "id"))
+    var ids: [String] = []
+
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
@@ -24,9 +28,15 @@ struct ListCommand: ParsableCommand {
         let store = try global.openStore()
         let runs = try store.listRuns(RunFilter(labels: try InputParsing.labels(labels)))
             .filter { statuses.isEmpty || statuses.contains(RunDisplay.effectiveStatus($0)) }
+            .filter { run in ids.isEmpty || ids.contains { run.id.hasPrefix($0) } }
         for run in runs {
             if global.json {
-                Terminal.line(RunDisplay.json(run).jsonText)
+                var json = RunDisplay.json(run)
+                if case .object(var object) = json {
+                    object["transfer"] = try TransferStatistics.of(run, store: store).json
+                    json = .object(object)
+                }
+                Terminal.line(json.jsonText)
             } else {
                 Terminal.line("\(run.id)  \(RunDisplay.effectiveStatus(run).padding(12)) \(run.workflowName.padding(20)) \(RunDisplay.time(run.createdAt))")
             }

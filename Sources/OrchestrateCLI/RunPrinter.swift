@@ -11,7 +11,8 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
     private let runID: String
     private let started = Date()
     private let lock = NSLock()
-    private var progressLineShown = false
+    private let board = ProgressBoard()
+    private var lastDraw = 0.0
     private var lastPlainProgress: [String: Double] = [:]
 
     init(json: Bool, runID: String) {
@@ -24,10 +25,18 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
             Terminal.line(event.json.jsonText)
             return
         }
-        guard let text = describe(event) else { return }
+        let text = describe(event)
         lock.withLock {
-            clearProgressLine()
-            Terminal.line(text)
+            let finishedStep = [EventType.stepSucceeded, EventType.stepFailed, EventType.stepCancelled,
+                                EventType.stepInterrupted, EventType.stepRetrying].contains(event.type)
+            if event.type == EventType.itemFinished, let step = event.step, let item = event.data["item"]?.stringValue {
+                board.remove(step: "\(step):\(item)")
+            }
+            guard text != nil || finishedStep else { return }
+            board.erase()
+            if finishedStep, let step = event.step { board.remove(step: step) }
+            if let text { Terminal.line(text) }
+            if Terminal.stdoutIsTTY { board.draw() }
         }
     }
 
@@ -36,8 +45,12 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
         let text = "\(pad(step)) \(ProgressFormat.describe(progress))"
         lock.withLock {
             if Terminal.stdoutIsTTY {
-                Terminal.write("\r\u{1B}[K" + Terminal.styled(elapsed() + " " + text, .dim))
-                progressLineShown = true
+                board.update(step, progress)
+                let now = Date().timeIntervalSince1970
+                if now - lastDraw >= 0.1 {
+                    lastDraw = now
+                    board.draw()
+                }
             } else {
                 // Plain output: a progress line every 5 s per step, and the last one.
                 let now = Date().timeIntervalSince1970
@@ -47,13 +60,6 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
                     Terminal.line(elapsed() + " " + text)
                 }
             }
-        }
-    }
-
-    private func clearProgressLine() {
-        if progressLineShown {
-            Terminal.write("\r\u{1B}[K")
-            progressLineShown = false
         }
     }
 
@@ -104,7 +110,7 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
     /// The final lines: outcome, counts, duration, outputs.
     func summary(_ run: RunRecord, store: any StateStore) {
         guard !json else { return }
-        lock.withLock { clearProgressLine() }
+        lock.withLock { board.erase() }
         let steps = (try? store.steps(ofRun: run.id)) ?? []
         var counts: [String: Int] = [:]
         for step in steps where step.kind != .item && step.kind != .compensation { counts[step.status.rawValue, default: 0] += 1 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateStore
 
@@ -7,16 +8,35 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show a run: its state, each step's state and attempts, errors and outputs.",
-        discussion: "A run whose process died shows as `interrupted`: continue it with `orchestrate resume RUN`.")
+        discussion: """
+            A run whose process died shows as `interrupted`: continue it with `orchestrate resume RUN`. \
+            With --watch the status is redrawn every second, with a progress bar per step that \
+            reports progress, until the run finishes (Ctrl-C to stop watching).
+            """)
 
     @Argument(help: "The run id.")
     var runID: String
+
+    @Flag(help: "Redraw every second until the run finishes.")
+    var watch = false
 
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
         let store = try global.openStore()
-        guard let run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(global.resolvedStateDirectory())") }
+        guard try store.run(runID) != nil else { throw CLIFailure.usage("no run \(runID) in \(global.resolvedStateDirectory())") }
+        guard watch else { return try show(store) }
+        while true {
+            if Terminal.stdoutIsTTY { Terminal.write("\u{1B}[H\u{1B}[2J") }
+            try show(store)
+            if let run = try store.run(runID), run.status.isFinished { return }
+            if !Terminal.stdoutIsTTY { Terminal.line("") }
+            Thread.sleep(forTimeInterval: Terminal.stdoutIsTTY ? 1 : 2)
+        }
+    }
+
+    private func show(_ store: any StateStore) throws {
+        guard let run = try store.run(runID) else { throw CLIFailure.usage("run \(runID) was deleted") }
         let steps = try store.steps(ofRun: runID)
         // Files added to persistent sessions, per declared step.
         var items: [(step: String, items: [ItemRecord])] = []
@@ -24,10 +44,12 @@ struct StatusCommand: ParsableCommand {
             let stepItems = try store.items(runID: runID, stepID: step)
             if !stepItems.isEmpty { items.append((step, stepItems)) }
         }
+        let stats = try TransferStatistics.of(run, store: store)
         if global.json {
             var json = RunDisplay.json(run, steps: steps)
-            if case .object(var object) = json, !items.isEmpty {
-                object["items"] = .array(items.flatMap { group in group.items.map { RunDisplay.json($0) } })
+            if case .object(var object) = json {
+                if !items.isEmpty { object["items"] = .array(items.flatMap { group in group.items.map { RunDisplay.json($0) } }) }
+                object["transfer"] = stats.json
                 json = .object(object)
             }
             Terminal.line(json.jsonText)
@@ -38,6 +60,7 @@ struct StatusCommand: ParsableCommand {
         Terminal.line("created   \(RunDisplay.time(run.createdAt))   started \(RunDisplay.time(run.startedAt))   finished \(RunDisplay.time(run.finishedAt))")
         if !run.labels.isEmpty { Terminal.line("labels    " + run.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")) }
         if let error = run.error { Terminal.line("error     \(error)") }
+        if stats.bytesDone > 0 || stats.bytesTotal != nil { Terminal.line("transfer  \(RunDisplay.describe(stats))") }
         Terminal.line("")
         for step in steps.sorted(by: RunDisplay.stepOrder) {
             var line = "  \(step.id.padding(24)) \(step.status.rawValue.padding(13)) attempt \(step.attempt)"
@@ -52,6 +75,18 @@ struct StatusCommand: ParsableCommand {
                 var line = "  \(item.id.padding(16)) \(item.status.rawValue.padding(7)) \(value?["source"]?.stringValue ?? item.json)"
                 if let error = item.error { line += "  \(error)" }
                 Terminal.line(line)
+            }
+        }
+        if watch && !run.status.isFinished {
+            let running = Set(steps.filter { $0.status == .running }.map(\.id))
+            let bars = try store.latestProgress(runID: runID).filter { running.contains($0.step ?? "") }
+            if !bars.isEmpty { Terminal.line("") }
+            for event in bars {
+                let d = event.data
+                let snapshot = ProgressSnapshot(bytesDone: d["bytes_done"]?.intValue ?? -1, bytesTotal: d["bytes_total"]?.intValue ?? -1,
+                                                filesDone: d["files_done"]?.intValue ?? -1, filesTotal: d["files_total"]?.intValue ?? -1,
+                                                rate: d["rate"]?.doubleValue ?? 0)
+                Terminal.line(Terminal.styled(ProgressBoard.line(event.step ?? "", snapshot, width: Terminal.width), .cyan))
             }
         }
         if let outputs = run.outputs?.objectValue, !outputs.isEmpty {

@@ -46,6 +46,14 @@ public struct ProgressSnapshot: Sendable, Equatable {
     /// Bytes per second since the attempt started.
     public var rate: Double
 
+    public init(bytesDone: Int64, bytesTotal: Int64, filesDone: Int64, filesTotal: Int64, rate: Double) {
+        self.bytesDone = bytesDone
+        self.bytesTotal = bytesTotal
+        self.filesDone = filesDone
+        self.filesTotal = filesTotal
+        self.rate = rate
+    }
+
     public var json: JSONValue {
         ["bytes_done": .int(bytesDone), "bytes_total": .int(bytesTotal), "files_done": .int(filesDone),
          "files_total": .int(filesTotal), "rate": .double(rate.rounded())]

@@ -147,6 +147,7 @@ extension RunExecutor {
         }
         batch.stepUpserts.append(parent.record)
         fanOuts.removeValue(forKey: parent.record.step)
+        fanOutOrder.removeAll { $0 == parent.record.step }
         declaredStepFinished(parent)
     }
 

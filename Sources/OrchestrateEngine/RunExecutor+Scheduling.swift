@@ -73,6 +73,7 @@ extension RunExecutor {
         let children = (0..<count).compactMap { instances["\(step.id)[\($0)]"] }
         for child in children where child.record.status == .waitingRetry { waitingRetry.insert(child.id) }
         fanOuts[step.id] = FanOut(parent: parent, children: children, maxParallel: step.maxParallel)
+        fanOutOrder.append(step.id)
     }
 
     func contextEntry(_ record: StepRecord) -> JSONValue {
@@ -135,8 +136,8 @@ extension RunExecutor {
             readyToStart.removeFirst()
         }
 
-        for step in workflow.steps where fanOuts[step.id] != nil && unfinishedNeeds[step.id, default: 0] == 0 {
-            let fan = fanOuts[step.id]!
+        for id in fanOutOrder where unfinishedNeeds[id, default: 0] == 0 {
+            guard let fan = fanOuts[id] else { continue }
             while fan.hasRoom, let next = fan.queued.first {
                 if start(next) == .noSlot { return }
                 fan.queued.removeFirst()

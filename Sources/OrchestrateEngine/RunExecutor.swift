@@ -72,6 +72,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private var interruptRequested: RunStatus?
     private var cancelledInstances: Set<String> = []
 
+    private let threads: AttemptThreads
+
     // Owned by the scheduling loop.
     var instances: [String: Instance] = [:]
     var attempts: [String: Attempt] = [:]
@@ -94,6 +96,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     var waitingRetry: Set<String> = []
     var blockedOnKeys: [Instance] = []
     var fanOuts: [String: FanOut] = [:]
+    var fanOutOrder: [String] = []  // active fan-outs, in the order they started
     var unfinishedSteps = 0
     var stepsContext: [String: JSONValue] = [:]
     /// Sessions opened by this process and not yet closed: session step id → (type, outputs).
@@ -114,6 +117,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.options = options
         self.observer = observer
         self.run = run
+        self.threads = AttemptThreads(name: "steps of \(run.id)")
         guard !run.status.isFinished else { throw ExecutionError.alreadyFinished(run.id, run.status) }
         guard try store.claimRun(run.id, owner: owner, leaseUntil: Date().timeIntervalSince1970 + options.leaseDuration)
         else {
@@ -172,6 +176,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         heartbeat.start()
         defer {
             closeAllSessions()  // normally done by `finish`; this covers a store failure
+            threads.stop()
             heartbeat.stop()
             try? store.releaseRun(run.id, owner: owner)
         }
@@ -275,16 +280,13 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     func launch(_ instance: Instance, _ attempt: Attempt) {
         let instanceID = instance.id
-        let thread = Thread { [self] in
+        threads.run { [self] in
             let result = attempt.invocation.run()
             signal.withLock {
                 completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result))
                 signal.signal()
             }
         }
-        thread.name = "step \(instanceID)"
-        thread.stackSize = 1 << 20
-        thread.start()
     }
 
     /// Gives up on an attempt whose plugin ignores cancellation: a synthetic completion whose

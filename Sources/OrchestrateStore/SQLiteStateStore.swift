@@ -270,10 +270,17 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                 rows = try Row.fetchAll(db, sql: "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
                                         arguments: [afterSeq, limit])
             }
-            return rows.map { row in
-                EventRecord(seq: row["seq"], runID: row["run_id"], time: row["time"], type: row["type"],
-                            step: row["step"], data: (try? JSONValue(parsing: row["data_json"] as String)) ?? [:])
-            }
+            return rows.map(Self.eventRecord)
+        }
+    }
+
+    public func latestProgress(runID: String) throws -> [EventRecord] {
+        try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM events WHERE seq IN (
+                    SELECT MAX(seq) FROM events WHERE run_id = ? AND type = 'step.progress' GROUP BY step)
+                ORDER BY seq
+                """, arguments: [runID]).map(Self.eventRecord)
         }
     }
 
@@ -316,6 +323,11 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     // MARK: Row mapping
+
+    static func eventRecord(_ row: Row) -> EventRecord {
+        EventRecord(seq: row["seq"], runID: row["run_id"], time: row["time"], type: row["type"],
+                    step: row["step"], data: (try? JSONValue(parsing: row["data_json"] as String)) ?? [:])
+    }
 
     private static func insertEvents(_ events: [EventRecord], _ db: Database) throws {
         guard !events.isEmpty else { return }

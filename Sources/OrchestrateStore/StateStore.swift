@@ -72,6 +72,8 @@ public protocol StateStore: AnyObject, Sendable {
     // MARK: Events
     func appendEvents(_ events: [EventRecord]) throws
     func events(runID: String?, afterSeq: Int64, limit: Int) throws -> [EventRecord]
+    /// The latest `step.progress` event of each step of a run (for transfer statistics).
+    func latestProgress(runID: String) throws -> [EventRecord]
 
     // MARK: The queue (`submit`, `serve`, control verbs)
     /// Atomically takes up to `limit` runs for `owner`, first those left unfinished by a dead

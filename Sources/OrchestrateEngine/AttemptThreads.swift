@@ -1,0 +1,58 @@
+import Foundation
+
+/// The threads attempts run on. Plugins block, so attempts cannot run on the Swift concurrency
+/// pool; creating a thread per attempt costs more than a no-op step, so idle threads wait for
+/// the next attempt instead of exiting. A thread is added whenever none is idle, so an attempt
+/// never waits for another (an abandoned attempt may hold its thread forever).
+final class AttemptThreads: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var idle = 0
+    private var stopped = false
+    private let name: String
+
+    init(name: String) {
+        self.name = name
+    }
+
+    func run(_ job: @escaping @Sendable () -> Void) {
+        condition.withLock {
+            jobs.append(job)
+            if idle > jobs.count - 1 {
+                condition.signal()
+            } else {
+                let thread = Thread { [self] in work() }
+                thread.name = name
+                thread.stackSize = 1 << 20
+                thread.start()
+            }
+        }
+    }
+
+    /// Lets idle threads exit; busy ones exit after their current attempt.
+    func stop() {
+        condition.withLock {
+            stopped = true
+            condition.broadcast()
+        }
+    }
+
+    private func work() {
+        condition.lock()
+        while true {
+            while jobs.isEmpty && !stopped {
+                idle += 1
+                condition.wait()
+                idle -= 1
+            }
+            if jobs.isEmpty {
+                condition.unlock()
+                return
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job()
+            condition.lock()
+        }
+    }
+}

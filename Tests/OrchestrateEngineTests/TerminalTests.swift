@@ -1,0 +1,75 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// What a person at a terminal sees, through a real terminal (tmux): progress bars redrawn in
+/// place with rate and ETA, erased when the step is done, colour only without NO_COLOR.
+@Suite(.serialized) struct TerminalTests {
+    let h = Harness()
+    let tmux = URL(fileURLWithPath: "/usr/bin/tmux")
+
+    func tmux(_ args: [String]) throws -> ProcessResult {
+        try ChildProcess.run(tmux, args)
+    }
+
+    /// Runs `orchestrate run` in a detached 120×30 tmux session; returns the session name.
+    func startInTmux(environment: String = "") throws -> String {
+        let pluginDir = h.dir.file("progress-plugin")
+        try FileManager.default.createDirectory(at: pluginDir, withIntermediateDirectories: true)
+        _ = try CCompiler.buildFixture("progress", into: pluginDir)
+        let file = h.workflow("""
+            version: 1
+            name: progress
+            steps:
+              upload: { uses: test.progress, with: { bytes: 104857600, ms: 4000 } }
+              after: { uses: test.noop, needs: [upload] }
+            """)
+        let session = "orc-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let command = "env \(environment) TERM=xterm-256color \(TestPaths.orchestrate.path) run \(file) "
+            + "--state \(h.state) --plugin-path \(Harness.pluginDir) --plugin-path \(pluginDir.path); echo EXIT=$?; sleep 60"
+        let started = try tmux(["new-session", "-d", "-s", session, "-x", "120", "-y", "30", command])
+        #expect(started.status == 0, "\(started.stderr)")
+        return session
+    }
+
+    func screen(_ session: String, escapes: Bool = false, history: Bool = false) -> String {
+        var args = ["capture-pane", "-p", "-t", session]
+        if escapes { args.append("-e") }
+        if history { args += ["-S", "-"] }
+        return (try? tmux(args).stdout) ?? ""
+    }
+
+    func barLine(_ text: String) -> String? {
+        text.split(separator: "\n").map(String.init).first { $0.hasPrefix("upload") && $0.contains("[") && $0.contains("ETA") }
+    }
+
+    @Test func progressBarsRedrawInPlaceWithRateAndETA() throws {
+        let session = try startInTmux()
+        defer { _ = try? tmux(["kill-session", "-t", session]) }
+        #expect(h.waitFor(15) { barLine(screen(session)) != nil })
+        let first = try #require(barLine(screen(session)))
+        #expect(first.contains("%") && first.contains("MiB/s") && first.contains("/ 100.0 MiB"))
+        Thread.sleep(forTimeInterval: 1)
+        let later = try #require(barLine(screen(session)))
+        #expect(later != first, "the bar is redrawn with new figures")
+        // Redrawn in place: one bar on the screen, however many times it was drawn.
+        #expect(screen(session).split(separator: "\n").filter { $0.contains("ETA") }.count == 1)
+        // Colour on a TTY without NO_COLOR.
+        #expect(screen(session, escapes: true).contains("\u{1B}["))
+
+        #expect(h.waitFor(20) { screen(session).contains("EXIT=0") })
+        let final = screen(session, history: true)
+        #expect(barLine(final) == nil, "the bar is erased once the step is done")
+        #expect(final.contains("upload") && final.contains("succeeded"))
+        #expect(final.contains("run ") && final.contains("succeeded in"))
+    }
+
+    @Test func noColorIsHonoured() throws {
+        let session = try startInTmux(environment: "NO_COLOR=1")
+        defer { _ = try? tmux(["kill-session", "-t", session]) }
+        #expect(h.waitFor(15) { barLine(screen(session)) != nil })
+        #expect(!screen(session, escapes: true).contains("\u{1B}[3"), "no colour codes with NO_COLOR")
+        #expect(h.waitFor(20) { screen(session).contains("EXIT=0") })
+    }
+}
