@@ -40,7 +40,7 @@ struct DownloadStep: StepDefinition {
         let options = try TransferOptions(step)
         let url = try step.string("url")
         let destination = try step.string("destination")
-        let expected = try step.optionalString("sha256")?.lowercased()
+        let expected = try step.optionalString("sha256").map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
         let slash = destination.lastIndex(of: "/")
         let directory = slash.map { String(destination[..<$0]) }.map { $0.isEmpty ? "/" : $0 } ?? "."
         let name = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination

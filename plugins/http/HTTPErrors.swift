@@ -61,6 +61,11 @@ enum HTTPErrors {
             if !parts.isEmpty { return parts.prefix(2).joined(separator: " — ") }
         }
         let text = response.bodyText.trimmingWhitespace
+        // An HTML error page: its title says it all ("404 Not Found").
+        let parts = text.split(separator: "<title>", maxSplits: 1)
+        if parts.count == 2, let title = parts[1].split(separator: "</title>", maxSplits: 1).first {
+            return String(title).trimmingWhitespace
+        }
         return text.isEmpty ? nil : String(text.prefix(300))
     }
 }

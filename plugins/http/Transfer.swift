@@ -284,10 +284,14 @@ enum Clock {
 }
 
 extension StringProtocol {
+    /// Without leading and trailing spaces, tabs, CR and LF (scalar-wise: "\r\n" is one
+    /// Character in Swift, so Character comparisons would miss it).
     var trimmingWhitespace: String {
-        var s = Substring(self)
-        while let c = s.first, c == " " || c == "\t" || c == "\r" || c == "\n" { s.removeFirst() }
-        while let c = s.last, c == " " || c == "\t" || c == "\r" || c == "\n" { s.removeLast() }
-        return String(s)
+        let scalars = Array(unicodeScalars)
+        func blank(_ s: Unicode.Scalar) -> Bool { s == " " || s == "\t" || s == "\r" || s == "\n" }
+        guard let first = scalars.firstIndex(where: { !blank($0) }), let last = scalars.lastIndex(where: { !blank($0) }) else { return "" }
+        var out = String.UnicodeScalarView()
+        out.append(contentsOf: scalars[first...last])
+        return String(out)
     }
 }
