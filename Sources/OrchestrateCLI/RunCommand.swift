@@ -56,7 +56,9 @@ struct RunCommand: ParsableCommand {
 
 /// `--input K=V`, `--inputs FILE.json`, `--label K=V`, and the secrets a run needs.
 enum InputParsing {
-    static func resolve(workflow: Workflow, pairs: [String], file: String?) throws -> JSONValue {
+    static func resolve(workflow: Workflow, pairs: [String], file: String?,
+                        extra: [String: JSONValue] = [:]) throws -> JSONValue
+    {
         var strings: [String: String] = [:]
         for pair in pairs {
             guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
@@ -78,6 +80,7 @@ enum InputParsing {
                 throw CLIFailure.usage("\(file): \(error)")
             }
         }
+        json.merge(extra) { _, line in line }
         do {
             return try workflow.resolveInputs(strings: strings, json: json,
                                               currentDirectory: FileManager.default.currentDirectoryPath)
@@ -94,6 +97,22 @@ enum InputParsing {
                 "\($0.location.file):\($0.location.line):\($0.location.column): secret '\($0.name)' needs the environment variable \($0.env), which is not set"
             }.joined(separator: "\nerror: "))
         }
+    }
+
+    /// The JSON objects of a `--batch` file, with their line numbers; blank lines skipped.
+    static func batchLines(_ path: String) throws -> [(line: Int, inputs: [String: JSONValue])] {
+        let data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: path)
+        guard let data else { throw CLIFailure.usage("cannot read \(path)") }
+        var result: [(Int, [String: JSONValue])] = []
+        for (n, line) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if text.isEmpty { continue }
+            guard let object = (try? JSONValue(parsing: text))?.objectValue else {
+                throw CLIFailure.usage("\(path):\(n + 1): expected a JSON object of inputs")
+            }
+            result.append((n + 1, object))
+        }
+        return result
     }
 
     static func labels(_ pairs: [String]) throws -> [String: String] {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import OrchestrateEngine
+import OrchestrateJSON
 
 struct SubmitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,23 +33,43 @@ struct SubmitCommand: ParsableCommand {
     @Option(help: ArgumentHelp("A run id of your choosing (default: generated).", valueName: "name"))
     var id: String?
 
+    @Option(help: ArgumentHelp(
+        "Submit one run per line of FILE (- for stdin), each line a JSON object of inputs merged over --input.",
+        valueName: "file.jsonl"))
+    var batch: String?
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if let id, id.isEmpty || id.contains("/") || id.contains(" ") {
             throw ValidationError("--id must be non-empty, without '/' or spaces")
         }
+        if id != nil && batch != nil { throw ValidationError("--id names one run; it cannot be used with --batch") }
     }
 
     func run() throws {
         let registry = global.loadPlugins()
         let workflow = try WorkflowLoading.load(path: file, registry: registry)
-        let resolved = try InputParsing.resolve(workflow: workflow, pairs: inputs, file: inputsFile)
         let store = try global.openStore()
         if let id, try store.run(id) != nil { throw CLIFailure.usage("a run named \(id) already exists") }
-        let run = try RunLauncher(store: store, stateDirectory: global.resolvedStateDirectory())
-            .create(workflow, inputs: resolved, status: .queued, id: id, labels: try InputParsing.labels(labels),
-                    priority: priority)
-        Terminal.line(global.json ? "{\"id\":\"\(run.id)\"}" : run.id)
+        let launcher = RunLauncher(store: store, stateDirectory: global.resolvedStateDirectory())
+        let labels = try InputParsing.labels(labels)
+        // Validate every run's inputs before queueing any: a bad line queues nothing.
+        var runs: [JSONValue] = []
+        if let batch {
+            for (line, extra) in try InputParsing.batchLines(batch) {
+                do {
+                    runs.append(try InputParsing.resolve(workflow: workflow, pairs: inputs, file: inputsFile, extra: extra))
+                } catch let failure as CLIFailure {
+                    throw CLIFailure.usage("\(batch):\(line): \(failure.message)")
+                }
+            }
+        } else {
+            runs.append(try InputParsing.resolve(workflow: workflow, pairs: inputs, file: inputsFile))
+        }
+        for resolved in runs {
+            let run = try launcher.create(workflow, inputs: resolved, status: .queued, id: id, labels: labels, priority: priority)
+            Terminal.line(global.json ? "{\"id\":\"\(run.id)\"}" : run.id)
+        }
     }
 }

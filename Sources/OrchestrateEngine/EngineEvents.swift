@@ -20,6 +20,8 @@ public enum EventType {
     public static let stepLog = "step.log"
     public static let sessionReopening = "session.reopening"
     public static let sessionClosed = "session.closed"
+    public static let hookSucceeded = "hook.succeeded"
+    public static let hookFailed = "hook.failed"
     public static let itemStarted = "item.started"
     public static let itemProgress = "item.progress"
     public static let itemFinished = "item.finished"

@@ -214,6 +214,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 if attempts.isEmpty && pendingStarts.isEmpty && unfinishedSteps == 0 {
                     finishSucceeded()
                     try flush()
+                    try afterFinish()
                     return
                 }
             } else if attempts.isEmpty && pendingStarts.isEmpty {
@@ -224,12 +225,20 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 if !scheduleNextCompensation() {
                     finishEnding()
                     try flush()
+                    try afterFinish()
                     return
                 }
             }
             try flush()
             wait()
         }
+    }
+
+    /// Once the final status is durable: the `on_finish` hooks, then their events and logs.
+    private func afterFinish() throws {
+        runFinishHooks()
+        batch.events.append(contentsOf: takeSignals().1)
+        try flush()
     }
 
     /// Commits the round's journal, tells the observer, then starts the attempts it journaled:

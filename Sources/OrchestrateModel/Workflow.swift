@@ -22,13 +22,16 @@ public struct Workflow: Sendable {
     public let steps: [Step]
     /// In file order. Evaluated after the run, with every step visible.
     public let outputs: [(name: String, value: Template)]
+    /// Notifications run after the run ended (`on_finish:`), in file order.
+    public let onFinish: [FinishHook]
 
     let stepIndex: [String: Int]
 
     init(file: String, source: String, name: String, description: String?, inputs: [InputDeclaration],
          secrets: [SecretDeclaration], defaults: StepDefaults, concurrency: [ConcurrencyLimit], steps: [Step],
-         outputs: [(name: String, value: Template)])
+         outputs: [(name: String, value: Template)], onFinish: [FinishHook] = [])
     {
+        self.onFinish = onFinish
         self.file = file
         self.source = source
         self.name = name
@@ -175,5 +178,24 @@ public struct Compensation: Sendable {
     /// Its own, else `defaults.timeout`.
     public let timeout: Duration?
     /// The `compensate` key in the file.
+    public let location: SourceLocation
+}
+
+/// One `on_finish:` entry: a plugin call (`exec` to run a command, `http.request` to POST the
+/// outcome somewhere) made once the run has ended with one of the statuses in `when`.
+///
+/// ```yaml
+/// on_finish:
+///   - when: [failed, cancelled]
+///     uses: exec
+///     with: { command: [notify-send, "upload ${{ run.status }}: ${{ run.error }}"] }
+/// ```
+public struct FinishHook: Sendable {
+    public let uses: String
+    public let usesLocation: SourceLocation
+    public let with: Template
+    /// Run statuses that trigger it: "succeeded", "failed", "cancelled" (all three by default).
+    public let when: Set<String>
+    public let timeout: Duration?
     public let location: SourceLocation
 }

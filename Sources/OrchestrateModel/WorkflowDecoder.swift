@@ -29,11 +29,12 @@ struct DecodedWorkflow {
     var steps: [Step] = []
     var syntax: [StepSyntax] = []
     var outputs: [(name: String, value: Template)] = []
+    var onFinish: [(hook: FinishHook, withNode: YAMLNode?, withKey: SourceLocation?)] = []
 }
 
 struct WorkflowDecoder {
     static let topLevelFields = ["version", "name", "description", "inputs", "secrets", "defaults", "concurrency",
-                                 "steps", "outputs"]
+                                 "steps", "outputs", "on_finish"]
     static let stepFields = ["uses", "with", "needs", "if", "retry", "timeout", "concurrency", "idempotency_key",
                              "compensate", "for_each", "max_parallel", "continue_on_error"]
     static let retryFields = ["max_attempts", "initial_interval", "backoff", "max_interval", "jitter", "non_retryable"]
@@ -94,7 +95,44 @@ struct WorkflowDecoder {
                 w.outputs.append((name: name, value: reader.template(output.value)))
             }
         }
+        if let pair = fields["on_finish"] { decodeHooks(pair, defaults: w.defaults, into: &w) }
         return w
+    }
+
+    static let hookStatuses = ["succeeded", "failed", "cancelled"]
+
+    private mutating func decodeHooks(_ pair: YAMLPair, defaults: StepDefaults, into w: inout DecodedWorkflow) {
+        guard let entries = pair.value.items else {
+            reader.bag.error("'on_finish' must be a list of { when, uses, with }, not \(pair.value.kindDescription)",
+                             at: pair.value.location)
+            return
+        }
+        for entry in entries {
+            guard let f = reader.fields(of: entry, place: "in on_finish", allowed: ["when", "uses", "with", "timeout"],
+                                        what: "an on_finish entry")
+            else { continue }
+            guard let u = f["uses"] else {
+                reader.bag.error("on_finish entry is missing required field 'uses'", at: entry.location)
+                continue
+            }
+            var when = Set(Self.hookStatuses)
+            if let w = f["when"] {
+                let values = w.value.items ?? [w.value]
+                when = []
+                for value in values {
+                    guard let status = value.scalar?.jsonValue.stringValue, Self.hookStatuses.contains(status) else {
+                        reader.bag.error("'when' takes succeeded, failed or cancelled (one or a list)", at: value.location)
+                        continue
+                    }
+                    when.insert(status)
+                }
+            }
+            let (with, withNode) = decodeWith(f["with"])
+            let timeout = f["timeout"].flatMap { reader.duration($0, positive: true) } ?? defaults.timeout
+            let hook = FinishHook(uses: reader.string(u) ?? "", usesLocation: u.value.location, with: with, when: when,
+                                  timeout: timeout, location: entry.location)
+            w.onFinish.append((hook, withNode, f["with"]?.key.location))
+        }
     }
 
     // MARK: inputs and secrets

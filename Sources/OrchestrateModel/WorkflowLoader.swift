@@ -49,6 +49,7 @@ public enum WorkflowLoader {
         guard diagnostics.isEmpty else { throw WorkflowErrors(diagnostics: diagnostics) }
         return Workflow(file: file, source: source, name: decoded.name, description: decoded.description,
                         inputs: decoded.inputs, secrets: decoded.secrets, defaults: decoded.defaults,
-                        concurrency: decoded.concurrency, steps: decoded.steps, outputs: decoded.outputs)
+                        concurrency: decoded.concurrency, steps: decoded.steps, outputs: decoded.outputs,
+                        onFinish: decoded.onFinish.map(\.hook))
     }
 }

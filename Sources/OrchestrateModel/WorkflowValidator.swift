@@ -34,6 +34,17 @@ struct WorkflowValidator {
                             item: "'item' is only available in a for_each step",
                             secrets: "secrets cannot be used in outputs: outputs are stored and shown")
         for output in workflow.outputs { check(output.value, outputs) }
+        // on_finish: after the run, any step; secrets are fine (nothing evaluated there is
+        // stored); run.status and run.error say how it ended.
+        var hooks = Scope(stepID: nil, onlyNeeds: false, stepsForbidden: nil,
+                          item: "'item' is only available in a for_each step", secrets: nil)
+        hooks.runFields = ["id", "dir", "attempt", "status", "error"]
+        for (hook, withNode, withKey) in workflow.onFinish {
+            check(hook.with, hooks)
+            if let catalog, !hook.uses.isEmpty {
+                checkType(hook.uses, at: hook.usesLocation, with: withNode, withKey: withKey, catalog: catalog)
+            }
+        }
     }
 
     // MARK: graph
@@ -157,6 +168,7 @@ struct WorkflowValidator {
         var stepsForbidden: String?
         var item: String?
         var secrets: String?
+        var runFields = ["id", "dir", "attempt"]
     }
 
     private mutating func check(_ template: Template, _ scope: Scope) {
@@ -183,9 +195,11 @@ struct WorkflowValidator {
             case .steps:
                 checkStepReference(ref, scope)
             case .run:
-                let fields = ["id", "dir", "attempt"]
+                let fields = scope.runFields
                 if let name = ref.name, !fields.contains(name) {
-                    bag.error("unknown run field '\(name)' (run has id, dir and attempt)\(didYouMean(name, fields))",
+                    let known = fields.dropLast().joined(separator: ", ") + " and " + fields.last!
+                    let note = fields.contains("status") ? "" : "; status and error only in on_finish"
+                    bag.error("unknown run field '\(name)' (run has \(known)\(note))\(didYouMean(name, fields))",
                               at: ref.nameLocation)
                 }
             case .item:

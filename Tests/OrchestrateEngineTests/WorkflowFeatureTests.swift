@@ -131,4 +131,51 @@ import Testing
         let inspect = try h.orchestrate(["plugins", "inspect", "test.flaky"])
         #expect(inspect.stdout.contains("counter_file"))
     }
+
+    @Test func onFinishHooksRunForTheMatchingOutcome() throws {
+        let notes = h.path("notes")
+        let file = h.workflow("""
+            version: 1
+            name: hooks
+            inputs:
+              fail: { type: boolean, default: false }
+            secrets:
+              token: { env: HOOK_TOKEN }
+            steps:
+              ok: { uses: test.noop }
+              boom:
+                needs: [ok]
+                if: inputs.fail
+                uses: test.fail
+                with: { kind: permanent, message: "it broke" }
+            on_finish:
+              - when: succeeded
+                uses: exec
+                with:
+                  command: [sh, -c, 'echo "ok $RUN $STATUS" >> "$OUT"']
+                  env: { RUN: "${{ run.id }}", STATUS: "${{ run.status }}", OUT: "\(notes)" }
+              - when: [failed, cancelled]
+                uses: exec
+                with:
+                  command: [sh, -c, 'echo "alert $STATUS $ERR token=$TOKEN" >> "$OUT"']
+                  env: { STATUS: "${{ run.status }}", ERR: "${{ run.error }}", OUT: "\(notes)", TOKEN: "${{ secrets.token }}" }
+              - uses: exec
+                with: { command: [sh, -c, "exit 3"] }
+            """)
+        let env = ["HOOK_TOKEN": "hook-secret-1234"]
+        let good = try h.orchestrate(["run", file, "--json"], environment: env)
+        #expect(good.status == 0, "a failing hook does not fail the run: \(good.stderr)")
+        let goodRun = try #require(try h.runIDs().first)
+        #expect(h.lines("notes") == ["ok \(goodRun) succeeded"])
+        let events = Harness.events(good)
+        #expect(events.ofType("hook.succeeded").count == 1)
+        #expect(events.ofType("hook.failed").first?["step"]?.stringValue == "on_finish[2]")
+
+        let bad = try h.orchestrate(["run", file, "--input", "fail=true"], environment: env)
+        #expect(bad.status == 1)
+        let alert = try #require(h.lines("notes").last)
+        #expect(alert.hasPrefix("alert failed step 'boom' failed after 1 attempt: it broke"))
+        #expect(alert.hasSuffix("token=hook-secret-1234"), "the hook got the secret itself")
+        #expect(!bad.stdout.contains("hook-secret-1234"))
+    }
 }
