@@ -89,6 +89,11 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
             return prefix + "\(step) " + Terminal.styled("skipped", .dim) + ": \(d["reason"]?.stringValue ?? "")"
         case EventType.stepCancelled:
             return prefix + "\(step) " + Terminal.styled("cancelled", .yellow)
+        case EventType.stepHeld:
+            return prefix + "\(step) " + Terminal.styled("held", .yellow)
+                + ": \(d["host"]?.stringValue ?? "its host") does not answer (\(d["reason"]?.stringValue ?? "")); waiting for it"
+        case EventType.stepReleased:
+            return prefix + "\(step) \(d["host"]?.stringValue ?? "its host") answers again; resuming"
         case EventType.stepWaiting:
             return prefix + "\(step) waiting: \(d["reason"]?.stringValue ?? "") \(d["keys"]?.jsonText ?? "")"
         case EventType.stepLog:

@@ -16,6 +16,8 @@ public enum EventType {
     public static let stepCancelled = "step.cancelled"
     public static let stepInterrupted = "step.interrupted"
     public static let stepWaiting = "step.waiting"
+    public static let stepHeld = "step.held"
+    public static let stepReleased = "step.released"
     public static let stepProgress = "step.progress"
     public static let stepLog = "step.log"
     public static let sessionReopening = "session.reopening"

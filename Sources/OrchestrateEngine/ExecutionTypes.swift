@@ -12,6 +12,8 @@ final class Instance {
     /// waits for a slot.
     var materialized: Bool
     var blockedOnKeys = false
+    /// Where its last attempt talked to (from its inputs), for holding it when that host is gone.
+    var endpoint: Endpoint?
 
     init(record: StepRecord, spec: Runnable) {
         self.record = record
@@ -106,4 +108,11 @@ func formatDuration(_ duration: Duration) -> String {
     if s < 60 { return s == s.rounded() ? "\(Int(s))s" : String(format: "%.1fs", s) }
     if s < 3600 { return "\(Int(s / 60))m" + (Int(s) % 60 > 0 ? "\(Int(s) % 60)s" : "") }
     return "\(Int(s / 3600))h" + (Int(s) % 3600 / 60 > 0 ? "\(Int(s) % 3600 / 60)m" : "")
+}
+
+/// The probing of one unreachable endpoint: when next, and the backoff.
+struct ProbeState {
+    var next: Double
+    var delay: Double
+    var inFlight = false
 }

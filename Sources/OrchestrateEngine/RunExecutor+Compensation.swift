@@ -46,7 +46,7 @@ extension RunExecutor {
             switch instance.record.status {
             case .succeeded, .failed, .skipped, .cancelled:
                 continue
-            case .running:
+            case .running, .held:  // (a compensation is never held: holds need a run that is not ending)
                 return true
             case .waitingRetry:
                 if (instance.record.nextAttemptAt ?? 0) <= now() { start(instance) }

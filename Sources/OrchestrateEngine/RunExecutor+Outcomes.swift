@@ -51,6 +51,9 @@ extension RunExecutor {
             emit(EventType.stepInterrupted, step: instance.id, data: ["attempt": .int(Int64(instance.record.attempt))])
             return
         }
+        if failure.kind == .retryable, failure.code == "unreachable", ending == nil, let endpoint = instance.endpoint {
+            return hold(instance, on: endpoint, failure)
+        }
         instance.record.failures += 1
         let isCompensation = instance.record.kind == .compensation
         // A step we cancelled because the run is ending is cancelled, not failed.
@@ -169,8 +172,62 @@ extension RunExecutor {
             batch.stepUpserts.append(instance.record)
         }
         waitingRetry.removeAll()
+        for id in heldSteps.values.flatMap({ $0 }) {
+            guard let instance = instances[id] else { continue }
+            instance.record.status = .cancelled
+            instance.record.finishedAt = now()
+            batch.stepUpserts.append(instance.record)
+        }
+        heldSteps.removeAll()
+        probes.removeAll()
         blockedOnKeys.removeAll()
         readyToStart.removeAll()
+    }
+
+    // MARK: Network awareness
+
+    /// The step's host does not answer: hold it (no attempt spent) and probe the host.
+    private func hold(_ instance: Instance, on endpoint: Endpoint, _ failure: StepFailure) {
+        instance.record.status = .held
+        instance.record.errorKind = failure.kind.rawValue
+        instance.record.errorCode = failure.code
+        instance.record.errorMessage = failure.message
+        instance.record.nextAttemptAt = nil
+        batch.stepUpserts.append(instance.record)
+        heldSteps[endpoint, default: []].insert(instance.id)
+        if probes[endpoint] == nil { probes[endpoint] = ProbeState(next: now() + 1, delay: 1) }
+        emit(EventType.stepHeld, step: instance.id,
+             data: ["host": .string(endpoint.description), "reason": .string(failure.message)])
+    }
+
+    func startDueProbes() {
+        let wallNow = now()
+        for (endpoint, state) in probes where !state.inFlight && state.next <= wallNow {
+            probes[endpoint]?.inFlight = true
+            probeInBackground(endpoint)
+        }
+    }
+
+    /// A probe's answer: release the endpoint's held steps, or probe again later (backoff up
+    /// to 30 s).
+    func probed(_ endpoint: Endpoint, answers: Bool) {
+        guard var state = probes[endpoint] else { return }
+        guard answers else {
+            state.delay = min(state.delay * 2, 30)
+            state.next = now() + state.delay
+            state.inFlight = false
+            probes[endpoint] = state
+            return
+        }
+        probes.removeValue(forKey: endpoint)
+        for id in heldSteps.removeValue(forKey: endpoint) ?? [] {
+            guard let instance = instances[id], instance.record.status == .held else { continue }
+            instance.record.status = .waitingRetry
+            instance.record.nextAttemptAt = now()
+            batch.stepUpserts.append(instance.record)
+            waitingRetry.insert(id)
+            emit(EventType.stepReleased, step: id, data: ["host": .string(endpoint.description)])
+        }
     }
 
     func beginInterrupt(leaving status: RunStatus) {

@@ -44,7 +44,9 @@ extension RunExecutor {
             // that runs again) waits; `declaredStepFinished` queues it when they are.
             if instance.record.kind == .fanOut {
                 registerFanOut(instance, step: step)
-            } else if instance.record.status == .waitingRetry {
+            } else if instance.record.status == .waitingRetry || instance.record.status == .held {
+                // Held by a process that died: try again at once (a new hold starts if need be).
+                if instance.record.status == .held { instance.record.nextAttemptAt = now() }
                 waitingRetry.insert(instance.id)
             } else if unfinishedNeeds[step.id] == 0 {
                 if instance.materialized { readyToStart.append(instance) } else { toMaterialize.append(step.id) }
@@ -71,7 +73,9 @@ extension RunExecutor {
     private func registerFanOut(_ parent: Instance, step: Step) {
         let count = parent.record.item?.arrayValue?.count ?? 0
         let children = (0..<count).compactMap { instances["\(step.id)[\($0)]"] }
-        for child in children where child.record.status == .waitingRetry { waitingRetry.insert(child.id) }
+        for child in children where child.record.status == .waitingRetry || child.record.status == .held {
+            waitingRetry.insert(child.id)
+        }
         fanOuts[step.id] = FanOut(parent: parent, children: children, maxParallel: step.maxParallel)
         fanOutOrder.append(step.id)
     }
@@ -241,6 +245,7 @@ extension RunExecutor {
             }
         }
         instance.blockedOnKeys = false
+        instance.endpoint = Endpoint(inputs: inputs)
         waitingRetry.remove(instance.id)
         // Only an attempt that follows another can have a checkpoint to continue from.
         let checkpoint = instance.record.attempt > 0 ? try? store.checkpoint(runID: run.id, stepID: instance.id) : nil

@@ -70,6 +70,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private var cancelRequested = false
     private var closeRequested = false
     private var interruptRequested: RunStatus?
+    private var probeResults: [(Endpoint, Bool)] = []
     private var cancelledInstances: Set<String> = []
 
     private let threads: AttemptThreads
@@ -101,6 +102,9 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     var stepsContext: [String: JSONValue] = [:]
     /// Sessions opened by this process and not yet closed: session step id → (type, outputs).
     var openSessions: [String: (StepType, JSONValue)] = [:]
+    /// Network awareness: steps held per unreachable endpoint, and the probing of each.
+    var heldSteps: [Endpoint: Set<String>] = [:]
+    var probes: [Endpoint: ProbeState] = [:]
 
     // Secrets seen so far (values never leave memory) and the redactor built from them.
     var secretValues: Set<String> = []
@@ -192,9 +196,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     private func loop() throws {
         while true {
-            let (newCompletions, newEvents, cancelNow, interruptTo) = takeSignals()
+            let (newCompletions, newEvents, cancelNow, interruptTo, probes) = takeSignals()
             batch.events.append(contentsOf: newEvents)
             for completion in newCompletions { handle(completion) }
+            for (endpoint, answers) in probes { probed(endpoint, answers: answers) }
             if let interruptTo, interrupting == nil { beginInterrupt(leaving: interruptTo) }
             if interrupting != nil {
                 if attempts.isEmpty && pendingStarts.isEmpty {
@@ -208,6 +213,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             }
             if cancelNow && ending == nil { beginEnding(.cancelled, reason: "cancelled") }
             checkTimeouts()
+            startDueProbes()
 
             if ending == nil {
                 schedule()
@@ -254,13 +260,14 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         pendingStarts.removeAll()
     }
 
-    private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?) {
+    private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, Bool)]) {
         signal.withLock {
             defer {
                 completions.removeAll()
                 threadEvents.removeAll()
+                probeResults.removeAll()
             }
-            return (completions, threadEvents, cancelRequested, interruptRequested)
+            return (completions, threadEvents, cancelRequested, interruptRequested, probeResults)
         }
     }
 
@@ -271,13 +278,14 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         var until = wallNow + 1
         for id in waitingRetry { until = min(until, instances[id]?.record.nextAttemptAt ?? until) }
         if !blockedOnKeys.isEmpty { until = min(until, wallNow + 0.05) }
+        for probe in probes.values where !probe.inFlight { until = min(until, probe.next) }
         let monotonicNow = Monotonic.now()
         for attempt in attempts.values {
             if let deadline = attempt.deadline { until = min(until, wallNow + max(deadline - monotonicNow, 0)) }
         }
         let idle = ending != nil
         signal.withLock {
-            if completions.isEmpty && threadEvents.isEmpty && !(cancelRequested && !idle)
+            if completions.isEmpty && threadEvents.isEmpty && probeResults.isEmpty && !(cancelRequested && !idle)
                 && !(interruptRequested != nil && interrupting == nil)
             {
                 _ = signal.wait(until: Date(timeIntervalSince1970: max(until, wallNow + 0.001)))
@@ -293,6 +301,17 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             let result = attempt.invocation.run()
             signal.withLock {
                 completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result))
+                signal.signal()
+            }
+        }
+    }
+
+    /// Probes an unreachable endpoint on an attempt thread (a connect may take a while).
+    func probeInBackground(_ endpoint: Endpoint) {
+        threads.run { [self] in
+            let answers = HostProbe.answers(endpoint)
+            signal.withLock {
+                probeResults.append((endpoint, answers))
                 signal.signal()
             }
         }

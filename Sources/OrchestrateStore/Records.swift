@@ -27,6 +27,9 @@ public enum StepStatus: String, Sendable, CaseIterable {
     case running
     /// The last attempt failed; the next one is due at `nextAttemptAt`.
     case waitingRetry = "waiting_retry"
+    /// Its host stopped answering (error code `unreachable`): held without spending attempts
+    /// until a probe finds the host again.
+    case held
     case succeeded
     case failed
     case skipped

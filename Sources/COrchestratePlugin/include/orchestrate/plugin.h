@@ -204,7 +204,11 @@ typedef struct orc_host_api {
 
     /* Records why the step failed. Call it before returning ORC_RUN_FAILED; the last call wins.
      *   kind            one of ORC_ERROR_*
-     *   code            short machine-readable code ("http_503", "ENOENT"), or NULL
+     *   code            short machine-readable code ("http_503", "ENOENT"), or NULL. The code
+     *                   "unreachable" (with ORC_ERROR_RETRYABLE) means the remote end could
+     *                   not be reached at all (connection refused, DNS failure, connect timeout):
+     *                   the host then holds the step without spending an attempt and retries it
+     *                   when the endpoint (from the inputs' "url", or "host" and "port") answers.
      *   message         human-readable explanation, or NULL
      *   retry_after_ms  the server's hint (HTTP Retry-After) in milliseconds, or -1 for none;
      *                   when given, it replaces the delay the retry policy would compute.

@@ -1,0 +1,52 @@
+import Foundation
+import OrchestrateJSON
+
+/// Where a step talks to, for network awareness: derived from its inputs' `url`
+/// (`https://host[:port]/…`) or `host` and `port`.
+struct Endpoint: Hashable, Sendable, CustomStringConvertible {
+    let host: String
+    let port: Int
+
+    var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    init?(inputs: JSONValue) {
+        if let url = inputs["url"]?.stringValue, let components = URLComponents(string: url), let host = components.host,
+           !host.isEmpty
+        {
+            self.host = host
+            port = components.port ?? (components.scheme?.lowercased() == "http" ? 80 : 443)
+        } else if let host = inputs["host"]?.stringValue, !host.isEmpty, let port = inputs["port"]?.intValue {
+            self.host = host
+            self.port = Int(port)
+        } else {
+            return nil
+        }
+    }
+}
+
+/// Checks whether an endpoint answers: a TCP connection within `timeout`, nothing sent.
+enum HostProbe {
+    static func answers(_ endpoint: Endpoint, timeout: Double = 2) -> Bool {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(endpoint.host, String(endpoint.port), &hints, &list) == 0, let first = list else { return false }
+        defer { freeaddrinfo(list) }
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let info = entry {
+            entry = info.pointee.ai_next
+            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            if connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { return true }
+            guard errno == EINPROGRESS else { continue }
+            var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            guard poll(&poller, 1, Int32(timeout * 1000)) == 1 else { continue }
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0 { return true }
+        }
+        return false
+    }
+}
