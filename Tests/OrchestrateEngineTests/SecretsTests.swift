@@ -53,7 +53,9 @@ import Testing
             scanned += 1
             #expect(data.range(of: Data(secret.utf8)) == nil, "the secret is in \(relative)")
         }
-        #expect(scanned >= 2)
+        // SQLite folds the WAL into the database and removes it when the last connection closes;
+        // the database itself must have been scanned.
+        #expect(scanned >= 1 && FileManager.default.fileExists(atPath: h.state + "/state.sqlite"))
     }
 
     @Test func aSecretCannotBecomeAnIdempotencyKey() throws {

@@ -14,7 +14,7 @@ import Testing
     }
 
     /// Runs `orchestrate run` in a detached 120×30 tmux session; returns the session name.
-    func startInTmux(environment: String = "") throws -> String {
+    func startInTmux(environment: String = "-u NO_COLOR") throws -> String {
         let pluginDir = h.dir.file("progress-plugin")
         try FileManager.default.createDirectory(at: pluginDir, withIntermediateDirectories: true)
         _ = try CCompiler.buildFixture("progress", into: pluginDir)
@@ -28,7 +28,14 @@ import Testing
         let session = "orc-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let command = "env \(environment) TERM=xterm-256color \(TestPaths.orchestrate.path) run \(file) "
             + "--state \(h.state) --plugin-path \(Harness.pluginDir) --plugin-path \(pluginDir.path); echo EXIT=$?; sleep 60"
-        let started = try tmux(["new-session", "-d", "-s", session, "-x", "120", "-y", "30", command])
+        // The tmux server this starts daemonises with the descriptors it inherited, and
+        // Foundation's Process waits until every holder of its internal descriptor exits. So the
+        // client is started through Python's subprocess, which closes inherited descriptors.
+        let started = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), [
+            "python3", "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:], stdin=subprocess.DEVNULL, "
+                + "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))",
+            tmux.path, "new-session", "-d", "-s", session, "-x", "120", "-y", "30", command,
+        ])
         #expect(started.status == 0, "\(started.stderr)")
         return session
     }
