@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The main job, from a fresh Debian machine with the Swift toolchain: installs what it needs,
-# builds orchestrate, generates a sample file, and runs the example upload workflow end to end
-# with the embedded defaults, then checks the published file is byte-identical.
+# builds orchestrate, generates a sample file, starts the local Vimeo-style sandbox, and runs the
+# classic Vimeo upload workflow (quota check → create → export → resumable upload → activate →
+# metadata) end to end against it, with progress shown; then checks the uploaded video is
+# byte-identical and stops the sandbox. The sandbox drops the connection once mid-upload, so
+# the run also shows a retry resuming from the offset the server confirmed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -9,12 +12,24 @@ swift build
 bin="$(swift build --show-bin-path)"
 work="${DEMO_DIR:-$(mktemp -d /tmp/orchestrate-demo.XXXXXX)}"
 size_mib="${DEMO_SIZE_MIB:-256}"
-mkdir -p "$work/outbox"
+rate="${DEMO_MAX_RATE:-$((64 * 1024 * 1024))}"   # bytes/s, so the progress is visible on loopback
 echo "generating a ${size_mib} MiB sample in $work" >&2
 head -c "$((size_mib * 1024 * 1024))" /dev/urandom > "$work/sample.mov"
-"$bin/orchestrate" run workflows/local-upload.yaml \
-  --input source="$work/sample.mov" --input outbox="$work/outbox" --input title="Demo upload" \
+
+"$bin/orchestrate-sandbox" --port 0 --data-dir "$work/sandbox" \
+  --drop-after-bytes "$((size_mib * 1024 * 1024 / 2))" --max-drops 1 > "$work/sandbox.out" &
+sandbox_pid=$!
+trap 'kill "$sandbox_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do grep -q listening "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
+api="$(sed -n 's/.* on //p' "$work/sandbox.out")"
+echo "sandbox (Vimeo-style API) at $api" >&2
+
+export VIMEO_TOKEN=sandbox-token
+"$bin/orchestrate" run workflows/vimeo-upload.yaml \
+  --input source="$work/sample.mov" --input api="$api" --input title="Demo upload" \
+  --input description="uploaded by scripts/demo.sh" --input max_rate="$rate" \
   --state "$work/state"
-cmp "$work/sample.mov" "$work/outbox/published/sample.mov"
-echo "published file is byte-identical: $work/outbox/published/sample.mov" >&2
-cat "$work/outbox/published/sample.mov.json"
+cmp "$work/sample.mov" "$work/sandbox/videos/1001.bin"
+echo "the uploaded video is byte-identical: $work/sandbox/videos/1001.bin" >&2
+curl -sS -H "Authorization: bearer $VIMEO_TOKEN" "$api/videos/1001"
+echo

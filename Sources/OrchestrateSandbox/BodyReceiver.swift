@@ -21,10 +21,17 @@ enum BodyReceiver {
         defer { close(fd) }
         var written: Int64 = 0
         var seen: Int64 = 0
+        var recordedSeen: Int64 = 0
+        var lastRecord: Int64 = 0
+        /// Publishes the offset and the byte count (live, so tests and `/_sandbox/state` see an
+        /// upload progress, and a client killed mid-body leaves its bytes counted).
         func record() async {
-            _ = await state.update(videoID) { video in
+            let delta = seen - recordedSeen
+            recordedSeen = seen
+            lastRecord = written
+            _ = await state.update(videoID) { [written] video in
                 video.received = min(video.size, start + written)
-                video.bytesReceivedTotal += seen
+                video.bytesReceivedTotal += delta
             }
         }
         do {
@@ -55,6 +62,7 @@ enum BodyReceiver {
                     context.channel.close(mode: .all, promise: nil)
                     throw Dropped()
                 }
+                if written - lastRecord >= 1 << 20 { await record() }
                 if let pause = await state.shouldStall(done: seen, previous: previous) {
                     try await Task.sleep(for: .milliseconds(pause))
                 }

@@ -60,7 +60,9 @@ import Testing
         #expect(video["deleted"]?.boolValue == true, "\(video)")
         #expect((video["received"]?.intValue ?? 0) < Int64(size))
         let events = Runner.events((try? String(contentsOfFile: runner.path("events.jsonl"), encoding: .utf8)) ?? "")
-        #expect(events.contains { $0["type"]?.stringValue?.hasPrefix("compensation") == true || $0["step"]?.stringValue?.contains("create") == true && $0["type"]?.stringValue == "step.succeeded" })
+        #expect(!events.ofType("run.compensating").isEmpty)
+        #expect(!events.ofType("step.succeeded", step: "compensate:create").isEmpty)
+        #expect(!events.ofType("step.cancelled", step: "upload").isEmpty, "the upload was not interrupted by the cancel")
     }
 
     @Test func cancelInterruptsAStalledTransferWithinASecond() throws {

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""HTTP transfer benchmark (issue 3): orchestrate's http plugin against curl(1), side by side.
+
+In one run, over loopback, with the same file (default 1 GiB of random bytes):
+  * download:  `http.download` from nginx            vs  `curl -o`
+  * PUT:       `http.upload protocol: put` to nginx's WebDAV  vs  `curl -T`
+  * tus:       `http.upload protocol: tus` to the sandbox    vs  the same PATCHes sent by curl
+               (one curl per chunk, the chunks cut beforehand, outside the timing)
+
+Each pair runs --repeat times, alternating; the median wall time and the peak RSS are reported,
+with orchestrate/curl ratios (goal: within 5 % of curl, RSS under 64 MiB). orchestrate's time is
+the whole `orchestrate run` (start-up, validation, journal included).
+
+    swift build -c release --scratch-path .build-http   # or plain `swift build -c release`
+    python3 bench/http/bench.py --bin .build-http/release [--mib 1024] [--repeat 3]
+"""
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import json
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def timed(args, env=None):
+    """Wall time (s) and peak RSS (MiB) of one command; fails loudly if it fails."""
+    start = time.monotonic()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.monotonic() - start
+    if status != 0:
+        raise SystemExit(f"failed ({status}): {' '.join(args)}\n{proc.stderr.read().decode()[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024.0
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_nginx(work):
+    port = free_port()
+    for d in ("www", "dav", "tmp", "logs"):
+        os.makedirs(f"{work}/nginx/{d}", exist_ok=True)
+    conf = f"""{'user root;' if os.getuid() == 0 else ''}
+worker_processes 1;
+error_log {work}/nginx/logs/error.log;
+pid {work}/nginx/nginx.pid;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  sendfile on;
+  client_body_temp_path {work}/nginx/tmp/body; proxy_temp_path {work}/nginx/tmp/proxy;
+  fastcgi_temp_path {work}/nginx/tmp/fcgi; uwsgi_temp_path {work}/nginx/tmp/uwsgi; scgi_temp_path {work}/nginx/tmp/scgi;
+  server {{
+    listen 127.0.0.1:{port};
+    location /files/ {{ alias {work}/nginx/www/; }}
+    location /dav/ {{ alias {work}/nginx/dav/; dav_methods PUT; create_full_put_path on; client_max_body_size 0; }}
+  }}
+}}
+"""
+    with open(f"{work}/nginx/nginx.conf", "w") as f:
+        f.write(conf)
+    proc = subprocess.Popen(["nginx", "-p", f"{work}/nginx", "-c", f"{work}/nginx/nginx.conf", "-g", "daemon off;"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def start_sandbox(bin_dir, work):
+    proc = subprocess.Popen([f"{bin_dir}/orchestrate-sandbox", "--port", "0", "--data-dir", f"{work}/sandbox"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()
+    return proc, line.strip().split(" on ")[-1]
+
+
+def api(url, method="GET", body=None):
+    req = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body else None,
+                                 headers={"Authorization": "bearer sandbox-token", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        return json.loads(r.read() or b"null")
+
+
+def workflow(path, step):
+    with open(path, "w") as f:
+        f.write("version: 1\nname: bench\nsteps:\n  t:\n" + step)
+    return path
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", default=os.path.join(ROOT, ".build/release"))
+    p.add_argument("--mib", type=int, default=1024)
+    p.add_argument("--chunk-mib", type=int, default=64)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--work", default=None)
+    a = p.parse_args()
+    bin_dir = os.path.abspath(a.bin)
+    orch = f"{bin_dir}/orchestrate"
+    work = a.work or tempfile.mkdtemp(prefix="orchestrate-http-bench-")
+    size = a.mib << 20
+    chunk = a.chunk_mib << 20
+    nginx, nbase = start_nginx(work)
+    sandbox, sbase = start_sandbox(bin_dir, work)
+    results = {}
+    try:
+        src = f"{work}/nginx/www/big.bin"
+        subprocess.run(f"head -c {size} /dev/urandom > {src}", shell=True, check=True)
+        os.makedirs(f"{work}/chunks", exist_ok=True)
+        subprocess.run(["split", "-b", str(chunk), "-d", "-a", "4", src, f"{work}/chunks/c"], check=True)
+        chunks = sorted(os.listdir(f"{work}/chunks"))
+        state = f"{work}/state"
+        env = dict(os.environ)
+
+        def o(cmd_yaml):
+            shutil.rmtree(state, ignore_errors=True)
+            return timed([orch, "run", workflow(f"{work}/wf.yaml", cmd_yaml), "--state", state], env)
+
+        def reset(path):
+            if os.path.exists(path):
+                os.remove(path)
+
+        cases = {}
+        # download
+        def dl_curl():
+            reset(f"{work}/dl-curl.bin")
+            return timed(["curl", "-sS", "-o", f"{work}/dl-curl.bin", f"{nbase}/files/big.bin"])
+
+        def dl_orch():
+            reset(f"{work}/dl-orch.bin")
+            return o(f"    uses: http.download\n    with: {{ url: \"{nbase}/files/big.bin\", destination: \"{work}/dl-orch.bin\" }}\n")
+        cases["download (nginx)"] = (dl_orch, dl_curl)
+
+        # PUT
+        def put_curl():
+            return timed(["curl", "-sS", "-f", "-T", src, f"{nbase}/dav/curl.bin"])
+
+        def put_orch():
+            return o(f"    uses: http.upload\n    with: {{ url: \"{nbase}/dav/orch.bin\", file: \"{src}\", protocol: put }}\n")
+        cases["PUT (nginx WebDAV)"] = (put_orch, put_curl)
+
+        # tus
+        def new_upload():
+            v = api(f"{sbase}/me/videos", "POST", {"upload": {"approach": "tus", "size": size}})
+            return v["upload"]["upload_link"]
+
+        def tus_curl():
+            link = new_upload()
+            start = time.monotonic()
+            peak = 0.0
+            offset = 0
+            for c in chunks:
+                path = f"{work}/chunks/{c}"
+                _, rss = timed(["curl", "-sS", "-f", "-X", "PATCH", "-H", "Tus-Resumable: 1.0.0", "-H", "Expect:",
+                                "-H", "Content-Type: application/offset+octet-stream", "-H", f"Upload-Offset: {offset}",
+                                "--data-binary", f"@{path}", link])
+                peak = max(peak, rss)
+                offset += os.path.getsize(path)
+            return time.monotonic() - start, peak
+
+        def tus_orch():
+            link = new_upload()
+            return o(f"    uses: http.upload\n    with: {{ url: \"{link}\", file: \"{src}\", protocol: tus, chunk_size: {chunk} }}\n")
+        cases["tus (sandbox)"] = (tus_orch, tus_curl)
+
+        for name, (fo, fc) in cases.items():
+            ot, ct, orss, crss = [], [], [], []
+            for _ in range(a.repeat):
+                t, r = fc(); ct.append(t); crss.append(r)
+                t, r = fo(); ot.append(t); orss.append(r)
+            results[name] = (statistics.median(ot), statistics.median(ct), max(orss), max(crss))
+            print(f"{name}: orchestrate {results[name][0]:.2f}s  curl {results[name][1]:.2f}s", file=sys.stderr)
+
+        if subprocess.run(["cmp", src, f"{work}/dl-orch.bin"]).returncode != 0:
+            raise SystemExit("download differs")
+        if subprocess.run(["cmp", src, f"{work}/nginx/dav/orch.bin"]).returncode != 0:
+            raise SystemExit("PUT upload differs")
+    finally:
+        nginx.terminate()
+        sandbox.terminate()
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print(f"\n{a.mib} MiB over loopback, median of {a.repeat}, {os.cpu_count()} CPUs\n")
+    print("| transfer | orchestrate | curl | time ratio | orchestrate peak RSS | curl peak RSS |")
+    print("|---|---|---|---|---|---|")
+    for name, (ot, ct, orss, crss) in results.items():
+        print(f"| {name} | {ot:.2f} s | {ct:.2f} s | {ot / ct:.3f} | {orss:.1f} MiB | {crss:.1f} MiB |")
+
+
+if __name__ == "__main__":
+    main()
