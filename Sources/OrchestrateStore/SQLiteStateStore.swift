@@ -46,7 +46,18 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         }
         do {
             queue = try DatabaseQueue(path: path, configuration: config)
+            // Two processes opening a new store at once would both create the tables: the
+            // migrator's "what is applied" check is not under SQLite's write lock. A file lock
+            // makes migrations one at a time.
+            let lockPath = (directory as NSString).appendingPathComponent("state.lock")
+            let lock = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+            guard lock >= 0 else { throw StoreError.cannotOpen(path: lockPath, reason: String(cString: strerror(errno))) }
+            defer { close(lock) }
+            flock(lock, LOCK_EX)
+            defer { flock(lock, LOCK_UN) }
             try SQLiteSchema.migrator().migrate(queue)
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw StoreError.cannotOpen(path: path, reason: "\(error)")
         }

@@ -149,4 +149,23 @@ import Testing
         #expect(items[1].error == "permission denied")
         #expect(items[1].checkpoint == [1, 2, 3])
     }
+
+    @Test func manyOpenersOfANewStoreAtOnceAllSucceed() throws {
+        // Processes started together on a new state directory must not race to create the schema.
+        for round in 0..<10 {
+            let directory = dir.file("fresh-\(round)").path
+            let failures = Failures()
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in
+                do { _ = try SQLiteStateStore(directory: directory) } catch { failures.add("\(error)") }
+            }
+            #expect(failures.all.isEmpty, "\(failures.all)")
+        }
+    }
+}
+
+private final class Failures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [String] = []
+    func add(_ s: String) { lock.withLock { list.append(s) } }
+    var all: [String] { lock.withLock { list } }
 }
