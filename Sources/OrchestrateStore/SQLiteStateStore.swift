@@ -45,16 +45,16 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         do {
-            queue = try DatabaseQueue(path: path, configuration: config)
-            // Two processes opening a new store at once would both create the tables: the
-            // migrator's "what is applied" check is not under SQLite's write lock. A file lock
-            // makes migrations one at a time.
+            // Two processes opening a new store at once would both switch it to WAL and create
+            // the tables (the migrator's "what is applied" check is not under SQLite's write
+            // lock). A file lock makes opening and migrating one process at a time.
             let lockPath = (directory as NSString).appendingPathComponent("state.lock")
             let lock = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
             guard lock >= 0 else { throw StoreError.cannotOpen(path: lockPath, reason: String(cString: strerror(errno))) }
             defer { close(lock) }
             flock(lock, LOCK_EX)
             defer { flock(lock, LOCK_UN) }
+            queue = try DatabaseQueue(path: path, configuration: config)
             try SQLiteSchema.migrator().migrate(queue)
         } catch let error as StoreError {
             throw error
