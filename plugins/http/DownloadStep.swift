@@ -70,7 +70,7 @@ struct DownloadStep: StepDefinition {
         if response.status == 200 && !state.bodyStarted { try state.startOver(validator: state.validator) }
         try state.checkLength(response)
 
-        let digest = state.hash.finish()
+        let digest = state.behind.finish(at: state.offset)
         if let expected, expected != digest {
             unlink(partPath)
             step.saveCheckpoint(json: ["url": .string(url)])
@@ -101,7 +101,8 @@ struct DownloadState {
     var offset: Int64 = 0
     var validator: String?
     var etag: String?
-    var hash = SHA256()
+    /// Hashing and early write-back, off the transfer thread.
+    let behind: WriteBehind
     var restarted = false
     var bodyStarted = false
 
@@ -109,6 +110,7 @@ struct DownloadState {
         self.step = step
         self.file = file
         self.url = url
+        behind = WriteBehind(fd: file.fd)
     }
 
     /// Keeps the bytes on disk when the checkpoint says which version they belong to.
@@ -117,8 +119,7 @@ struct DownloadState {
         if checkpoint?["url"]?.stringValue == url, let saved = checkpoint?["validator"]?.stringValue, file.size > 0 {
             validator = saved
             offset = file.size
-            let hash = self.hash
-            try file.read(upTo: offset) { hash.update($0) }
+            behind.advance(to: offset)  // the kept prefix is hashed in the background
         } else {
             try file.truncate(to: 0)
         }
@@ -126,9 +127,9 @@ struct DownloadState {
 
     /// Drops the partial bytes (a changed resource, or a range the server refused).
     mutating func startOver(validator: String?) throws(StepError) {
+        behind.reset()
         try file.truncate(to: 0)
         offset = 0
-        hash = SHA256()
         self.validator = validator
         step.saveCheckpoint(json: ["url": .string(url), "validator": validator.map { .string($0) } ?? .null, "offset": 0])
     }
@@ -205,8 +206,8 @@ struct DownloadState {
 
         func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
             guard state.file.write(bytes, at: state.offset) else { return false }
-            state.hash.update(bytes)
             state.offset += Int64(bytes.count)
+            state.behind.advance(to: state.offset)
             let now = Clock.milliseconds()
             if now - lastSave >= 1000 {
                 lastSave = now
