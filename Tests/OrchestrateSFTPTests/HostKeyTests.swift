@@ -1,0 +1,75 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// sftp.connect against a real sshd: the known_hosts policies (strict, accept-new, off), hashed
+/// entries, the fingerprint in the refusal, a changed key refused under every policy but off.
+@Suite(.serialized) struct HostKeyTests {
+    let peer: SSHDPeer
+    let h = Harness()
+
+    init() throws { peer = try SSHDPeer() }
+
+    func connect(knownHosts: String, policy: String) throws -> ProcessResult {
+        let file = h.workflow("""
+            version: 1
+            name: connect
+            steps:
+              connect:
+                uses: sftp.connect
+                retry: { max_attempts: 1 }
+                with:
+                  \(peer.connection(knownHosts: knownHosts, policy: policy))
+            outputs:
+              fingerprint: "${{ steps.connect.outputs.fingerprint }}"
+            """, name: "connect-\(UUID().uuidString.prefix(6)).yaml")
+        return try h.orchestrate(["run", file, "--json"])
+    }
+
+    @Test func unknownKeyIsRefusedUnderStrictNamingTheFingerprint() throws {
+        let empty = h.dir.write("empty_known_hosts", "").path
+        let result = try connect(knownHosts: empty, policy: "strict")
+        #expect(result.status == 1)
+        let fingerprint = try peer.fingerprint()
+        #expect(fingerprint.hasPrefix("SHA256:"))
+        #expect(result.stdout.contains(fingerprint), "\(result.stdout)")
+        #expect(result.stdout.contains("host_key_unknown"))
+    }
+
+    @Test func knownKeyPlainAndHashedIsAccepted() throws {
+        for hashed in [false, true] {
+            let known = try peer.knownHosts(hashed: hashed)
+            if hashed { #expect(try String(contentsOfFile: known, encoding: .utf8).contains("|1|")) }
+            let result = try connect(knownHosts: known, policy: "strict")
+            #expect(result.status == 0, "hashed=\(hashed): \(result.stdout)")
+            #expect(result.stdout.contains(try peer.fingerprint()))
+        }
+    }
+
+    @Test func acceptNewRecordsTheKeyThenStrictAcceptsIt() throws {
+        let known = h.path("new_known_hosts")
+        let first = try connect(knownHosts: known, policy: "accept-new")
+        #expect(first.status == 0, "\(first.stdout)")
+        let recorded = try String(contentsOfFile: known, encoding: .utf8)
+        #expect(recorded.hasPrefix("[127.0.0.1]:\(peer.port) ssh-ed25519 "))
+        // OpenSSH itself agrees with what was recorded.
+        let lookup = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/ssh-keygen"), ["-F", "[127.0.0.1]:\(peer.port)", "-f", known])
+        #expect(lookup.status == 0)
+        #expect(try connect(knownHosts: known, policy: "strict").status == 0)
+    }
+
+    @Test func changedKeyIsRefusedUnderEveryPolicyButOff() throws {
+        for hashed in [false, true] {
+            let known = try peer.knownHosts(changed: true, hashed: hashed)
+            for policy in ["strict", "accept-new"] {
+                let result = try connect(knownHosts: known, policy: policy)
+                #expect(result.status == 1, "\(policy): \(result.stdout)")
+                #expect(result.stdout.contains("host_key_changed"), "\(policy): \(result.stdout)")
+            }
+            // accept-new must not have replaced the recorded key.
+            #expect(try String(contentsOfFile: known, encoding: .utf8).components(separatedBy: "\n").filter { !$0.isEmpty && !$0.hasPrefix("#") }.count == 1)
+            #expect(try connect(knownHosts: known, policy: "off").status == 0)
+        }
+    }
+}

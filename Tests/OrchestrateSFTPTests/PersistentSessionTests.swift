@@ -1,0 +1,80 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// workflows/sftp-persistent.yaml against a real sshd: 200 paths added while it runs, 8 in
+/// parallel, one unreadable, killed halfway and resumed: every readable file exactly once,
+/// byte-identical; the unreadable one fails alone with its own event.
+@Suite(.serialized) struct PersistentSessionTests {
+    let peer: SSHDPeer
+    let h = Harness()
+
+    init() throws { peer = try SSHDPeer() }
+
+    @Test func twoHundredPathsEightInParallelKilledHalfwayAndResumed() throws {
+        let known = try peer.knownHosts()
+        let workflow = TestPaths.packageRoot.appendingPathComponent("workflows/sftp-persistent.yaml").path
+        let process = try h.start(["run", workflow, "--json",
+                                   "--input", "host=127.0.0.1", "--input", "port=\(peer.port)", "--input", "user=\(peer.user)",
+                                   "--input", "key_file=\(peer.userKey)", "--input", "known_hosts=\(known)",
+                                   "--input", "remote_root=\(peer.remoteRoot)", "--input", "parallel=8"])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 })
+        let runID = try #require(try h.runIDs().first)
+        #expect(h.waitFor { (try? String(contentsOfFile: h.path("run.log"), encoding: .utf8))?.contains("accepting paths") == true })
+        // 200 paths: file 77 does not exist (unreadable); sizes vary up to ~1.5 MiB.
+        var sources: [Int: String] = [:]
+        for i in 0 ..< 200 where i != 77 {
+            sources[i] = Harness.randomFile(h.path("src/f\(i).bin"), size: (i * 7919) % (3 << 19) + 1, seed: UInt64(i + 10))
+        }
+        func line(_ i: Int) -> String {
+            #"{"source": ""# + h.path("src/f\(i).bin") + #"", "destination": "in/f\#(i).bin"}"#
+        }
+        // First half while it runs, one command per batch of 20.
+        for batch in 0 ..< 5 {
+            let text = (batch * 20 ..< batch * 20 + 20).map(line).joined(separator: "\n")
+            let added = try ChildProcess.run(TestPaths.orchestrate, ["add-path", runID, "--from", "-", "--state", h.state], stdin: text)
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+        // Kill -9 once about half of those arrived.
+        #expect(h.waitFor { arrived().count >= 50 })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        // The second half is added while nothing runs, then close: resume transfers the rest.
+        let rest = (100 ..< 200).map(line).joined(separator: "\n")
+        #expect(try ChildProcess.run(TestPaths.orchestrate, ["add-path", runID, "--from", "-", "--state", h.state], stdin: rest).status == 0)
+        #expect(try h.orchestrate(["close", runID]).status == 0)
+        let resumed = try h.orchestrate(["resume", runID, "--json"])
+        #expect(resumed.status == 0, "\(resumed.stdout.suffix(2000))\n\(resumed.stderr)")
+
+        for (i, source) in sources { #expect(Harness.sameBytes(source, "\(peer.remoteRoot)/in/f\(i).bin"), "f\(i)") }
+        #expect(!FileManager.default.fileExists(atPath: "\(peer.remoteRoot)/in/f77.bin"))
+        let partials = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/find"), [peer.remoteRoot, "-name", "*.partial"])
+        #expect(partials.stdout.isEmpty)
+
+        let events = Harness.events(try h.orchestrate(["events", runID, "--json"]))
+        let finished = events.ofType("item.finished")
+        // Exactly once: one item.finished per path, all ok but the unreadable one.
+        #expect(finished.count == 200, "\(finished.count) item.finished events")
+        let failed = finished.filter { $0.jsonText.contains("f77.bin") || $0["data"]?["error"]?.stringValue != nil }
+        #expect(failed.count == 1, "\(failed.map(\.jsonText))")
+        #expect(failed.first?.jsonText.contains("f77") == true || failed.first?.jsonText.contains("No such file") == true)
+        let status = try h.status(runID)
+        #expect(status["outputs"]?["files_failed"]?.intValue ?? 0 <= 1)
+        let items = status["items"]?.arrayValue ?? []
+        #expect(items.count == 200)
+        #expect(items.filter { $0["status"]?.stringValue == "done" }.count == 199, "\(items.prefix(3))")
+        // At least 8 were in flight at once at some point (item.started before item.finished).
+        var inFlight = 0, peak = 0
+        for event in events {
+            if event["type"]?.stringValue == "item.started" { inFlight += 1; peak = max(peak, inFlight) }
+            if event["type"]?.stringValue == "item.finished" { inFlight -= 1 }
+        }
+        #expect(peak >= 8, "peak parallelism \(peak)")
+    }
+
+    func arrived() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "\(peer.remoteRoot)/in")) ?? []).filter { !$0.hasSuffix(".partial") }
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// sftp.upload / sftp.download against a real sshd: trees through the example workflows,
+/// byte-identical results through a killed connection and through kill -9 + resume, remote_root
+/// confinement.
+@Suite(.serialized) struct TransferTests {
+    let peer: SSHDPeer
+    let h = Harness()
+    let known: String
+
+    init() throws {
+        peer = try SSHDPeer()
+        known = try peer.knownHosts(hashed: true)
+    }
+
+    var big: Int { Harness.bigMiB << 20 }
+
+    func workflowInputs(_ source: String, _ destination: String) -> [String] {
+        ["--input", "host=127.0.0.1", "--input", "port=\(peer.port)", "--input", "user=\(peer.user)",
+         "--input", "key_file=\(peer.userKey)", "--input", "known_hosts=\(known)",
+         "--input", "source=\(source)", "--input", "destination=\(destination)", "--input", "remote_root=\(peer.remoteRoot)"]
+    }
+
+    @Test func treeUploadAndDownloadThroughTheExampleWorkflows() throws {
+        let tree = h.path("tree")
+        for i in 0 ..< 20 { Harness.randomFile("\(tree)/d\(i % 3)/sub/f\(i).bin", size: i * 977, seed: UInt64(i + 1)) }
+        Harness.randomFile("\(tree)/big.bin", size: 3 << 20, seed: 99)
+        let workflows = TestPaths.packageRoot.appendingPathComponent("workflows").path
+        let up = try h.orchestrate(["run", "\(workflows)/sftp-upload.yaml"] + workflowInputs(tree, "in/tree"))
+        #expect(up.status == 0, "\(up.stdout)\n\(up.stderr)")
+        for i in 0 ..< 20 {
+            #expect(Harness.sameBytes("\(tree)/d\(i % 3)/sub/f\(i).bin", "\(peer.remoteRoot)/in/tree/d\(i % 3)/sub/f\(i).bin"))
+        }
+        #expect(Harness.sameBytes("\(tree)/big.bin", "\(peer.remoteRoot)/in/tree/big.bin"))
+        let down = try h.orchestrate(["run", "\(workflows)/sftp-download.yaml"] + workflowInputs("in/tree", h.path("back")))
+        #expect(down.status == 0, "\(down.stdout)\n\(down.stderr)")
+        let diff = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/diff"), ["-r", tree, h.path("back")])
+        #expect(diff.status == 0, "\(diff.stdout)")
+        let leftovers = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/find"), [peer.remoteRoot, h.path("back"), "-name", "*.partial"])
+        #expect(leftovers.stdout.isEmpty)
+    }
+
+    @Test func destinationEscapingRemoteRootIsRefused() throws {
+        let file = Harness.randomFile(h.path("small.bin"), size: 1000)
+        for destination in ["../escape.bin", "a/../../escape.bin", "/../escape.bin"] {
+            let wf = h.workflow("""
+                version: 1
+                name: escape
+                steps:
+                  up:
+                    uses: sftp.upload
+                    with:
+                      source: \(file)
+                      destination: "\(destination)"
+                      remote_root: \(peer.remoteRoot)
+                      \(peer.connection(knownHosts: known))
+                """, name: "escape-\(UUID().uuidString.prefix(6)).yaml")
+            let result = try h.orchestrate(["run", wf, "--json"])
+            #expect(result.status == 1)
+            #expect(result.stdout.contains("escapes remote_root"), "\(result.stdout)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: peer.dir.file("escape.bin").path))
+        #expect(!FileManager.default.fileExists(atPath: peer.dir.file("remote.partial").path))
+    }
+
+    /// One step with a bandwidth cap so the test can interrupt it mid-transfer.
+    func transferWorkflow(_ uses: String, source: String, destination: String, connections: Int, name: String) -> String {
+        h.workflow("""
+            version: 1
+            name: \(name)
+            steps:
+              move:
+                uses: \(uses)
+                retry: { max_attempts: 6, initial_interval: 200ms, backoff: 1.0 }
+                with:
+                  source: \(source)
+                  destination: \(destination)
+                  remote_root: \(peer.remoteRoot)
+                  connections: \(connections)
+                  parallel_threshold_mib: 1
+                  chunk_kib: 1024
+                  limit_kibps: \(max(8192, Harness.bigMiB * 1024 / 4))
+                  \(peer.connection(knownHosts: known))
+            outputs:
+              resumed: "${{ steps.move.outputs.resumed_bytes }}"
+            """, name: "\(name).yaml")
+    }
+
+    func resumed(_ runID: String) throws -> Int64 {
+        let status = try h.status(runID)
+        return status["outputs"]?["resumed"]?.intValue ?? -1
+    }
+
+    @Test(arguments: [1, 4]) func uploadSurvivesAKilledConnection(connections: Int) throws {
+        let source = Harness.randomFile(h.path("big-\(connections).bin"), size: big, seed: 7)
+        let remote = "\(peer.remoteRoot)/up-\(connections).bin"
+        let wf = transferWorkflow("sftp.upload", source: source, destination: "up-\(connections).bin", connections: connections, name: "up-kill-\(connections)")
+        let process = try h.start(["run", wf, "--json"])
+        #expect(h.waitFor { Harness.size(remote + ".partial") > Int64(big / 3) })
+        #expect(peer.killChildren() >= 1)
+        let atKill = Harness.size(remote + ".partial")
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(Harness.sameBytes(source, remote))
+        let runID = try #require(try h.runIDs().last)
+        let resumedBytes = try resumed(runID)
+        if connections == 1 {
+            // Resumed from the partial's size: nothing the server had was sent again.
+            #expect(resumedBytes >= atKill, "resumed at \(resumedBytes), partial had \(atKill)")
+        } else {
+            #expect(resumedBytes > 0)
+        }
+    }
+
+    @Test(arguments: [1, 4]) func uploadSurvivesKill9AndResume(connections: Int) throws {
+        let source = Harness.randomFile(h.path("k9-\(connections).bin"), size: big, seed: 8)
+        let remote = "\(peer.remoteRoot)/k9-\(connections).bin"
+        let wf = transferWorkflow("sftp.upload", source: source, destination: "k9-\(connections).bin", connections: connections, name: "up-k9-\(connections)")
+        let process = try h.start(["run", wf, "--json"])
+        #expect(h.waitFor { Harness.size(remote + ".partial") > Int64(big / 3) })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        Thread.sleep(forTimeInterval: 0.3)
+        let atKill = Harness.size(remote + ".partial")
+        let runID = try #require(try h.runIDs().last)
+        let resume = try h.orchestrate(["resume", runID])
+        #expect(resume.status == 0, "\(resume.stdout)\n\(resume.stderr)")
+        #expect(Harness.sameBytes(source, remote))
+        let resumedBytes = try resumed(runID)
+        if connections == 1 {
+            #expect(resumedBytes >= atKill, "resumed at \(resumedBytes), partial had \(atKill)")
+        } else {
+            // Every range restarts from its last checkpoint: at most one chunk (1 MiB) per range is re-sent.
+            #expect(resumedBytes > Int64(big / 4), "resumed at \(resumedBytes)")
+        }
+    }
+
+    @Test(arguments: [1, 4]) func downloadSurvivesAKilledConnectionAndKill9(connections: Int) throws {
+        let remote = Harness.randomFile("\(peer.remoteRoot)/down-\(connections).bin", size: big, seed: 9)
+        let local = h.path("down-\(connections).bin")
+        let wf = transferWorkflow("sftp.download", source: "down-\(connections).bin", destination: local, connections: connections, name: "down-\(connections)")
+        let process = try h.start(["run", wf, "--json"])
+        #expect(h.waitFor { Harness.size(local + ".partial") > Int64(big / 4) })
+        #expect(peer.killChildren() >= 1)
+        // Then, in the next attempt, kill -9 orchestrate itself.
+        #expect(h.waitFor { (try? String(contentsOfFile: h.path("run.log"), encoding: .utf8))?.contains("resuming") == true })
+        Thread.sleep(forTimeInterval: 0.5)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let atKill = Harness.size(local + ".partial")
+        let runID = try #require(try h.runIDs().last)
+        let resume = try h.orchestrate(["resume", runID])
+        #expect(resume.status == 0, "\(resume.stdout)\n\(resume.stderr)")
+        #expect(Harness.sameBytes(remote, local))
+        let resumedBytes = try resumed(runID)
+        if connections == 1 {
+            #expect(resumedBytes >= atKill, "resumed at \(resumedBytes), partial had \(atKill)")
+        } else {
+            #expect(resumedBytes > Int64(big / 4))
+        }
+    }
+}

@@ -1,0 +1,155 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import OrchestrateJSON
+import OrchestratePluginKit
+
+/// `sftp.accept-paths`: the persistent session. Announces that it accepts paths, then uploads
+/// every item added while it runs (`orchestrate add-path`), `parallel` at a time, until the
+/// session is closed (`orchestrate close`, or idle with `close_when_idle`) or cancelled.
+struct AcceptPathsStep: StepDefinition {
+    static let id = "sftp.accept-paths"
+    static let version = "1.0.0"
+    static let summary = "Persistent SFTP session: upload each path added while it runs, several at once."
+    static let documentation = """
+        Items are `{"source": "/abs/local/file", "destination": "path/under/remote_root"}`. Each \
+        is uploaded like sftp.upload (partial + rename, resumed from the partial after a crash) \
+        and reported on its own (progress, finished or failed with the error); one bad item never \
+        stops the others. Items added while the step was down are transferred when it runs again.
+        """
+    static let inputSchema = """
+        {"type":"object","additionalProperties":false,"properties":{
+        "session":{"type":"string","description":"session output of sftp.connect"},
+        "remote_root":{"type":"string","default":".","description":"remote directory destinations may not leave"},
+        "parallel":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"files transferred at once"},
+        "close_when_idle":{"type":"boolean","default":false,"description":"end the step once the queue is empty"},
+        "item_attempts":{"type":"integer","minimum":1,"default":3,"description":"tries per item on connection errors"},
+        \(TransferOptions.schemaProperties),
+        \(ConnectionParameters.schemaProperties)}}
+        """
+    static let outputSchema = #"""
+        {"type":"object","properties":{"files_done":{"type":"integer"},"files_failed":{"type":"integer"},"bytes":{"type":"integer"}}}
+        """#
+    static let acceptsItems = true
+
+    static func run(_ step: StepContext) throws {
+        var options = try TransferOptions(step)
+        if step.inputs["connections"] == nil { options.connections = 1 }
+        let parallel = Int(try step.optionalInt("parallel") ?? 4)
+        let closeWhenIdle = try step.bool("close_when_idle", default: false)
+        let attempts = Int(try step.optionalInt("item_attempts") ?? 3)
+        let (session, owned) = try Sessions.resolve(step)
+        defer { if owned { session.close() } }
+        let root = try session.with(step) { connection throws(StepError) in
+            try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try RemoteFS(connection: connection).realpath("."))
+        }
+        step.log(.info, "accepting paths: up to \(parallel) at once into \(root.root.isEmpty ? "/" : root.root)")
+        let state = AcceptState()
+        var workers: [Worker] = []
+        for _ in 0 ..< parallel {
+            workers.append(Worker {
+                Self.work(step, session: session, root: root, options: options, attempts: attempts,
+                          closeWhenIdle: closeWhenIdle, state: state)
+            })
+        }
+        for worker in workers { worker.join() }
+        let (done, failed, bytes) = state.totals
+        step.setOutput("files_done", .int(done))
+        step.setOutput("files_failed", .int(failed))
+        step.setOutput("bytes", .int(bytes))
+        if step.isCancelled { throw StepError.cancelled("sftp.accept-paths cancelled (\(done) files done)") }
+        if let fatal = state.fatal { throw fatal }
+    }
+
+    /// One worker: takes items until the session closes, the step is cancelled, or (with
+    /// close_when_idle) nobody has anything left to do.
+    private static func work(_ step: StepContext, session: Session, root: RemoteRoot, options: TransferOptions,
+                             attempts: Int, closeWhenIdle: Bool, state: AcceptState)
+    {
+        var connection: Connection?
+        defer { if let connection { session.giveBack(connection) } }
+        while !step.isCancelled && !state.stopped {
+            switch step.nextItem(timeout: .milliseconds(300)) {
+            case .closed:
+                state.stop()
+                return
+            case .timeout:
+                if closeWhenIdle && state.idle() { state.stop() }
+            case .item(let item):
+                state.begin()
+                defer { state.end() }
+                let result = transfer(item, step, session: session, connection: &connection, root: root,
+                                      options: options, attempts: attempts)
+                switch result {
+                case .success(let size):
+                    state.finished(bytes: size)
+                    step.itemDone(item.id)
+                case .failure(let error) where error.kind == .cancelled:
+                    return // not reported: handed out again on the next attempt
+                case .failure(let error):
+                    state.failed()
+                    step.log(.warn, "item \(item.id) failed: \(error.message)")
+                    step.itemDone(item.id, error: error.message)
+                }
+            }
+        }
+    }
+
+    private static func transfer(_ item: StepItem, _ step: StepContext, session: Session, connection: inout Connection?,
+                                 root: RemoteRoot, options: TransferOptions, attempts: Int) -> Result<Int64, StepError>
+    {
+        guard let source = item.value?["source"]?.stringValue, let destination = item.value?["destination"]?.stringValue,
+              source.hasPrefix("/")
+        else {
+            return .failure(.invalidInput("item must be {\"source\": \"/absolute/path\", \"destination\": \"remote/path\"}"))
+        }
+        let remote: String
+        do { remote = try root.resolve(destination) } catch { return .failure(error) }
+        var lastError = StepError.retryable("not attempted")
+        for attempt in 1 ... attempts {
+            do throws(StepError) {
+                let conn: Connection
+                if let existing = connection { conn = existing } else { conn = try session.borrow(step) }
+                connection = conn
+                let transfer = FileTransfer(session: session, step: step, options: options)
+                var lastSaved: Int64 = 0
+                transfer.onProgress = { bytes in
+                    step.itemProgress(item.id, bytesDone: bytes, bytesTotal: -1)
+                    if bytes - lastSaved >= 8 << 20 {
+                        lastSaved = bytes
+                        step.saveItemCheckpoint(item.id, Array("{\"offset\":\(bytes)}".utf8))
+                    }
+                }
+                let result = try transfer.upload(local: source, remote: remote, connection: conn, checkpoint: nil)
+                step.itemProgress(item.id, bytesDone: result.size, bytesTotal: result.size)
+                return .success(result.size)
+            } catch {
+                lastError = error
+                if let conn = connection, conn.broken { session.giveBack(conn); connection = nil }
+                guard error.kind == .retryable || error.kind == .timeout, attempt < attempts, !step.isCancelled else { break }
+                step.log(.info, "item \(item.id): \(error.message); trying again")
+                if step.sleep(milliseconds: 300 * Int64(attempt)) { return .failure(.cancelled()) }
+            }
+        }
+        if step.isCancelled { return .failure(.cancelled()) }
+        return .failure(lastError)
+    }
+}
+
+/// Counters shared by the workers of one accept-paths step.
+private final class AcceptState: @unchecked Sendable {
+    private let lock = PThreadLock()
+    private var busy = 0, done: Int64 = 0, failures: Int64 = 0, bytes: Int64 = 0
+    private var _stopped = false
+    var fatal: StepError? { nil }
+
+    var stopped: Bool { lock.withLock { _stopped } }
+    var totals: (Int64, Int64, Int64) { lock.withLock { (done, failures, bytes) } }
+
+    func stop() { lock.withLock { _stopped = true } }
+    func begin() { lock.withLock { busy += 1 } }
+    func end() { lock.withLock { busy -= 1 } }
+    func idle() -> Bool { lock.withLock { busy == 0 } }
+    func finished(bytes size: Int64) { lock.withLock { done += 1; bytes += size } }
+    func failed() { lock.withLock { failures += 1 } }
+}

@@ -1,0 +1,72 @@
+import OrchestrateJSON
+import OrchestratePluginKit
+
+/// `sftp.download`: a remote file or tree (under `remote_root`) to a local path.
+struct DownloadStep: StepDefinition {
+    static let id = "sftp.download"
+    static let version = "1.0.0"
+    static let summary = "Download a file or a directory tree over SFTP: resumable, atomic, optional SHA-256 check."
+    static let documentation = """
+        Downloads `source` (a remote path relative to `remote_root`; a file or a directory) to \
+        the local `destination`, through `NAME.partial` renamed into place. A later attempt \
+        resumes from the partial's size (ranged downloads: from the checkpointed ranges). With \
+        `sha256`, a single file is verified before it is renamed into place.
+        """
+    static let inputSchema = """
+        {"type":"object","additionalProperties":false,"required":["source","destination"],"properties":{
+        "session":{"type":"string","description":"session output of sftp.connect"},
+        "source":{"type":"string","minLength":1,"description":"remote path, relative to remote_root"},
+        "destination":{"type":"string","minLength":1,"description":"local file or directory to create"},
+        "remote_root":{"type":"string","default":".","description":"remote directory the source may not leave"},
+        "sha256":{"type":"string","description":"expected SHA-256 of the (single) file"},
+        \(TransferOptions.schemaProperties),
+        \(ConnectionParameters.schemaProperties)}}
+        """
+    static let outputSchema = #"""
+        {"type":"object","properties":{"path":{"type":"string"},"files":{"type":"integer"},"bytes":{"type":"integer"},
+          "resumed_bytes":{"type":"integer"},"sha256":{"type":"string"}}}
+        """#
+
+    static func run(_ step: StepContext) throws {
+        let sourceRelative = try step.string("source")
+        let destination = try step.string("destination")
+        let options = try TransferOptions(step)
+        let (session, owned) = try Sessions.resolve(step)
+        defer { if owned { session.close() } }
+        try session.with(step) { connection throws(StepError) in
+            let fs = RemoteFS(connection: connection)
+            let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try fs.realpath("."))
+            let source = try root.resolve(sourceRelative)
+            guard let info = try fs.stat(source) else { throw StepError.permanent("\(source) does not exist on the server", code: "ENOENT") }
+            let entries: [TreeTransfer.Entry] = info.isDirectory ? try walk(fs, source, "") : [.init(relative: "", size: info.size)]
+            let guardRoot = RootGuard(root: root, fs: fs)
+            let result = try TreeTransfer(step: step, session: session, options: options).run(entries, connection: connection) {
+                transfer, conn, entry, state throws(StepError) in
+                let remote = entry.relative.isEmpty ? source : source + "/" + entry.relative
+                let local = entry.relative.isEmpty ? destination : destination + "/" + entry.relative
+                try guardRoot.check(parentOf: remote)
+                return try transfer.download(remote: remote, local: local, connection: conn, checkpoint: state)
+            }
+            step.setOutput("path", .string(destination))
+            step.setOutput("files", .int(Int64(entries.count)))
+            step.setOutput("bytes", .int(result.bytes))
+            step.setOutput("resumed_bytes", .int(result.resumed))
+            if !info.isDirectory, let sha = result.last?.sha256 { step.setOutput("sha256", .string(sha)) }
+        }
+    }
+
+    /// Regular files under a remote directory, sorted by relative path; `.partial` leftovers of
+    /// uploads in progress are skipped.
+    private static func walk(_ fs: RemoteFS, _ dir: String, _ prefix: String) throws(StepError) -> [TreeTransfer.Entry] {
+        var out: [TreeTransfer.Entry] = []
+        for entry in try fs.list(dir).sorted(by: { $0.name < $1.name }) {
+            let relative = prefix.isEmpty ? entry.name : prefix + "/" + entry.name
+            if entry.attributes.isDirectory {
+                out += try walk(fs, dir + "/" + entry.name, relative)
+            } else if entry.attributes.isRegular && !entry.name.hasSuffix(".partial") {
+                out.append(.init(relative: relative, size: entry.attributes.size))
+            }
+        }
+        return out
+    }
+}

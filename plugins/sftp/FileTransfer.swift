@@ -1,0 +1,297 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import OrchestrateJSON
+import OrchestratePluginKit
+
+/// How files move: chunk size, and how many connections share one big file.
+struct TransferOptions {
+    /// Bytes per write/read call: large, so libssh2 keeps many SFTP requests in flight.
+    var chunk = 4 << 20
+    /// Connections (each with its own handle) writing different ranges of one big file.
+    var connections = 4
+    /// Files at least this big are split into ranges.
+    var parallelThreshold: Int64 = 64 << 20
+    var expectedSHA256: String?
+    /// Bandwidth cap for the whole file in KiB/s (0: none), like `sftp -l`.
+    var limitKiBps: Int64 = 0
+
+    static let schemaProperties = #"""
+        "connections":{"type":"integer","minimum":1,"maximum":16,"default":4,"description":"connections writing ranges of one big file in parallel"},
+        "parallel_threshold_mib":{"type":"integer","minimum":1,"default":64,"description":"files at least this big (MiB) are split into ranges"},
+        "limit_kibps":{"type":"integer","minimum":0,"default":0,"description":"bandwidth cap per file in KiB/s (0: none)"},
+        "chunk_kib":{"type":"integer","minimum":32,"maximum":65536,"default":4096,"description":"bytes per pipelined write/read call (KiB)"}
+        """#
+
+    init() {}
+
+    init(_ step: StepContext) throws(StepError) {
+        connections = Int(try step.optionalInt("connections") ?? 4)
+        parallelThreshold = (try step.optionalInt("parallel_threshold_mib") ?? 64) << 20
+        chunk = Int(try step.optionalInt("chunk_kib") ?? 4096) << 10
+        expectedSHA256 = try step.optionalString("sha256")?.lowercased()
+        limitKiBps = try step.optionalInt("limit_kibps") ?? 0
+        if let e = expectedSHA256, e.count != 64 || !e.allSatisfy(\.isHexDigit) {
+            throw .invalidInput("sha256 must be 64 hexadecimal digits")
+        }
+    }
+}
+
+/// One file moved through `NAME.partial` and renamed into place, resumable:
+/// - one stream: the partial's size is where it resumes (stat, then write from there);
+/// - several ranges: each range's confirmed position is checkpointed after every chunk (saved
+///   before the first byte is written), so a resume re-sends at most one chunk per range.
+final class FileTransfer: @unchecked Sendable {
+    struct Result { var size: Int64; var sha256: String?; var resumedFrom: Int64 }
+
+    /// Progress of the current file (absolute bytes).
+    var onProgress: (Int64) -> Void = { _ in }
+    /// Range state to persist (only for multi-range files); nil clears it.
+    var onCheckpoint: (JSONValue?) -> Void = { _ in }
+
+    private let session: Session
+    private let step: StepContext
+    private let options: TransferOptions
+    private let lock = PThreadLock()
+
+    init(session: Session, step: StepContext, options: TransferOptions) {
+        self.session = session
+        self.step = step
+        self.options = options
+    }
+
+    // MARK: - Upload
+
+    func upload(local: String, remote: String, connection: Connection, checkpoint: JSONValue?) throws(StepError) -> Result {
+        let source = try LocalFile(reading: local)
+        let size = source.size
+        if let expected = options.expectedSHA256 {
+            let actual = try FileTransfer.hash(source, size: size)
+            guard actual == expected else { throw .permanent("\(local) has SHA-256 \(actual), not \(expected)", code: "sha256_mismatch") }
+        }
+        let fs = RemoteFS(connection: connection)
+        let parent = String(remote[..<(remote.lastIndex(of: "/") ?? remote.startIndex)])
+        if !parent.isEmpty { try fs.makeDirectories(parent) }
+        let partial = remote + ".partial"
+        let existing = try fs.stat(partial)
+        var ranges: [[Int64]]
+        if size >= options.parallelThreshold && options.connections > 1 {
+            if let saved = FileTransfer.ranges(checkpoint, size: size), let existing, existing.isRegular {
+                ranges = saved
+            } else {
+                ranges = FileTransfer.plan(size: size, count: options.connections)
+                try fs.open(partial, write: true, truncate: true).close()
+                onCheckpoint(FileTransfer.state(ranges, size: size))
+            }
+        } else {
+            var offset = existing?.size ?? 0
+            if offset > size || existing?.isRegular == false { offset = 0 }
+            if existing != nil && offset == 0 { try fs.open(partial, write: true, truncate: true).close() }
+            ranges = [[0, offset, size]]
+        }
+        let resumedFrom = ranges.reduce(0) { $0 + $1[1] - $1[0] }
+        if resumedFrom > 0 { step.log(.info, "resuming \(remote) at \(resumedFrom) of \(size) bytes") }
+        let chunk = options.chunk
+        try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
+            let file = try RemoteFS(connection: conn).open(partial, write: true)
+            defer { _ = try? file.close() }
+            var position = range[1]
+            file.seek(position)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 4096)
+            defer { buffer.deallocate() }
+            while position < range[2] {
+                let want = Int(min(Int64(chunk), range[2] - position))
+                let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< want]), at: position)
+                if n == 0 { throw .retryable("\(local) shrank while it was being uploaded", code: "source_changed") }
+                try file.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< n]))
+                position += Int64(n)
+                try report(position)
+            }
+            file.sync()
+            try file.close()
+        }
+        if let current = try fs.stat(partial), current.size != size {
+            throw .retryable("\(partial) has \(current.size) bytes, expected \(size)", code: "size_mismatch")
+        }
+        try fs.rename(partial, to: remote)
+        onCheckpoint(nil)
+        return Result(size: size, sha256: options.expectedSHA256, resumedFrom: resumedFrom)
+    }
+
+    // MARK: - Download
+
+    func download(remote: String, local: String, connection: Connection, checkpoint: JSONValue?) throws(StepError) -> Result {
+        let fs = RemoteFS(connection: connection)
+        guard let attributes = try fs.stat(remote) else { throw .permanent("\(remote) does not exist on the server", code: "ENOENT") }
+        guard attributes.isRegular else { throw .permanent("\(remote) is not a regular file", code: "EISDIR") }
+        let size = attributes.size
+        let parent = String(local[..<(local.lastIndex(of: "/") ?? local.startIndex)])
+        if !parent.isEmpty { try LocalFile.makeDirectories(parent) }
+        let partialPath = local + ".partial"
+        let existing = LocalFile.info(partialPath)
+        var ranges: [[Int64]]
+        let target: LocalFile
+        if size >= options.parallelThreshold && options.connections > 1 {
+            if let saved = FileTransfer.ranges(checkpoint, size: size), existing?.isRegular == true {
+                ranges = saved
+                target = try LocalFile(writing: partialPath, truncate: false)
+            } else {
+                ranges = FileTransfer.plan(size: size, count: options.connections)
+                target = try LocalFile(writing: partialPath, truncate: true)
+                onCheckpoint(FileTransfer.state(ranges, size: size))
+            }
+        } else {
+            var offset = existing?.size ?? 0
+            if offset > size { offset = 0 }
+            target = try LocalFile(writing: partialPath, truncate: offset == 0)
+            ranges = [[0, offset, size]]
+        }
+        let resumedFrom = ranges.reduce(0) { $0 + $1[1] - $1[0] }
+        if resumedFrom > 0 { step.log(.info, "resuming \(local) at \(resumedFrom) of \(size) bytes") }
+        let chunk = options.chunk
+        try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
+            let file = try RemoteFS(connection: conn).open(remote, write: false)
+            defer { _ = try? file.close() }
+            var position = range[1]
+            file.seek(position)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 4096)
+            defer { buffer.deallocate() }
+            var filled = 0
+            while position + Int64(filled) < range[2] {
+                let want = Int(min(Int64(chunk - filled), range[2] - position - Int64(filled)))
+                let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled ..< filled + want]))
+                if n == 0 { throw .retryable("\(remote) shrank while it was being downloaded", code: "source_changed") }
+                filled += n
+                if filled == chunk || position + Int64(filled) == range[2] {
+                    try target.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< filled]), at: position)
+                    position += Int64(filled)
+                    filled = 0
+                    try report(position)
+                }
+            }
+        }
+        try target.sync()
+        var sha: String?
+        if let expected = options.expectedSHA256 {
+            let actual = try FileTransfer.hash(try LocalFile(reading: partialPath), size: size)
+            guard actual == expected else {
+                _ = unlink(partialPath)
+                onCheckpoint(nil)
+                throw .permanent("\(remote) arrived with SHA-256 \(actual), not \(expected)", code: "sha256_mismatch")
+            }
+            sha = actual
+        }
+        try LocalFile.rename(partialPath, local)
+        onCheckpoint(nil)
+        return Result(size: size, sha256: sha, resumedFrom: resumedFrom)
+    }
+
+    // MARK: - Ranges
+
+    typealias RangeBody = (Connection, [Int64], (Int64) throws(StepError) -> Void) throws(StepError) -> Void
+
+    /// Runs `body` for every unfinished range, each on its own connection and thread (the first
+    /// on `first`, in this thread). `report(position)` records progress and checkpoints; once any
+    /// range fails, the others stop at their next chunk and the first error is thrown.
+    private func runRanges(_ ranges: inout [[Int64]], size: Int64, first: Connection, _ body: @escaping RangeBody) throws(StepError) {
+        let pending = ranges.indices.filter { ranges[$0][1] < ranges[$0][2] }
+        guard !pending.isEmpty else { return }
+        let shared = RangeState(ranges)
+        let multi = ranges.count > 1
+        let started = Connection.now(), startBytes = shared.done
+        let limit = Double(options.limitKiBps) * 1024
+        func run(_ index: Int, _ connection: Connection) throws(StepError) {
+            try body(connection, shared.ranges[index]) { position throws(StepError) in
+                let (done, snapshot) = shared.update(index, position)
+                self.onProgress(done)
+                if multi { self.onCheckpoint(FileTransfer.state(snapshot, size: size)) }
+                if let error = shared.error { throw error }
+                if self.step.isCancelled { throw .cancelled("sftp transfer cancelled") }
+                if limit > 0 {
+                    let due = Double(done - startBytes) / limit - (Connection.now() - started)
+                    if due > 0, self.step.sleep(milliseconds: Int64(due * 1000)) { throw .cancelled("sftp transfer cancelled") }
+                }
+            }
+        }
+        var workers: [Worker] = []
+        for index in pending.dropFirst() {
+            workers.append(Worker { [session, step] in
+                do {
+                    let connection = try session.borrow(step)
+                    defer { session.giveBack(connection) }
+                    try run(index, connection)
+                } catch {
+                    shared.fail(error)
+                }
+            })
+        }
+        do { try run(pending[0], first) } catch { shared.fail(error) }
+        for worker in workers { worker.join() }
+        ranges = shared.ranges
+        if let error = shared.error { throw error }
+    }
+
+    /// Equal ranges, 1 MiB aligned.
+    static func plan(size: Int64, count: Int) -> [[Int64]] {
+        let step = max(((size / Int64(count)) >> 20) << 20, 1 << 20)
+        var ranges: [[Int64]] = []
+        var start: Int64 = 0
+        while start < size {
+            let end = ranges.count == count - 1 ? size : min(size, start + step)
+            ranges.append([start, start, end])
+            start = end
+        }
+        return ranges.isEmpty ? [[0, 0, 0]] : ranges
+    }
+
+    static func state(_ ranges: [[Int64]], size: Int64) -> JSONValue {
+        .object(["size": .int(size), "ranges": .array(ranges.map { .array($0.map { .int($0) }) })])
+    }
+
+    static func ranges(_ checkpoint: JSONValue?, size: Int64) -> [[Int64]]? {
+        guard let checkpoint, checkpoint["size"]?.intValue == size, let list = checkpoint["ranges"]?.arrayValue else { return nil }
+        let ranges = list.compactMap { $0.arrayValue?.compactMap(\.intValue) }.filter { $0.count == 3 }
+        return ranges.count == list.count && !ranges.isEmpty ? ranges : nil
+    }
+
+    static func hash(_ file: LocalFile, size: Int64) throws(StepError) -> String {
+        let sha = SHA256Stream()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        defer { buffer.deallocate() }
+        var offset: Int64 = 0
+        while offset < size {
+            let n = try file.read(into: buffer, at: offset)
+            if n == 0 { break }
+            sha.update(UnsafeRawBufferPointer(rebasing: buffer[0 ..< n]))
+            offset += Int64(n)
+        }
+        return sha.finish()
+    }
+}
+
+/// Positions of the ranges of one file, shared by the threads writing them.
+private final class RangeState: @unchecked Sendable {
+    private let lock = PThreadLock()
+    private var _ranges: [[Int64]]
+    private var _error: StepError?
+
+    init(_ ranges: [[Int64]]) { _ranges = ranges }
+
+    var ranges: [[Int64]] { lock.withLock { _ranges } }
+    var done: Int64 { lock.withLock { _ranges.reduce(0) { $0 + $1[1] - $1[0] } } }
+    var error: StepError? { lock.withLock { _error } }
+
+    func update(_ index: Int, _ position: Int64) -> (Int64, [[Int64]]) {
+        lock.withLock {
+            _ranges[index][1] = position
+            return (_ranges.reduce(0) { $0 + $1[1] - $1[0] }, _ranges)
+        }
+    }
+
+    func fail(_ error: Error) {
+        lock.withLock {
+            guard _error == nil else { return }
+            _error = error as? StepError ?? .permanent("\(error)")
+        }
+    }
+}

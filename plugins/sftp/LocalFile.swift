@@ -1,0 +1,115 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import OrchestratePluginKit
+
+/// A local file used with explicit offsets (pread/pwrite), so several ranges can be read or
+/// written at once and a resume can start anywhere.
+final class LocalFile: @unchecked Sendable {
+    let fd: Int32
+    let path: String
+
+    init(reading path: String) throws(StepError) {
+        self.path = path
+        fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { throw .posix("cannot open \(path)") }
+    }
+
+    init(writing path: String, truncate: Bool) throws(StepError) {
+        self.path = path
+        fd = Glibc.open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0o644)
+        if fd < 0 { throw .posix("cannot create \(path)") }
+    }
+
+    deinit { close(fd) }
+
+    var size: Int64 {
+        var st = Glibc.stat()
+        fstat(fd, &st)
+        return Int64(st.st_size)
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(StepError) -> Int {
+        while true {
+            let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+            if n >= 0 { return n }
+            if errno != EINTR { throw .posix("cannot read \(path)") }
+        }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StepError) {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 { if errno == EINTR { continue }; throw .posix("cannot write \(path)") }
+            done += n
+        }
+    }
+
+    func truncate(_ length: Int64) { _ = ftruncate(fd, off_t(length)) }
+
+    func sync() throws(StepError) { if fsync(fd) != 0 { throw .posix("cannot sync \(path)") } }
+
+    static func info(_ path: String) -> (size: Int64, isDirectory: Bool, isRegular: Bool)? {
+        var st = Glibc.stat()
+        // stat(2) that follows symlinks: Swift cannot call Glibc's stat function (the struct hides it).
+        let fd = Glibc.open(path, 0o10000000 | O_CLOEXEC) // O_PATH
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        guard fstat(fd, &st) == 0 else { return nil }
+        let type = st.st_mode & S_IFMT
+        return (Int64(st.st_size), type == S_IFDIR, type == S_IFREG)
+    }
+
+    static func makeDirectories(_ path: String) throws(StepError) {
+        var current = ""
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o755) != 0 && errno != EEXIST { throw .posix("cannot create \(current)") }
+        }
+    }
+
+    static func rename(_ from: String, _ to: String) throws(StepError) {
+        if Glibc.rename(from, to) != 0 { throw .posix("cannot rename \(from) to \(to)") }
+    }
+
+    /// Regular files under `root`, as sorted relative paths (sorted so a checkpoint can say
+    /// "the first k are done").
+    static func walk(_ root: String) throws(StepError) -> [(relative: String, size: Int64)] {
+        var out: [(String, Int64)] = []
+        func visit(_ dir: String, _ prefix: String) throws(StepError) {
+            guard let handle = opendir(dir) else { throw .posix("cannot list \(dir)") }
+            defer { closedir(handle) }
+            var names: [String] = []
+            while let entry = readdir(handle) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                if name != "." && name != ".." { names.append(name) }
+            }
+            for name in names.sorted() {
+                let full = dir + "/" + name, relative = prefix.isEmpty ? name : prefix + "/" + name
+                guard let info = info(full) else { continue }
+                if info.isDirectory { try visit(full, relative) } else if info.isRegular { out.append((relative, info.size)) }
+            }
+        }
+        try visit(root, "")
+        return out
+    }
+}
+
+/// Runs `body` on a new thread; `join` waits for it. (No Foundation in plugins: it is heavy to load.)
+final class Worker: @unchecked Sendable {
+    private var thread = pthread_t()
+    private let body: () -> Void
+
+    init(_ body: @escaping () -> Void) {
+        self.body = body
+        let box = Unmanaged.passRetained(self).toOpaque()
+        pthread_create(&thread, nil, { raw in
+            let worker = Unmanaged<Worker>.fromOpaque(raw!).takeRetainedValue()
+            worker.body()
+            return nil
+        }, box)
+    }
+
+    func join() { pthread_join(thread, nil) }
+}

@@ -1,0 +1,90 @@
+import OrchestrateJSON
+import OrchestratePluginKit
+
+/// `sftp.upload`: a local file or tree to the server, confined to `remote_root`.
+struct UploadStep: StepDefinition {
+    static let id = "sftp.upload"
+    static let version = "1.0.0"
+    static let summary = "Upload a file or a directory tree over SFTP: resumable, atomic, confined to remote_root."
+    static let documentation = """
+        Uploads `source` (a file or a directory) to `destination`, a path relative to \
+        `remote_root` (default: the login directory; `..` that would leave it is refused). Each \
+        file is written to `NAME.partial` and renamed into place; a later attempt resumes from \
+        the bytes the partial already holds (ranged uploads: from the checkpointed ranges). Files \
+        of at least `parallel_threshold_mib` are written by `connections` connections in parallel.
+        """
+    static let inputSchema = """
+        {"type":"object","additionalProperties":false,"required":["source","destination"],"properties":{
+        "session":{"type":"string","description":"session output of sftp.connect"},
+        "source":{"type":"string","minLength":1,"description":"local file or directory"},
+        "destination":{"type":"string","minLength":1,"description":"remote path, relative to remote_root"},
+        "remote_root":{"type":"string","default":".","description":"remote directory the destination may not leave"},
+        "sha256":{"type":"string","description":"expected SHA-256 of the (single) source file"},
+        \(TransferOptions.schemaProperties),
+        \(ConnectionParameters.schemaProperties)}}
+        """
+    static let outputSchema = #"""
+        {"type":"object","properties":{"path":{"type":"string"},"files":{"type":"integer"},"bytes":{"type":"integer"},
+          "resumed_bytes":{"type":"integer"}}}
+        """#
+
+    static func run(_ step: StepContext) throws {
+        let source = try step.string("source")
+        let destination = try step.string("destination")
+        let options = try TransferOptions(step)
+        guard let info = LocalFile.info(source) else { throw StepError.invalidInput("\(source) does not exist", code: "ENOENT") }
+        let (session, owned) = try Sessions.resolve(step)
+        defer { if owned { session.close() } }
+        try session.with(step) { connection throws(StepError) in
+            let fs = RemoteFS(connection: connection)
+            let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try fs.realpath("."))
+            let target = try root.resolve(destination)
+            let entries: [TreeTransfer.Entry] = info.isDirectory
+                ? try LocalFile.walk(source).map { .init(relative: $0.relative, size: $0.size) }
+                : [.init(relative: "", size: info.size)]
+            let guardRoot = RootGuard(root: root, fs: fs)
+            let result = try TreeTransfer(step: step, session: session, options: options).run(entries, connection: connection) {
+                transfer, conn, entry, state throws(StepError) in
+                let local = entry.relative.isEmpty ? source : source + "/" + entry.relative
+                let remote = entry.relative.isEmpty ? target : target + "/" + entry.relative
+                try guardRoot.check(parentOf: remote)
+                return try transfer.upload(local: local, remote: remote, connection: conn, checkpoint: state)
+            }
+            step.setOutput("path", .string(target))
+            step.setOutput("files", .int(Int64(entries.count)))
+            step.setOutput("bytes", .int(result.bytes))
+            step.setOutput("resumed_bytes", .int(result.resumed))
+        }
+    }
+}
+
+/// Refuses remote parents that the server resolves (through symlinks) outside the root.
+final class RootGuard {
+    let root: RemoteRoot
+    let fs: RemoteFS
+    private var checked: Set<String> = []
+    private var realRoot: String?
+
+    init(root: RemoteRoot, fs: RemoteFS) {
+        self.root = root
+        self.fs = fs
+    }
+
+    func check(parentOf path: String) throws(StepError) {
+        let parent = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        guard !checked.contains(parent), let existing = try fs.stat(parent), existing.isDirectory else { return }
+        if realRoot == nil { realRoot = (try? fs.realpath(root.root.isEmpty ? "/" : root.root)) ?? root.root }
+        let real = try fs.realpath(parent)
+        let confined = RemoteRootPrefix(realRoot!).contains(real)
+        guard confined else {
+            throw StepError.invalidInput("\(parent) resolves to \(real) on the server, outside remote_root \(root.root)", code: "path_escape")
+        }
+        checked.insert(parent)
+    }
+}
+
+private struct RemoteRootPrefix {
+    let root: String
+    init(_ root: String) { self.root = root == "/" ? "" : root }
+    func contains(_ path: String) -> Bool { root.isEmpty || path == root || path.hasPrefix(root + "/") }
+}
