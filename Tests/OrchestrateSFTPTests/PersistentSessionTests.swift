@@ -56,7 +56,9 @@ import Testing
         let events = Harness.events(try h.orchestrate(["events", runID, "--json"]))
         let finished = events.ofType("item.finished")
         // Exactly once: one item.finished per path, all ok but the unreadable one.
-        #expect(finished.count == 200, "\(finished.count) item.finished events")
+        let itemIDs = Set((try h.status(runID))["items"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [])
+        let finishedIDs = finished.compactMap { $0["data"]?["item"]?.stringValue ?? $0["data"]?["id"]?.stringValue }
+        #expect(finished.count == 200, "\(finished.count) item.finished events; missing \(itemIDs.subtracting(finishedIDs).sorted()); sample \(finished.first?.jsonText ?? "")")
         let failed = finished.filter { $0.jsonText.contains("f77.bin") || $0["data"]?["error"]?.stringValue != nil }
         #expect(failed.count == 1, "\(failed.map(\.jsonText))")
         #expect(failed.first?.jsonText.contains("f77") == true || failed.first?.jsonText.contains("No such file") == true)

@@ -86,7 +86,7 @@ final class FileTransfer: @unchecked Sendable {
         } else {
             var offset = existing?.size ?? 0
             if offset > size || existing?.isRegular == false { offset = 0 }
-            if existing != nil && offset == 0 { try fs.open(partial, write: true, truncate: true).close() }
+            if offset == 0 { try fs.open(partial, write: true, truncate: true).close() } // also creates empty files
             ranges = [[0, offset, size]]
         }
         let resumedFrom = ranges.reduce(0) { $0 + $1[1] - $1[0] }
