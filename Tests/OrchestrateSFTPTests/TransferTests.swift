@@ -168,4 +168,34 @@ import Testing
             #expect(resumedBytes > Int64(big / 4))
         }
     }
+
+    @Test func cancelStopsABlockedTransferWithinASecond() throws {
+        let source = Harness.randomFile(h.path("cancel.bin"), size: 16 << 20, seed: 5)
+        let remote = "\(peer.remoteRoot)/cancel.bin"
+        let wf = h.workflow("""
+            version: 1
+            name: cancel
+            steps:
+              move:
+                uses: sftp.upload
+                with:
+                  source: \(source)
+                  destination: cancel.bin
+                  remote_root: \(peer.remoteRoot)
+                  connections: 1
+                  chunk_kib: 256
+                  limit_kibps: 256
+                  \(peer.connection(knownHosts: known))
+            """, name: "cancel.yaml")
+        let process = try h.start(["run", wf, "--json"])
+        #expect(h.waitFor { Harness.size(remote + ".partial") > 0 })
+        Thread.sleep(forTimeInterval: 0.5)
+        let asked = Date()
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        let took = Date().timeIntervalSince(asked)
+        #expect(process.terminationStatus == 130)
+        #expect(took < 1.5, "cancel took \(took) s")
+        #expect(!FileManager.default.fileExists(atPath: remote))
+    }
 }

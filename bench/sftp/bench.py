@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""SFTP benchmark (issue 4): orchestrate's sftp plugin against OpenSSH, side by side.
+
+In one run, over loopback, to one OpenSSH sshd started here (own host key, user key, config):
+  * upload:   `sftp.upload` of one big file (default 1 GiB)  vs  `sftp -b` with `put`
+  * download: `sftp.download` of it                        vs  `sftp -b` with `get`
+  * tree:     `sftp.upload` of 1,000 small files           vs  `sftp -b` (`put -r`) and `scp -r`
+
+Each pair runs --repeat times, alternating; the median wall time and peak RSS are reported with
+orchestrate/OpenSSH ratios (goal: <= 1.0, RSS under 64 MiB). orchestrate's time is the whole
+`orchestrate run` (start-up, validation, journal, connect, host-key check included).
+
+    swift build -c release    # orchestrate and liborchestrate-plugin-sftp.so in one directory
+    python3 bench/sftp/bench.py --bin .build/release [--mib 1024] [--files 1000] [--repeat 3]
+"""
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+
+
+def timed(args, env=None):
+    """Wall time (s) and peak RSS (MiB) of one command; fails loudly if it fails."""
+    start = time.monotonic()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.monotonic() - start
+    if status != 0:
+        raise SystemExit(f"failed ({status}): {' '.join(args)}\n{proc.stderr.read().decode()[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024.0
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_sshd(work):
+    for name in ("host_key", "user_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", f"{work}/{name}"], check=True)
+    shutil.copy(f"{work}/user_key.pub", f"{work}/authorized_keys")
+    os.makedirs("/run/sshd", exist_ok=True)
+    port = free_port()
+    sftp_server = "/usr/lib/openssh/sftp-server" if os.path.exists("/usr/lib/openssh/sftp-server") else "internal-sftp"
+    with open(f"{work}/sshd_config", "w") as f:
+        f.write(f"""Port {port}
+ListenAddress 127.0.0.1
+HostKey {work}/host_key
+AuthorizedKeysFile {work}/authorized_keys
+PidFile {work}/sshd.pid
+StrictModes no
+UsePAM no
+PermitRootLogin yes
+PasswordAuthentication no
+MaxStartups 100
+Subsystem sftp {sftp_server}
+""")
+    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", f"{work}/sshd_config"],
+                            stdout=subprocess.DEVNULL, stderr=open(f"{work}/sshd.log", "w"))
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    pub = open(f"{work}/host_key.pub").read().split()
+    with open(f"{work}/known_hosts", "w") as f:
+        f.write(f"[127.0.0.1]:{port} {pub[0]} {pub[1]}\n")
+    return proc, port
+
+
+def random_file(path, size):
+    with open(path, "wb") as f:
+        left = size
+        while left > 0:
+            n = min(left, 8 << 20)
+            f.write(os.urandom(n))
+            left -= n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True, help="directory with orchestrate and liborchestrate-plugin-sftp.so")
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--connections", type=int, default=4)
+    args = ap.parse_args()
+    orchestrate = os.path.abspath(os.path.join(args.bin, "orchestrate"))
+    work = tempfile.mkdtemp(prefix="bench-sftp-")
+    sshd, port = start_sshd(work)
+    try:
+        remote = f"{work}/remote"
+        os.makedirs(remote)
+        big = f"{work}/big.bin"
+        random_file(big, args.mib << 20)
+        tree = f"{work}/tree"
+        for i in range(args.files):
+            d = f"{tree}/d{i % 10}"
+            os.makedirs(d, exist_ok=True)
+            with open(f"{d}/f{i}.bin", "wb") as f:
+                f.write(os.urandom(1024 + (i * 37) % 8192))
+        user = os.environ.get("USER") or "root"
+        ssh_opts = ["-P", str(port), "-i", f"{work}/user_key", "-o", f"UserKnownHostsFile={work}/known_hosts",
+                    "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes"]
+        conn = f"""host: 127.0.0.1
+      port: {port}
+      user: {user}
+      key_file: {work}/user_key
+      known_hosts: {work}/known_hosts
+      remote_root: {remote}
+      connections: {args.connections}"""
+
+        def workflow(name, uses, source, destination):
+            path = f"{work}/{name}.yaml"
+            with open(path, "w") as f:
+                f.write(f"""version: 1
+name: {name}
+steps:
+  move:
+    uses: {uses}
+    with:
+      source: {source}
+      destination: {destination}
+      {conn}
+""")
+            return path
+
+        def orch(path):
+            state = tempfile.mkdtemp(prefix="state-", dir=work)
+            return [orchestrate, "run", path, "--state", state]
+
+        def batch(text):
+            path = f"{work}/batch-{time.monotonic_ns()}"
+            with open(path, "w") as f:
+                f.write(text)
+            return path
+
+        def clean():
+            shutil.rmtree(remote)
+            os.makedirs(remote)
+            for p in (f"{work}/down.bin", f"{work}/down-ssh.bin"):
+                if os.path.exists(p):
+                    os.remove(p)
+
+        up = workflow("up", "sftp.upload", big, "big.bin")
+        down = workflow("down", "sftp.download", "src.bin", f"{work}/down.bin")
+        tree_up = workflow("tree", "sftp.upload", tree, "tree")
+        sftp = ["sftp", "-q"] + ssh_opts
+        cases = [
+            ("upload 1 file", lambda: orch(up),
+             [("sftp put", lambda: sftp + ["-b", batch(f"put {big} {remote}/big.bin\n"), f"{user}@127.0.0.1"])]),
+            ("download 1 file", lambda: orch(down),
+             [("sftp get", lambda: sftp + ["-b", batch(f"get {remote}/src.bin {work}/down-ssh.bin\n"), f"{user}@127.0.0.1"])]),
+            (f"{args.files} small files", lambda: orch(tree_up),
+             [("sftp -b put -r", lambda: sftp + ["-b", batch(f"put -r {tree} {remote}/tree\n"), f"{user}@127.0.0.1"]),
+              ("scp -r", lambda: ["scp", "-q", "-r"] + ssh_opts + [tree, f"{user}@127.0.0.1:{remote}/tree"])]),
+        ]
+        print(f"sftp bench: {args.mib} MiB file, {args.files} small files, {args.repeat} runs each, "
+              f"loopback to OpenSSH sshd, orchestrate connections={args.connections}")
+        for name, ours, theirs in cases:
+            results = {"orchestrate": []}
+            for label, _ in theirs:
+                results[label] = []
+            for _ in range(args.repeat):
+                for label, make in [("orchestrate", ours)] + theirs:
+                    clean()
+                    if name.startswith("download"):
+                        os.link(big, f"{remote}/src.bin")
+                    results[label].append(timed(make()))
+            base = statistics.median(t for t, _ in results["orchestrate"])
+            rss = max(r for _, r in results["orchestrate"])
+            print(f"\n{name}:")
+            print(f"  {'orchestrate':<16} {base:8.2f} s   peak RSS {rss:6.1f} MiB")
+            for label, _ in theirs:
+                t = statistics.median(x for x, _ in results[label])
+                r = max(x for _, x in results[label])
+                print(f"  {label:<16} {t:8.2f} s   peak RSS {r:6.1f} MiB   orchestrate/{label} = {base / t:.2f}")
+    finally:
+        sshd.terminate()
+        sshd.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
