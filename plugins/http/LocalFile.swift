@@ -38,20 +38,6 @@ final class LocalFile {
         return true
     }
 
-    /// Feeds the first `length` bytes to `body` in 1 MiB pieces (re-hashing a partial download).
-    func read(upTo length: Int64, _ body: (UnsafeRawBufferPointer) -> Void) throws(StepError) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while offset < length {
-            let n = pread(fd, buffer.baseAddress!, Int(min(Int64(buffer.count), length - offset)), off_t(offset))
-            if n < 0 { if errno == EINTR { continue }; throw .posix("cannot read \(path)") }
-            if n == 0 { break }
-            body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            offset += Int64(n)
-        }
-    }
-
     func sync() throws(StepError) {
         guard fsync(fd) == 0 else { throw .posix("cannot sync \(path)") }
     }

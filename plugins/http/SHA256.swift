@@ -1,7 +1,7 @@
 import CLibCrypto
 
 /// Incremental SHA-256 over OpenSSL's EVP interface (hardware-accelerated), for verifying
-/// downloads while they stream to disk.
+/// downloads (fed by WriteBehind, behind the writes).
 final class SHA256 {
     private let context: OpaquePointer
 
