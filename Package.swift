@@ -13,6 +13,8 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "orchestrate", targets: ["orchestrate"]),
+        // Runs one plugin call in a child process, for `isolation: process`.
+        .executable(name: "orchestrate-plugin-runner", targets: ["OrchestratePluginRunner"]),
         // Built-in plugins, built exactly as a third party would build one. The host finds
         // them next to its executable by the `liborchestrate-plugin-` prefix.
         .library(name: "orchestrate-plugin-fs", type: .dynamic, targets: ["OrchestrateFSPlugin"]),
@@ -60,6 +62,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "orchestrate", dependencies: ["OrchestrateCLI"]),
+        .executableTarget(name: "OrchestratePluginRunner", dependencies: ["OrchestratePluginHost", "OrchestrateJSON"]),
 
         // The Swift plugin author's kit: a step is a type conforming to `StepDefinition`.
         .target(name: "OrchestratePluginKit", dependencies: ["OrchestrateJSON", "COrchestratePlugin"]),

@@ -19,6 +19,25 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .customLong("json"), help: "Machine-readable output (events as JSON lines).")
     var json = false
 
+    @Option(name: .customLong("isolation"), help: ArgumentHelp(
+        "Where plugins run unless a step says (isolation:): in-process (default) or process, a child per attempt "
+            + "so a crashing plugin fails only its step (default: $ORCHESTRATE_ISOLATION).", valueName: "mode"))
+    var isolation: String?
+
+    /// Engine settings common to the commands that execute runs.
+    func engineOptions() throws -> EngineOptions {
+        var options = EngineOptions()
+        let env = ProcessInfo.processInfo.environment
+        if let mode = isolation ?? env["ORCHESTRATE_ISOLATION"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let value = StepIsolation(rawValue: mode) else {
+                throw CLIFailure.usage("--isolation takes in-process or process, not '\(mode)'")
+            }
+            options.defaultIsolation = value
+        }
+        if let limit = env["ORCHESTRATE_RUNNER_MEMORY_LIMIT"].flatMap(Int64.init) { options.runnerMemoryLimit = limit }
+        return options
+    }
+
     /// The state directory, resolved as DESIGN.md says: flag, $ORCHESTRATE_STATE, XDG.
     func resolvedStateDirectory() -> String {
         let env = ProcessInfo.processInfo.environment

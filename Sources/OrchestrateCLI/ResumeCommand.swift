@@ -31,6 +31,7 @@ struct ResumeCommand: ParsableCommand {
         let workflow = try WorkflowLoading.parse(source: run.workflowSource, file: run.workflowFile, registry: registry)
         try InputParsing.checkSecrets(workflow)
         try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry,
-                               maxParallel: maxParallel, json: global.json)
+                               maxParallel: maxParallel, json: global.json,
+                               options: try global.engineOptions())
     }
 }

@@ -50,7 +50,8 @@ struct RunCommand: ParsableCommand {
         let run = try RunLauncher(store: store, stateDirectory: global.resolvedStateDirectory())
             .create(workflow, inputs: resolvedInputs, labels: try InputParsing.labels(labels))
         try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry,
-                               maxParallel: maxParallel, json: global.json)
+                               maxParallel: maxParallel, json: global.json,
+                               options: try global.engineOptions())
     }
 }
 

@@ -9,9 +9,9 @@ import OrchestrateStore
 /// and maps the outcome to the exit status.
 enum RunSession {
     static func execute(run: RunRecord, workflow: Workflow, store: any StateStore, registry: PluginRegistry,
-                        maxParallel: Int?, json: Bool) throws -> Never
+                        maxParallel: Int?, json: Bool, options: EngineOptions) throws -> Never
     {
-        var options = EngineOptions()
+        var options = options
         if let maxParallel { options.maxParallel = maxParallel }
         let printer = RunPrinter(json: json, runID: run.id)
         let executor: RunExecutor

@@ -27,7 +27,9 @@ struct ServeCommand: ParsableCommand {
     func run() throws {
         let registry = global.loadPlugins()
         let store = try global.openStore()
-        let worker = QueueWorker(store: store, registry: registry, options: .init(maxRuns: maxParallel),
+        var options = QueueWorker.Options(maxRuns: maxParallel)
+        options.engine = try global.engineOptions()
+        let worker = QueueWorker(store: store, registry: registry, options: options,
                                  observer: ServePrinter(json: global.json))
         let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {
             worker.shutdown()

@@ -49,13 +49,13 @@ final class FanOut {
 /// One attempt in flight.
 final class Attempt: @unchecked Sendable {
     let token: Int
-    let invocation: StepInvocation
+    let invocation: any StepRunning
     let delegate: AttemptDelegate
     let leaseHolder: String?
     var deadline: Double?
     var timedOut = false
 
-    init(token: Int, invocation: StepInvocation, delegate: AttemptDelegate, leaseHolder: String?, deadline: Double?) {
+    init(token: Int, invocation: any StepRunning, delegate: AttemptDelegate, leaseHolder: String?, deadline: Double?) {
         self.token = token
         self.invocation = invocation
         self.delegate = delegate
@@ -80,8 +80,11 @@ struct Runnable {
     let concurrency: [ConcurrencyLimit]
     let idempotencyKey: Template?
     let continueOnError: Bool
+    /// nil: the engine's default.
+    let isolation: StepIsolation?
 
     init(step: Step, workflow: Workflow) {
+        isolation = step.isolation
         uses = step.uses
         with = step.with
         retry = step.retry
@@ -99,6 +102,7 @@ struct Runnable {
         concurrency = workflow.concurrency
         idempotencyKey = nil
         continueOnError = false
+        isolation = step.isolation
     }
 }
 

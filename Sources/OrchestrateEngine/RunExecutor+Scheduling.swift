@@ -264,8 +264,15 @@ extension RunExecutor {
                                   attempt: attemptNumber, timeout: instance.spec.timeout, checkpoint: checkpoint)
         let delegate = AttemptDelegate(runID: run.id, instanceID: instance.id, declaredStep: instance.record.step,
                                        store: store, redactor: redactor, sink: self)
-        let attempt = Attempt(token: nextToken,
-                              invocation: StepInvocation(stepType: stepType, request: request, delegate: delegate),
+        let invocation: any StepRunning
+        if (instance.spec.isolation ?? options.defaultIsolation) == .process {
+            invocation = IsolatedStepInvocation(stepType: stepType, request: request, delegate: delegate,
+                                                runnerPath: options.runnerPath,
+                                                memoryLimit: options.runnerMemoryLimit)
+        } else {
+            invocation = StepInvocation(stepType: stepType, request: request, delegate: delegate)
+        }
+        let attempt = Attempt(token: nextToken, invocation: invocation,
                               delegate: delegate, leaseHolder: keys.isEmpty ? nil : holder,
                               deadline: instance.spec.timeout.map { Monotonic.now() + $0.seconds })
         attempts[instance.id] = attempt

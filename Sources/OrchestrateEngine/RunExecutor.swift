@@ -19,6 +19,13 @@ public struct EngineOptions: Sendable {
     public var timeoutGrace: Double = 30
     /// The environment `env.*` and secrets are read from.
     public var environment: [String: String] = ProcessInfo.processInfo.environment
+    /// Where plugins run when a step does not say (`isolation:`), and the runner for `process`.
+    public var defaultIsolation: StepIsolation = .inProcess
+    public var runnerPath: String = Bundle.main.executableURL.map {
+        $0.resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("orchestrate-plugin-runner").path
+    } ?? "orchestrate-plugin-runner"
+    /// Address-space limit of a plugin runner process, in bytes (a leaking plugin fails its step).
+    public var runnerMemoryLimit: Int64?
     /// Uniform random numbers in [0, 1) for retry jitter (tests pass a fixed one).
     public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
 

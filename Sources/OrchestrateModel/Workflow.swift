@@ -165,6 +165,15 @@ public struct Step: Sendable {
     public let maxParallel: Int?
     /// When true a failure of this step does not fail the run; dependents still run.
     public let continueOnError: Bool
+    /// Where the plugin runs (`isolation:`); nil: the engine's default.
+    public internal(set) var isolation: StepIsolation? = nil
+}
+
+/// `isolation: process` runs a step's plugin in a child process (a crash fails the step, not the
+/// engine); `in-process` calls it directly (fastest).
+public enum StepIsolation: String, Sendable {
+    case inProcess = "in-process"
+    case process
 }
 
 /// `compensate:`: the step that undoes a finished step when the run fails or is cancelled later.

@@ -36,7 +36,7 @@ struct WorkflowDecoder {
     static let topLevelFields = ["version", "name", "description", "inputs", "secrets", "defaults", "concurrency",
                                  "steps", "outputs", "on_finish"]
     static let stepFields = ["uses", "with", "needs", "if", "retry", "timeout", "concurrency", "idempotency_key",
-                             "compensate", "for_each", "max_parallel", "continue_on_error"]
+                             "compensate", "for_each", "max_parallel", "continue_on_error", "isolation"]
     static let retryFields = ["max_attempts", "initial_interval", "backoff", "max_interval", "jitter", "non_retryable"]
     static let inputFields = ["type", "required", "default", "description"]
 
@@ -388,13 +388,20 @@ struct WorkflowDecoder {
         }
         let maxParallel = f["max_parallel"].flatMap { reader.integer($0, minimum: 1) }
         let continueOnError = f["continue_on_error"].flatMap { reader.bool($0) } ?? false
+        var isolation: StepIsolation?
+        if let p = f["isolation"] {
+            isolation = reader.string(p).flatMap(StepIsolation.init(rawValue:))
+            if isolation == nil && reader.string(p) != nil {
+                reader.bag.error("'isolation' is 'process' or 'in-process'", at: p.value.location)
+            }
+        }
 
         w.steps.append(Step(
             id: id, location: pair.key.location, uses: uses, usesLocation: usesLocation, with: with,
             needs: uniqueNeeds, condition: condition, retry: retry.applied(to: defaults.retry), timeout: timeout,
             concurrency: concurrency, idempotencyKey: idempotencyKey, compensate: compensation,
             forEach: f["for_each"] != nil ? (forEach ?? .literal(.array([]))) : nil,
-            maxParallel: maxParallel, continueOnError: continueOnError))
+            maxParallel: maxParallel, continueOnError: continueOnError, isolation: isolation))
         w.syntax.append(StepSyntax(
             id: id, keyLocation: pair.key.location, needs: needs, hasUses: !uses.isEmpty, withNode: withNode,
             withKeyLocation: f["with"]?.key.location, compensateWithNode: compensateWithNode,
