@@ -99,10 +99,14 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
 
     func itemDone(id: String, error: String?) {
         let message = error.map(redactor.redact)
-        try? store.finishItem(runID: runID, stepID: declaredStep, id: id, error: message)
-        var data: JSONValue = ["item": .string(id), "ok": .bool(message == nil)]
-        if let message, case .object(var o) = data { o["error"] = .string(message); data = .object(o) }
-        sink.attemptEvent(type: EventType.itemFinished, step: instanceID, data: data)
+        var data: [String: JSONValue] = ["item": .string(id), "ok": .bool(message == nil)]
+        if let message { data["error"] = .string(message) }
+        let event = EventRecord(runID: runID, time: Date().timeIntervalSince1970, type: EventType.itemFinished,
+                                step: instanceID, data: .object(data))
+        // Journaled with the item's status in one transaction; the live display hears of it after.
+        if (try? store.finishItem(runID: runID, stepID: declaredStep, id: id, error: message, event: event)) != nil {
+            sink.attemptJournaledEvent(event)
+        }
     }
 
     func saveItemCheckpoint(id: String, data: [UInt8]) -> Bool {
@@ -132,6 +136,8 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
 /// The executor's side of `AttemptDelegate`.
 protocol AttemptEventSink: AnyObject, Sendable {
     func attemptEvent(type: String, step: String, data: JSONValue)
+    /// An event the attempt already journaled itself: only to be shown.
+    func attemptJournaledEvent(_ event: EventRecord)
     func attemptProgress(step: String, progress: ProgressSnapshot)
     func attemptIsCancelled(_ instanceID: String) -> Bool
     func attemptSessionClosing(_ instanceID: String) -> Bool

@@ -374,6 +374,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         }
     }
 
+    func attemptJournaledEvent(_ event: EventRecord) {
+        observer?.runEvent(event)
+    }
+
     func attemptProgress(step: String, progress: ProgressSnapshot) {
         observer?.runProgress(step: step, progress: progress)
     }

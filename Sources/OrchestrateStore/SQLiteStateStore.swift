@@ -318,11 +318,12 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         }
     }
 
-    public func finishItem(runID: String, stepID: String, id: String, error: String?) throws {
+    public func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?) throws {
         try write { db in
             try db.execute(sql: """
                 UPDATE items SET status = ?, error = ?, finished_at = ? WHERE run_id = ? AND step_id = ? AND id = ?
                 """, arguments: [error == nil ? "done" : "failed", error, Date().timeIntervalSince1970, runID, stepID, id])
+            if let event { try Self.insertEvents([event], db) }
         }
     }
 

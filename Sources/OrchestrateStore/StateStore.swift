@@ -94,6 +94,8 @@ public protocol StateStore: AnyObject, Sendable {
     // MARK: Items of long-lived steps
     func addItem(runID: String, stepID: String, id: String, json: String) throws
     func items(runID: String, stepID: String) throws -> [ItemRecord]
-    func finishItem(runID: String, stepID: String, id: String, error: String?) throws
+    /// Marks an item finished and journals `event` (its `item.finished`) in the same transaction,
+    /// so a crash cannot keep one without the other.
+    func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?) throws
     func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8]) throws
 }

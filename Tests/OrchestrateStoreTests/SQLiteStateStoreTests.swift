@@ -140,8 +140,11 @@ import Testing
         try store.addItem(runID: "r1", stepID: "accept", id: "i1", json: #"{"source":"/a"}"#)
         try store.addItem(runID: "r1", stepID: "accept", id: "i2", json: #"{"source":"/b"}"#)
         #expect(throws: (any Error).self) { try store.addItem(runID: "r1", stepID: "accept", id: "i1", json: "{}") }
-        try store.finishItem(runID: "r1", stepID: "accept", id: "i1", error: nil)
-        try store.finishItem(runID: "r1", stepID: "accept", id: "i2", error: "permission denied")
+        try store.finishItem(runID: "r1", stepID: "accept", id: "i1", error: nil,
+                             event: EventRecord(runID: "r1", time: 3, type: "item.finished", step: "accept", data: ["item": "i1"]))
+        try store.finishItem(runID: "r1", stepID: "accept", id: "i2", error: "permission denied", event: nil)
+        // The event is journaled with the status, in the same transaction.
+        #expect(try store.events(runID: "r1", afterSeq: 0, limit: 10).filter { $0.type == "item.finished" }.count == 1)
         try store.saveItemCheckpoint(runID: "r1", stepID: "accept", id: "i2", data: [1, 2, 3])
         let items = try store.items(runID: "r1", stepID: "accept")
         #expect(items.map(\.id) == ["i1", "i2"])
