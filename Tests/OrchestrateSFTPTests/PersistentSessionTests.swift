@@ -20,7 +20,8 @@ import Testing
                                    "--input", "key_file=\(peer.userKey)", "--input", "known_hosts=\(known)",
                                    "--input", "remote_root=\(peer.remoteRoot)", "--input", "parallel=8"])
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 })
+        #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 },
+                "\((try? String(contentsOfFile: h.path("run.log"), encoding: .utf8)) ?? "") exited: \(!process.isRunning)")
         let runID = try #require(try h.runIDs().first)
         #expect(h.waitFor { (try? String(contentsOfFile: h.path("run.log"), encoding: .utf8))?.contains("accepting paths") == true })
         // 200 paths: file 77 does not exist (unreadable); sizes vary up to ~1.5 MiB.
