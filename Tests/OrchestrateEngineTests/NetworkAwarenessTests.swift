@@ -59,4 +59,35 @@ import Testing
         // It took several attempts, more than max_attempts: holding did not spend them.
         #expect(events.ofType("step.started").count >= 2)
     }
+
+    @Test func anHTTPRequestToAHostThatIsNotUpYetIsHeldThenSucceeds() throws {
+        let port = try freePort()
+        let file = h.workflow("""
+            version: 1
+            name: http-hold
+            steps:
+              ping:
+                uses: http.request
+                with: { method: GET, url: "http://127.0.0.1:\(port)/" }
+                retry: { max_attempts: 1 }
+            outputs:
+              status: "${{ steps.ping.outputs.status }}"
+            """, name: "http.yaml")
+        let run = try h.start(["run", file])
+        defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
+        #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 })
+        let runID = try #require(try h.runIDs().first)
+        #expect(h.waitFor { (try? h.status(runID)["steps"]?[0]?["status"]?.stringValue) == "held" },
+                "max_attempts 1, yet a refused connection holds the step instead of failing it")
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = ["python3", "-m", "http.server", "\(port)", "--bind", "127.0.0.1", "--directory", h.dir.path]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate() }
+        run.waitUntilExit()
+        #expect(run.terminationStatus == 0)
+        #expect(try h.status(runID)["outputs"]?["status"] == .int(200))
+    }
 }

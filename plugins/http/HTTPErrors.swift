@@ -25,6 +25,10 @@ enum HTTPErrors {
             return StepError(kind: .timeout, code: "timeout", message: "\(url): \(text) (too slow or no answer)")
         case CURLE_REMOTE_FILE_NOT_FOUND:
             return .permanent("\(url): \(text)", code: curlCode)
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY:
+            // The host's convention: the engine holds the step (no attempt spent) and probes
+            // the host until it answers again.
+            return .retryable("\(url): \(text) (the host does not answer)", code: "unreachable")
         default:
             // Connection refused or reset, DNS hiccups, partial responses, TLS handshake drops.
             return .retryable("\(url): \(text)", code: curlCode)
