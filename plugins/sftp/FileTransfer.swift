@@ -48,6 +48,8 @@ final class FileTransfer: @unchecked Sendable {
     var onProgress: (Int64) -> Void = { _ in }
     /// Range state to persist (only for multi-range files); nil clears it.
     var onCheckpoint: (JSONValue?) -> Void = { _ in }
+    /// Remote directories known to exist (shared across a tree, so `mkdir -p` runs once per folder).
+    var knownDirectories: DirectorySet?
 
     private let session: Session
     private let step: StepContext
@@ -71,10 +73,14 @@ final class FileTransfer: @unchecked Sendable {
         }
         let fs = RemoteFS(connection: connection)
         let parent = String(remote[..<(remote.lastIndex(of: "/") ?? remote.startIndex)])
-        if !parent.isEmpty { try fs.makeDirectories(parent) }
+        if !parent.isEmpty && !(knownDirectories?.contains(parent) ?? false) {
+            try fs.makeDirectories(parent)
+            knownDirectories?.insert(parent)
+        }
         let partial = remote + ".partial"
         let existing = try fs.stat(partial)
         var ranges: [[Int64]]
+        var truncateFirst = false
         if size >= options.parallelThreshold && options.connections > 1 {
             if let saved = FileTransfer.ranges(checkpoint, size: size), let existing, existing.isRegular {
                 ranges = saved
@@ -86,14 +92,17 @@ final class FileTransfer: @unchecked Sendable {
         } else {
             var offset = existing?.size ?? 0
             if offset > size || existing?.isRegular == false { offset = 0 }
-            if offset == 0 { try fs.open(partial, write: true, truncate: true).close() } // also creates empty files
+            // A fresh file is truncated by the writer's own open (one round trip fewer per file);
+            // an empty one has no writer, so it is created here.
+            truncateFirst = offset == 0 && size > 0
+            if offset == 0 && size == 0 { try fs.open(partial, write: true, truncate: true).close() }
             ranges = [[0, offset, size]]
         }
         let resumedFrom = ranges.reduce(0) { $0 + $1[1] - $1[0] }
         if resumedFrom > 0 { step.log(.info, "resuming \(remote) at \(resumedFrom) of \(size) bytes") }
         let chunk = options.chunk
         try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
-            let file = try RemoteFS(connection: conn).open(partial, write: true)
+            let file = try RemoteFS(connection: conn).open(partial, write: true, truncate: truncateFirst)
             defer { _ = try? file.close() }
             var position = range[1]
             file.seek(position)
@@ -110,7 +119,7 @@ final class FileTransfer: @unchecked Sendable {
             file.sync()
             try file.close()
         }
-        if let current = try fs.stat(partial), current.size != size {
+        if ranges.count > 1, let current = try fs.stat(partial), current.size != size {
             throw .retryable("\(partial) has \(current.size) bytes, expected \(size)", code: "size_mismatch")
         }
         try fs.rename(partial, to: remote)
@@ -294,4 +303,13 @@ private final class RangeState: @unchecked Sendable {
             _error = error as? StepError ?? .permanent("\(error)")
         }
     }
+}
+
+/// Remote directories already created or seen during one tree transfer.
+final class DirectorySet: @unchecked Sendable {
+    private let lock = PThreadLock()
+    private var paths: Set<String> = []
+
+    func contains(_ path: String) -> Bool { lock.withLock { paths.contains(path) } }
+    func insert(_ path: String) { _ = lock.withLock { paths.insert(path) } }
 }

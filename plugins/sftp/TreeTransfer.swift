@@ -21,11 +21,13 @@ struct TreeTransfer {
         var doneBytes = entries.prefix(startAt).reduce(0) { $0 + $1.size }
         var resumed = doneBytes
         var last: FileTransfer.Result?
+        let directories = DirectorySet()
         if startAt > 0 { step.log(.info, "\(startAt) of \(entries.count) files already transferred") }
         for index in entries.indices where index >= startAt {
             try step.checkCancellation()
             let entry = entries[index]
             let transfer = FileTransfer(session: session, step: step, options: options)
+            transfer.knownDirectories = directories
             let base = doneBytes
             let files = Int64(entries.count)
             transfer.onProgress = { [step] bytes in
