@@ -58,7 +58,6 @@ struct AcceptPathsStep: StepDefinition {
         step.setOutput("files_failed", .int(failed))
         step.setOutput("bytes", .int(bytes))
         if step.isCancelled { throw StepError.cancelled("sftp.accept-paths cancelled (\(done) files done)") }
-        if let fatal = state.fatal { throw fatal }
     }
 
     /// One worker: takes items until the session closes, the step is cancelled, or (with
@@ -141,7 +140,6 @@ private final class AcceptState: @unchecked Sendable {
     private let lock = PThreadLock()
     private var busy = 0, done: Int64 = 0, failures: Int64 = 0, bytes: Int64 = 0
     private var _stopped = false
-    var fatal: StepError? { nil }
 
     var stopped: Bool { lock.withLock { _stopped } }
     var totals: (Int64, Int64, Int64) { lock.withLock { (done, failures, bytes) } }
