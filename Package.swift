@@ -43,6 +43,9 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CLibSSH2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
 
+        // SHA-256 for the plugins that verify what they move.
+        .target(name: "OrchestrateDigest", dependencies: ["CLibCrypto"]),
+
         // A JSON value type shared by every layer and plugins written with the kit.
         .target(name: "OrchestrateJSON"),
         .target(name: "OrchestrateModel", dependencies: [
@@ -66,11 +69,11 @@ let package = Package(
 
         // The Swift plugin author's kit: a step is a type conforming to `StepDefinition`.
         .target(name: "OrchestratePluginKit", dependencies: ["OrchestrateJSON", "COrchestratePlugin"]),
-        .target(name: "OrchestrateFSPlugin", dependencies: ["OrchestratePluginKit", "CLibCrypto"],
+        .target(name: "OrchestrateFSPlugin", dependencies: ["OrchestratePluginKit", "OrchestrateDigest"],
                 path: "plugins/fs"),
         .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit"],
                 path: "plugins/exec"),
-        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "CCurl", "CLibCrypto"],
+        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "CCurl", "OrchestrateDigest"],
                 path: "plugins/http"),
         .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "CLibSSH2", "CLibCrypto"],
                 path: "plugins/sftp"),

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import OrchestrateDigest
 
 /// Work done behind a download's writes, on other threads, so the transfer thread only writes:
 /// the SHA-256 of the bytes already written (read back from the page cache), and early
