@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import OrchestrateDigest
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OrchestrateDigest
 import OrchestrateJSON
 import OrchestratePluginKit
 
