@@ -59,12 +59,8 @@ import Testing
         // Exactly once: one item.finished per path, all ok but the unreadable one.
         let itemIDs = Set((try h.status(runID))["items"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [])
         let finishedIDs = finished.compactMap { $0["data"]?["item"]?.stringValue ?? $0["data"]?["id"]?.stringValue }
-        // Known engine issue (reported): AttemptDelegate.itemDone commits finishItem at once but
-        // buffers the item.finished event for the next round, so a kill -9 in between loses the
-        // event of an item that did finish. Exactly-once delivery itself is checked above and below.
-        withKnownIssue("item.finished events buffered after finishItem can be lost at kill -9", isIntermittent: true) {
-            #expect(finished.count == 200, "\(finished.count) item.finished events; missing \(itemIDs.subtracting(finishedIDs).sorted()); sample \(finished.first?.jsonText ?? "")")
-        }
+        // Exactly once, with its own event: item.finished is journaled with the item's status.
+        #expect(finished.count == 200, "\(finished.count) item.finished events; missing \(itemIDs.subtracting(finishedIDs).sorted()); sample \(finished.first?.jsonText ?? "")")
         // The unreadable path failed on its own, with the error in its event and in the store.
         let failedEvents = finished.filter { $0["data"]?["ok"]?.boolValue == false }
         #expect(failedEvents.count <= 1)
