@@ -1,0 +1,44 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// The example workflows in `workflows/` that need no server, run as a user would run them.
+/// (The HTTP and SFTP ones are run by their plugins' test targets against real peers.)
+@Suite struct ExampleWorkflowTests {
+    let h = Harness()
+
+    @Test func localUploadPublishesAByteIdenticalCopyWithItsMetadata() throws {
+        let source = h.path("clip.mov")
+        FileManager.default.createFile(atPath: source, contents: Data((0..<(8 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }))
+        let outbox = h.path("outbox")
+        let workflow = TestPaths.packageRoot.appendingPathComponent("workflows/local-upload.yaml").path
+        let result = try h.orchestrate(["run", workflow, "--input", "source=\(source)", "--input", "outbox=\(outbox)",
+                                        "--input", "title=Clip \"one\""])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let published = outbox + "/published/clip.mov"
+        #expect(FileManager.default.contentsEqual(atPath: source, andPath: published))
+        #expect(!FileManager.default.fileExists(atPath: outbox + "/incoming/clip.mov"), "activated: moved out of incoming")
+        let expected = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sha256sum"), [source]).stdout.prefix(64)
+        let metadata = try JSONValue(parsing: try String(contentsOfFile: published + ".json", encoding: .utf8))
+        #expect(metadata["sha256"]?.stringValue == String(expected))
+        #expect(metadata["size"] == .int(8 << 20))
+        let runID = try #require(try h.runIDs().first)
+        #expect(try h.status(runID)["outputs"]?["sha256"]?.stringValue == String(expected))
+    }
+
+    @Test func localUploadFailingLateUndoesTheUpload() throws {
+        // An outbox whose "published" is a file: the activation fails, the compensation removes
+        // the uploaded copy from incoming.
+        let source = h.path("clip.mov")
+        FileManager.default.createFile(atPath: source, contents: Data(repeating: 7, count: 1 << 20))
+        let outbox = h.path("outbox")
+        try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: outbox + "/published", contents: Data("not a directory".utf8))
+        let workflow = TestPaths.packageRoot.appendingPathComponent("workflows/local-upload.yaml").path
+        let result = try h.orchestrate(["run", workflow, "--input", "source=\(source)", "--input", "outbox=\(outbox)", "--json"])
+        #expect(result.status == 1)
+        #expect(Harness.events(result).ofType("run.compensating").count == 1)
+        #expect(!FileManager.default.fileExists(atPath: outbox + "/incoming/clip.mov"))
+    }
+}
