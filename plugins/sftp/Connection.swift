@@ -247,7 +247,7 @@ final class Connection: @unchecked Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(p.host, String(p.port), &hints, &list)
         guard status == 0, let list else {
-            throw .retryable("cannot resolve \(p.host): \(String(cString: gai_strerror(status)))", code: "resolve_failed")
+            throw .retryable("cannot resolve \(p.host): \(String(cString: gai_strerror(status)))", code: "unreachable")
         }
         defer { freeaddrinfo(list) }
         var lastError = ECONNREFUSED
@@ -282,7 +282,7 @@ final class Connection: @unchecked Sendable {
             }
             close(fd)
         }
-        throw .retryable("cannot connect to \(p.host):\(p.port): \(String(cString: strerror(lastError)))", code: "connect_failed")
+        throw .retryable("cannot connect to \(p.host):\(p.port): \(String(cString: strerror(lastError)))", code: "unreachable")
     }
 
     static func now() -> Double {
