@@ -4,14 +4,15 @@ import Glibc
 import Darwin
 #endif
 
-/// A plain mutex for the kit's few globals (the step table, built descriptions).
+/// A plain mutex, for the kit's few globals (the step table, built descriptions) and for
+/// plugins that share state between the threads of a step.
 ///
 /// Not `Synchronization.Mutex`: that needs macOS 15 and the package supports macOS 14. The
 /// mutex lives on the heap so its address never moves (pthread mutexes must not be copied).
-final class Lock: @unchecked Sendable {
+public final class Lock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    init() {
+    public init() {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -23,7 +24,7 @@ final class Lock: @unchecked Sendable {
     }
 
     /// Runs `body` with the mutex held. Keep `body` short.
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    public func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()

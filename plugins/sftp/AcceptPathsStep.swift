@@ -137,7 +137,7 @@ struct AcceptPathsStep: StepDefinition {
 
 /// Counters shared by the workers of one accept-paths step.
 private final class AcceptState: @unchecked Sendable {
-    private let lock = PThreadLock()
+    private let lock = Lock()
     private var busy = 0, done: Int64 = 0, failures: Int64 = 0, bytes: Int64 = 0
     private var _stopped = false
 

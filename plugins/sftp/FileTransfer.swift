@@ -54,7 +54,7 @@ final class FileTransfer: @unchecked Sendable {
     private let session: Session
     private let step: StepContext
     private let options: TransferOptions
-    private let lock = PThreadLock()
+    private let lock = Lock()
 
     init(session: Session, step: StepContext, options: TransferOptions) {
         self.session = session
@@ -280,7 +280,7 @@ final class FileTransfer: @unchecked Sendable {
 
 /// Positions of the ranges of one file, shared by the threads writing them.
 private final class RangeState: @unchecked Sendable {
-    private let lock = PThreadLock()
+    private let lock = Lock()
     private var _ranges: [[Int64]]
     private var _error: StepError?
 
@@ -307,7 +307,7 @@ private final class RangeState: @unchecked Sendable {
 
 /// Remote directories already created or seen during one tree transfer.
 final class DirectorySet: @unchecked Sendable {
-    private let lock = PThreadLock()
+    private let lock = Lock()
     private var paths: Set<String> = []
 
     func contains(_ path: String) -> Bool { lock.withLock { paths.contains(path) } }

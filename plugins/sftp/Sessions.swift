@@ -11,7 +11,7 @@ import OrchestratePluginKit
 final class Session: @unchecked Sendable {
     let id: String
     let parameters: ConnectionParameters
-    private let lock = PThreadLock()
+    private let lock = Lock()
     private var idle: [Connection] = []
     private var closed = false
 
@@ -63,7 +63,7 @@ final class Session: @unchecked Sendable {
 
 /// The process-wide registry of sessions, keyed by the opaque id `sftp.connect` outputs.
 enum Sessions {
-    private static let lock = PThreadLock()
+    private static let lock = Lock()
     nonisolated(unsafe) private static var open: [String: Session] = [:]
     nonisolated(unsafe) private static var counter = 0
 
@@ -96,27 +96,5 @@ enum Sessions {
                              code: "session_unknown")
         }
         throw .invalidInput("give either session (from sftp.connect) or host, user and an authentication method")
-    }
-}
-
-/// A pthread mutex on the heap (the kit's Lock is internal to the kit).
-final class PThreadLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
     }
 }
