@@ -21,7 +21,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchlib import ROOT, build_test_plugin  # noqa: E402
 
 
 def sh(args, **kw):
@@ -69,9 +70,7 @@ def main():
     try:
         plugins = os.path.join(work, "plugins")
         os.makedirs(plugins)
-        sh(["cc", "-shared", "-fPIC", "-O2", "-std=c99", "-D_POSIX_C_SOURCE=200809L",
-            "-I", os.path.join(ROOT, "Sources/COrchestratePlugin/include"),
-            "-o", os.path.join(plugins, "teststeps.so"), os.path.join(ROOT, "Tests/Fixtures/plugins/teststeps.c")])
+        build_test_plugin(plugins)
         baseline_bin = os.path.join(work, "sqlite_commits")
         sh(["cc", "-O2", "-o", baseline_bin, os.path.join(ROOT, "bench/engine/sqlite_commits.c"), "-lsqlite3"])
 

@@ -16,7 +16,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchlib import ROOT, build_test_plugin  # noqa: E402
 
 
 def timed(cmd, env):
@@ -38,10 +39,7 @@ def main():
     try:
         plugins = os.path.join(work, "plugins")
         os.makedirs(plugins)
-        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-std=c99", "-D_POSIX_C_SOURCE=200809L",
-                        "-I", os.path.join(ROOT, "Sources/COrchestratePlugin/include"), "-o",
-                        os.path.join(plugins, "teststeps.so"), os.path.join(ROOT, "Tests/Fixtures/plugins/teststeps.c")],
-                       check=True)
+        build_test_plugin(plugins)
         fan = os.path.join(work, "fan.yaml")
         with open(fan, "w") as f:
             f.write('version: 1\nname: fan\ninputs:\n  items: { type: array, required: true }\n'

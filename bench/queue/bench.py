@@ -19,7 +19,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchlib import ROOT, build_test_plugin  # noqa: E402
 
 WORKFLOW = """version: 1
 name: bench-queue
@@ -112,10 +113,7 @@ def main():
     try:
         plugins = os.path.join(work, "plugins")
         os.makedirs(plugins)
-        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-std=c99", "-D_POSIX_C_SOURCE=200809L",
-                        "-I", os.path.join(ROOT, "Sources/COrchestratePlugin/include"),
-                        "-o", os.path.join(plugins, "teststeps.so"),
-                        os.path.join(ROOT, "Tests/Fixtures/plugins/teststeps.c")], check=True)
+        build_test_plugin(plugins)
         print(json.dumps([one(orchestrate, plugins, work, n, args.parallel) for n in args.runs], indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)

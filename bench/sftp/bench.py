@@ -20,26 +20,11 @@ import socket
 import statistics
 import subprocess
 import tempfile
+import sys
 import time
 
-
-def timed(args, env=None):
-    """Wall time (s) and peak RSS (MiB) of one command; fails loudly if it fails."""
-    start = time.monotonic()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.monotonic() - start
-    if status != 0:
-        raise SystemExit(f"failed ({status}): {' '.join(args)}\n{proc.stderr.read().decode()[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024.0
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchlib import free_port, timed  # noqa: E402
 
 
 def start_sshd(work):
