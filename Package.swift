@@ -57,12 +57,10 @@ let package = Package(
         .target(name: "OrchestratePluginHost", dependencies: ["OrchestrateJSON", "COrchestratePlugin"]),
         .target(name: "OrchestrateEngine", dependencies: [
             "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
-            .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "OrchestrateCLI", dependencies: [
             "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "orchestrate", dependencies: ["OrchestrateCLI"]),
         .executableTarget(name: "OrchestratePluginRunner", dependencies: ["OrchestratePluginHost", "OrchestrateJSON"]),
@@ -79,6 +77,7 @@ let package = Package(
                 path: "plugins/sftp"),
         .executableTarget(name: "OrchestrateSandbox", dependencies: [
             "OrchestrateJSON", .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
 
         // Helpers shared by the test targets (products dir, C fixture plugins, child processes).

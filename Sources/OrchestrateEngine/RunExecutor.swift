@@ -332,7 +332,6 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         }
     }
 
-    func isCancelRequested() -> Bool { signal.withLock { cancelRequested } }
     func markCancelled(_ id: String) { _ = signal.withLock { cancelledInstances.insert(id) } }
     func clearCancelled(_ id: String) { _ = signal.withLock { cancelledInstances.remove(id) } }
     func wasCancelled(_ id: String) -> Bool { signal.withLock { cancelledInstances.contains(id) } }
