@@ -11,6 +11,7 @@ packages=(
   openssh-server openssh-client     # a real sshd on loopback for the SFTP tests
   nginx-light                       # a real HTTP server on loopback for the HTTP tests
   tmux                              # terminal tests of the progress display
+  python3                           # test tools: scripted servers, the fault proxy, the crash campaign
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -18,15 +18,19 @@ struct ResumeCommand: ParsableCommand {
     @Option(name: .customLong("max-parallel"), help: ArgumentHelp("Steps running at once (default: cores × 4).", valueName: "n"))
     var maxParallel: Int?
 
+    @Option(name: .customLong("max-rate"), help: ByteRate.help("the run, replacing the cap it had (0 removes it)"))
+    var maxRate: ByteRate?
+
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
         let store = try global.openStore()
-        guard let run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(global.resolvedStateDirectory())") }
+        guard var run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(global.resolvedStateDirectory())") }
         guard !run.status.isFinished else {
             throw CLIFailure(status: run.status == .succeeded ? ExitStatus.success : ExitStatus.runFailed,
                              message: "run \(runID) already finished: \(run.status.rawValue)")
         }
+        if let maxRate { run.maxRate = maxRate.bytesPerSecond }
         let registry = global.loadPlugins()
         let workflow = try WorkflowLoading.parse(source: run.workflowSource, file: run.workflowFile, registry: registry)
         try InputParsing.checkSecrets(workflow)

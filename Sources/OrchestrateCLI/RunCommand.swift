@@ -16,6 +16,7 @@ struct RunCommand: ParsableCommand {
             Examples:
               orchestrate run workflows/vimeo-upload.yaml --input source=movie.mov
               orchestrate run flow.yaml --inputs inputs.json --json > events.jsonl
+              orchestrate run workflows/http-download.yaml --input url=https://… --max-rate 20M
             """)
 
     @Argument(help: "The workflow file.")
@@ -35,6 +36,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("label"), help: ArgumentHelp("A label for finding the run later, as KEY=VALUE (repeatable).", valueName: "key=value"))
     var labels: [String] = []
 
+    @Option(name: .customLong("max-rate"), help: ByteRate.help("the run (all its transfers together; kept for resume)"))
+    var maxRate: ByteRate?
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -48,7 +52,8 @@ struct RunCommand: ParsableCommand {
         try InputParsing.checkSecrets(workflow)
         let store = try global.openStore()
         let run = try RunLauncher(store: store, stateDirectory: global.resolvedStateDirectory())
-            .create(workflow, inputs: resolvedInputs, labels: try InputParsing.labels(labels))
+            .create(workflow, inputs: resolvedInputs, labels: try InputParsing.labels(labels),
+                    maxRate: maxRate?.bytesPerSecond)
         try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry,
                                maxParallel: maxParallel, json: global.json,
                                options: try global.engineOptions())

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import OrchestrateEngine
+import OrchestratePluginHost
 
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,10 +14,15 @@ struct ServeCommand: ParsableCommand {
             each run is executed by one of them. SIGTERM or Ctrl-C stops taking work, interrupts the \
             runs in flight (they stay queued, in their place, and resume from their checkpoints) and \
             exits 0.
+
+            --max-rate caps the bandwidth of everything this process transfers, together; a run             submitted with its own --max-rate is held to both caps.
             """)
 
     @Option(name: .customLong("max-parallel"), help: ArgumentHelp("Runs executing at once (default 4).", valueName: "n"))
     var maxParallel: Int = 4
+
+    @Option(name: .customLong("max-rate"), help: ByteRate.help("all the runs this serve executes, together"))
+    var maxRate: ByteRate?
 
     @OptionGroup var global: GlobalOptions
 
@@ -29,6 +35,7 @@ struct ServeCommand: ParsableCommand {
         let store = try global.openStore()
         var options = QueueWorker.Options(maxRuns: maxParallel)
         options.engine = try global.engineOptions()
+        options.engine.bandwidth = maxRate?.bytesPerSecond.map { TokenBucket(bytesPerSecond: $0) }
         let worker = QueueWorker(store: store, registry: registry, options: options,
                                  observer: ServePrinter(json: global.json))
         let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {

@@ -27,6 +27,9 @@ struct SubmitCommand: ParsableCommand {
 
     @Option(help: "Higher runs first (default 0).") var priority: Int = 0
 
+    @Option(name: .customLong("max-rate"), help: ByteRate.help("this run (all its transfers together)"))
+    var maxRate: ByteRate?
+
     @Option(name: .customLong("label"), help: ArgumentHelp("KEY=VALUE, for `list --label` (repeatable).", valueName: "key=value"))
     var labels: [String] = []
 
@@ -68,7 +71,8 @@ struct SubmitCommand: ParsableCommand {
             runs.append(try InputParsing.resolve(workflow: workflow, pairs: inputs, file: inputsFile))
         }
         for resolved in runs {
-            let run = try launcher.create(workflow, inputs: resolved, status: .queued, id: id, labels: labels, priority: priority)
+            let run = try launcher.create(workflow, inputs: resolved, status: .queued, id: id, labels: labels, priority: priority,
+                                           maxRate: maxRate?.bytesPerSecond)
             Terminal.line(global.json ? "{\"id\":\"\(run.id)\"}" : run.id)
         }
     }

@@ -261,7 +261,8 @@ extension RunExecutor {
         nextToken += 1
         let request = StepRequest(runID: run.id, stepID: instance.id, inputs: inputs,
                                   idempotencyKey: instance.record.idempotencyKey, runDir: run.runDir,
-                                  attempt: attemptNumber, timeout: instance.spec.timeout, checkpoint: checkpoint)
+                                  attempt: attemptNumber, timeout: instance.spec.timeout, checkpoint: checkpoint,
+                                  bandwidth: bandwidth)
         let delegate = AttemptDelegate(runID: run.id, instanceID: instance.id, declaredStep: instance.record.step,
                                        store: store, redactor: redactor, sink: self)
         let invocation: any StepRunning

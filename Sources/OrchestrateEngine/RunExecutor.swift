@@ -28,6 +28,9 @@ public struct EngineOptions: Sendable {
     public var runnerMemoryLimit: Int64?
     /// Uniform random numbers in [0, 1) for retry jitter (tests pass a fixed one).
     public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+    /// A bandwidth cap shared by every run this process executes (`serve --max-rate`), on top
+    /// of each run's own cap (`RunRecord.maxRate`).
+    public var bandwidth: TokenBucket?
 
     public init() {}
 }
@@ -69,6 +72,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     let observer: (any RunObserver)?
     let owner = OwnerIdentity.current
     var run: RunRecord
+    /// What the run's network bytes count against: its own cap and the process's, or nil.
+    let bandwidth: BandwidthCaps?
 
     // Shared with attempt threads and `cancel()`: guarded by `signal`.
     private let signal = NSCondition()
@@ -128,6 +133,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.options = options
         self.observer = observer
         self.run = run
+        self.bandwidth = BandwidthCaps([run.maxRate.map { TokenBucket(bytesPerSecond: $0) }, options.bandwidth])
         self.threads = AttemptThreads(name: "steps of \(run.id)")
         guard !run.status.isFinished else { throw ExecutionError.alreadyFinished(run.id, run.status) }
         guard try store.claimRun(run.id, owner: owner, leaseUntil: Date().timeIntervalSince1970 + options.leaseDuration)

@@ -22,16 +22,17 @@ public struct RunLauncher: Sendable {
     /// Journals a new run of `workflow` with already validated `inputs`. `status` is `.queued`
     /// for `submit`, `.running` for `run` (which then executes it at once).
     public func create(_ workflow: Workflow, inputs: JSONValue, status: RunStatus = .running, id: String? = nil,
-                       labels: [String: String] = [:], priority: Int = 0) throws -> RunRecord
+                       labels: [String: String] = [:], priority: Int = 0, maxRate: Int64? = nil) throws -> RunRecord
     {
         let runID = id ?? RunIDs.make()
         let runDir = (stateDirectory as NSString).appendingPathComponent("runs/\(runID)")
         try FileManager.default.createDirectory(atPath: runDir, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         let now = Date().timeIntervalSince1970
-        let run = RunRecord(id: runID, workflowName: workflow.name, workflowFile: workflow.file,
+        var run = RunRecord(id: runID, workflowName: workflow.name, workflowFile: workflow.file,
                             workflowSource: workflow.source, inputs: inputs, status: status, createdAt: now,
                             runDir: runDir, priority: priority, labels: labels)
+        run.maxRate = maxRate
         let added = EventRecord(runID: runID, time: now, type: "run.added",
                                 data: ["workflow": .string(workflow.name), "file": .string(workflow.file)])
         try store.createRun(run, events: [added])

@@ -167,5 +167,15 @@ final class CallContext: @unchecked Sendable {
         }
     }
 
+    /// Accounts `bytes` against the request's bandwidth caps and waits (cancellably) until
+    /// they may move. Returns true when cancelled while waiting.
+    func consumeBandwidth(_ bytes: Int64) -> Bool {
+        guard let account = request.bandwidth, bytes > 0 else { return signal.isCancelled }
+        let wait = account.reserve(bytes)
+        guard wait > 0 else { return signal.isCancelled }
+        // poll() counts milliseconds: round up; the bucket refunds an oversleep on the next call.
+        return signal.wait(milliseconds: (wait + 999_999) / 1_000_000)
+    }
+
     var isFinished: Bool { lock.withLock { finished } }
 }

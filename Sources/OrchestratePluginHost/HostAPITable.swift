@@ -94,9 +94,28 @@ enum HostAPITable {
             guard let context = CallContext.resolve(host), !context.isFinished, let id else { return }
             context.delegate.itemProgress(id: String(cString: id), bytesDone: bytesDone, bytesTotal: bytesTotal)
         }
-        api.get_extension = { _, _ in nil }
+        api.get_extension = { _, id in
+            guard let id else { return nil }
+            switch String(cString: id) {
+            case ORC_EXT_BANDWIDTH_V1: return UnsafeRawPointer(bandwidth)
+            default: return nil
+            }
+        }
 
         table.initialize(to: api)
+        return UnsafePointer(table)
+    }()
+
+    /// The `orchestrate.bandwidth.v1` extension table, for the life of the process.
+    nonisolated(unsafe) static let bandwidth: UnsafePointer<orc_bandwidth_v1> = {
+        let table = UnsafeMutablePointer<orc_bandwidth_v1>.allocate(capacity: 1)
+        var extensionTable = orc_bandwidth_v1()
+        extensionTable.struct_size = UInt32(MemoryLayout<orc_bandwidth_v1>.size)
+        extensionTable.consume = { host, bytes in
+            guard let context = CallContext.resolve(host) else { return 1 }
+            return context.consumeBandwidth(bytes) ? 1 : 0
+        }
+        table.initialize(to: extensionTable)
         return UnsafePointer(table)
     }()
 

@@ -121,6 +121,9 @@ public final class IsolatedStepInvocation: StepRunning, @unchecked Sendable {
         case "save_item_checkpoint":
             let ok = RunnerProtocol.bytes(message["data"]).map { delegate.saveItemCheckpoint(id: message["item"]?.stringValue ?? "", data: $0) } ?? false
             channel.send(["op": "reply", "id": message["id"] ?? .null, "ok": .bool(ok)])
+        case "reserve_bandwidth":
+            let wait = request.bandwidth?.reserve(message["bytes"]?.intValue ?? 0) ?? 0
+            channel.send(["op": "reply", "id": message["id"] ?? .null, "wait_ns": .int(wait)])
         case "item_progress":
             delegate.itemProgress(id: message["item"]?.stringValue ?? "", bytesDone: message["bytes_done"]?.intValue ?? -1,
                                   bytesTotal: message["bytes_total"]?.intValue ?? -1)

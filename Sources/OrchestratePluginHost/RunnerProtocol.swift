@@ -7,7 +7,8 @@ import OrchestrateJSON
 ///
 /// Host → runner: `run` (once, first), `cancel`, and `reply` to the runner's requests.
 /// Runner → host: `log`, `progress`, `item_done`, `item_progress` (no reply); `save_checkpoint`,
-/// `next_item`, `save_item_checkpoint` (each with an `id`, answered by a `reply` with that id);
+/// `next_item`, `save_item_checkpoint`, `reserve_bandwidth` (each with an `id`, answered by a
+/// `reply` with that id);
 /// and `done` (once, last) with the outputs or the failure.
 public enum RunnerProtocol {
     public static func encode(_ request: StepRequest) -> JSONValue {
@@ -18,6 +19,9 @@ public enum RunnerProtocol {
         if let key = request.idempotencyKey { o["idempotency_key"] = .string(key) }
         if let timeout = request.timeout { o["timeout_ms"] = .int(milliseconds(timeout)) }
         if let checkpoint = request.checkpoint { o["checkpoint"] = .string(Data(checkpoint).base64EncodedString()) }
+        // The caps stay in the engine (they are shared with its other steps); the runner asks
+        // for bytes with `reserve_bandwidth`.
+        if request.bandwidth != nil { o["bandwidth"] = true }
         return .object(o)
     }
 
@@ -30,6 +34,9 @@ public enum RunnerProtocol {
                            timeout: v["timeout_ms"]?.intValue.map { .milliseconds($0) },
                            checkpoint: bytes(v["checkpoint"]))
     }
+
+    /// True when the request has bandwidth caps the runner must ask the engine about.
+    public static func hasBandwidth(_ v: JSONValue) -> Bool { v["bandwidth"]?.boolValue == true }
 
     public static func encode(_ failure: StepFailure) -> JSONValue {
         var o: [String: JSONValue] = ["kind": .string(failure.kind.rawValue), "message": .string(failure.message)]

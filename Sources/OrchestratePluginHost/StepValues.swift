@@ -18,10 +18,15 @@ public struct StepRequest: Sendable {
     public var timeout: Duration?
     /// The checkpoint saved by an earlier attempt, given back to the plugin by load_checkpoint.
     public var checkpoint: [UInt8]?
+    /// The bandwidth caps the step's network bytes count against (`--max-rate`), or nil for
+    /// none. Plugins reach it through the `orchestrate.bandwidth.v1` extension.
+    public var bandwidth: (any BandwidthAccount)?
 
     public init(runID: String, stepID: String, inputs: JSONValue, idempotencyKey: String? = nil,
-                runDir: String, attempt: Int = 1, timeout: Duration? = nil, checkpoint: [UInt8]? = nil)
+                runDir: String, attempt: Int = 1, timeout: Duration? = nil, checkpoint: [UInt8]? = nil,
+                bandwidth: (any BandwidthAccount)? = nil)
     {
+        self.bandwidth = bandwidth
         self.runID = runID
         self.stepID = stepID
         self.inputs = inputs

@@ -31,12 +31,15 @@ public final class StepContext: @unchecked Sendable {
 
     let api: UnsafePointer<orc_host_api>
     let host: OpaquePointer?
+    /// The `orchestrate.bandwidth.v1` extension, when the host has it.
+    private let bandwidth: UnsafePointer<orc_bandwidth_v1>?
 
     init(call: UnsafePointer<orc_step_call>, api: UnsafePointer<orc_host_api>, host: OpaquePointer?) throws(StepError) {
         let c = call.pointee
         func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
         self.api = api
         self.host = host
+        bandwidth = StepContext.extensionTable(api, host, ORC_EXT_BANDWIDTH_V1, as: orc_bandwidth_v1.self)
         stepType = text(c.step_type)
         runID = text(c.run_id)
         stepID = text(c.step_id)
@@ -87,6 +90,31 @@ public final class StepContext: @unchecked Sendable {
     /// Throws `StepError.cancelled` when the step has been cancelled.
     public func checkCancellation() throws(StepError) {
         if isCancelled { throw .cancelled("\(stepType) was cancelled") }
+    }
+
+    // MARK: - Bandwidth
+
+    /// Accounts `bytes` sent or received over the network against the run's and the host's
+    /// bandwidth caps (`--max-rate`), waiting as long as they say. Call it per chunk, before
+    /// sending or after receiving. Returns true when the step was cancelled while waiting.
+    /// Costs nothing measurable when no cap is set.
+    @discardableResult
+    public func consumeBandwidth(_ bytes: Int) -> Bool {
+        guard bytes > 0, let bandwidth, let consume = bandwidth.pointee.consume else { return false }
+        return consume(host, Int64(bytes)) != 0
+    }
+
+    /// An extension table the host provides, checked to be large enough to hold `T`.
+    private static func extensionTable<T>(_ api: UnsafePointer<orc_host_api>, _ host: OpaquePointer?,
+                                          _ id: String, as: T.Type) -> UnsafePointer<T>?
+    {
+        let available = Int(api.pointee.struct_size)
+        guard let offset = MemoryLayout<orc_host_api>.offset(of: \orc_host_api.get_extension),
+              offset + MemoryLayout<UnsafeRawPointer>.size <= available,
+              let getExtension = api.pointee.get_extension, let raw = getExtension(host, id)
+        else { return nil }
+        guard raw.load(as: UInt32.self) >= UInt32(MemoryLayout<T>.size) else { return nil }
+        return raw.assumingMemoryBound(to: T.self)
     }
 
     // MARK: - Outputs

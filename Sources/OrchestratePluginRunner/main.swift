@@ -88,6 +88,11 @@ final class ForwardingDelegate: StepHostDelegate, @unchecked Sendable {
         channel.send(["op": "item_progress", "item": .string(id), "bytes_done": .int(bytesDone), "bytes_total": .int(bytesTotal)])
     }
 
+    /// The engine debits its caps and answers how long to wait (cancellable, here).
+    func reserveBandwidth(_ bytes: Int64) -> Int64 {
+        ask(["op": "reserve_bandwidth", "bytes": .int(bytes)])?["wait_ns"]?.intValue ?? 0
+    }
+
     /// Sends a request and waits for the engine's reply (nil if the engine went away).
     private func ask(_ message: JSONValue) -> JSONValue? {
         let id: Int64 = lock.withLock {
@@ -119,8 +124,16 @@ final class ForwardingDelegate: StepHostDelegate, @unchecked Sendable {
     }
 }
 
+/// The engine's bandwidth caps, asked about over the channel.
+struct ForwardedBandwidth: BandwidthAccount {
+    let delegate: ForwardingDelegate
+    func reserve(_ bytes: Int64) -> Int64 { delegate.reserveBandwidth(bytes) }
+}
+
 let delegate = ForwardingDelegate()
-let invocation = StepInvocation(stepType: stepType, request: request, delegate: delegate)
+var runRequest = request
+if RunnerProtocol.hasBandwidth(requestValue) { runRequest.bandwidth = ForwardedBandwidth(delegate: delegate) }
+let invocation = StepInvocation(stepType: stepType, request: runRequest, delegate: delegate)
 
 // The engine's messages after `run`: replies and cancellation. If the engine goes away, the
 // step is cancelled (nobody would read its result).

@@ -95,6 +95,8 @@ public struct RunRecord: Sendable {
     public var queueOrder: Double = 0
     /// `run-now` asked for it to start at once.
     public var runNow = false
+    /// The run's bandwidth cap in bytes per second (`--max-rate`), across all its transfers.
+    public var maxRate: Int64?
 
     public init(id: String, workflowName: String, workflowFile: String, workflowSource: String, inputs: JSONValue,
                 status: RunStatus, createdAt: Double, runDir: String, priority: Int = 0, labels: [String: String] = [:])

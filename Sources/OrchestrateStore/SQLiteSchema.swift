@@ -106,6 +106,10 @@ enum SQLiteSchema {
                 CREATE TABLE queue_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v3 bandwidth") { db in
+            // The run's bandwidth cap in bytes per second (`--max-rate`), NULL for none.
+            try db.execute(sql: "ALTER TABLE runs ADD COLUMN max_rate INTEGER")
+        }
         return migrator
     }
 }

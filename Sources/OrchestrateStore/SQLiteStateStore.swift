@@ -90,11 +90,11 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try write { db in
             try db.execute(sql: """
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status,
-                                  created_at, run_dir, priority, labels_json, queue_order)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  created_at, run_dir, priority, labels_json, queue_order, max_rate)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [run.id, run.workflowName, run.workflowFile, run.workflowSource,
                                  run.inputs.jsonText, run.status.rawValue, run.createdAt, run.runDir,
-                                 run.priority, Self.labelsJSON(run.labels), run.queueOrder])
+                                 run.priority, Self.labelsJSON(run.labels), run.queueOrder, run.maxRate])
             try Self.insertEvents(events, db)
         }
     }
@@ -352,10 +352,10 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     private static func updateRun(_ run: RunRecord, _ db: Database) throws {
         try db.execute(sql: """
             UPDATE runs SET status = ?, ending = ?, started_at = ?, finished_at = ?, error = ?, outputs_json = ?,
-                            priority = ?, labels_json = ?
+                            priority = ?, labels_json = ?, max_rate = ?
             WHERE id = ?
             """, arguments: [run.status.rawValue, run.ending?.rawValue, run.startedAt, run.finishedAt, run.error,
-                             run.outputs?.jsonText, run.priority, labelsJSON(run.labels), run.id])
+                             run.outputs?.jsonText, run.priority, labelsJSON(run.labels), run.maxRate, run.id])
     }
 
     private static func labelsJSON(_ labels: [String: String]) -> String {
@@ -379,6 +379,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         run.requestedControl = row["requested_control"]
         run.queueOrder = row["queue_order"] ?? run.createdAt
         run.runNow = (row["run_now"] as Int?) == 1
+        run.maxRate = row["max_rate"]
         run.leaseUntil = row["lease_until"]
         if let host = row["owner_host"] as String? {
             run.owner = OwnerIdentity(host: host, pid: row["owner_pid"], startTime: row["owner_start"])

@@ -46,6 +46,23 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: runner.path(".big.bin.part")))
     }
 
+    /// `run --max-rate`: the engine's cap reaches libcurl's socket reads through the bandwidth
+    /// extension (the step's own `max_rate` is not set here). 3 MiB under 1 MiB/s, with a quarter
+    /// second of burst, cannot take less than 2.75 s; checked from below only.
+    @Test func theRunsMaxRateCapsARealDownload() throws {
+        let nginx = try Nginx()
+        try Tools.randomFile("\(nginx.www)/capped.bin", bytes: 3 << 20)
+        let destination = runner.path("capped.bin")
+        let started = Date()
+        let result = try ChildProcess.orchestrate(runner.arguments(Runner.workflow("http-download.yaml"), [
+            "url": "\(nginx.base)/files/capped.bin", "destination": destination,
+        ]) + ["--max-rate", "1M"], environment: runner.environment)
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(elapsed >= 2.6, "3 MiB under a 1 MiB/s cap took only \(elapsed) s")
+        #expect(try Tools.sha256(destination) == Tools.sha256("\(nginx.www)/capped.bin"))
+    }
+
     @Test func aFileChangedOnTheServerStartsOverCleanly() throws {
         let nginx = try Nginx()
         // Well beyond what loopback socket buffers deliver in one burst before the rate limit bites.

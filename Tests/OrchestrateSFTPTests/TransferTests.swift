@@ -169,6 +169,34 @@ import Testing
         }
     }
 
+    /// `run --max-rate` holds across the parallel ranges of one file (4 connections): the
+    /// engine's cap reaches the sftp loops through the bandwidth extension. 3 MiB under 1 MiB/s,
+    /// with a quarter second of burst, cannot take less than 2.75 s; checked from below only.
+    @Test func theRunsMaxRateCapsParallelRanges() throws {
+        let source = Harness.randomFile(h.path("capped.bin"), size: 3 << 20, seed: 7)
+        let wf = h.workflow("""
+            version: 1
+            name: capped
+            steps:
+              move:
+                uses: sftp.upload
+                with:
+                  source: \(source)
+                  destination: in/capped.bin
+                  remote_root: \(peer.remoteRoot)
+                  connections: 4
+                  parallel_threshold_mib: 1
+                  chunk_kib: 256
+                  \(peer.connection(knownHosts: known))
+            """, name: "capped.yaml")
+        let started = Date()
+        let result = try h.orchestrate(["run", wf, "--max-rate", "1M", "--json"])
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(elapsed >= 2.6, "3 MiB under a 1 MiB/s cap took only \(elapsed) s")
+        #expect(Harness.sameBytes(source, "\(peer.remoteRoot)/in/capped.bin"))
+    }
+
     @Test func cancelStopsABlockedTransferWithinASecond() throws {
         let source = Harness.randomFile(h.path("cancel.bin"), size: 16 << 20, seed: 5)
         let remote = "\(peer.remoteRoot)/cancel.bin"

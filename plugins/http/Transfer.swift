@@ -172,6 +172,9 @@ final class Transfer {
     // MARK: - Callbacks (on the step's thread, inside curl_multi_perform)
 
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
+        // The run's and the host's --max-rate: waiting here slows the socket reads (TCP
+        // backpressure does the rest). Cancelled while waiting: abort (0 bytes taken).
+        if step.consumeBandwidth(bytes.count) { return 0 }
         if bodyDecision == nil {
             let status = Curl.infoInt(easy, CURLINFO_RESPONSE_CODE)
             let head = Response(status: status, headers: headers, body: [], bodyTruncated: false)
@@ -202,6 +205,8 @@ final class Transfer {
         let remaining = requestBody.length - readPosition
         let wanted = Int(min(Int64(buffer.count), max(0, remaining)))
         guard wanted > 0, let base = buffer.baseAddress else { return 0 }
+        // The run's and the host's --max-rate, before handing libcurl the next chunk.
+        if step.consumeBandwidth(wanted) { return Int(CURL_READFUNC_ABORT) }
         switch requestBody {
         case .none: return 0
         case .bytes(let bytes):

@@ -210,7 +210,11 @@ final class FileTransfer: @unchecked Sendable {
         let started = Connection.now(), startBytes = shared.done
         let limit = Double(options.limitKiBps) * 1024
         func run(_ index: Int, _ connection: Connection) throws(StepError) {
+            var accounted = shared.ranges[index][1]
             try body(connection, shared.ranges[index]) { position throws(StepError) in
+                // The run's and the host's --max-rate, for the bytes this range just moved.
+                if self.step.consumeBandwidth(Int(position - accounted)) { throw .cancelled("sftp transfer cancelled") }
+                accounted = position
                 let (done, snapshot) = shared.update(index, position)
                 self.onProgress(done)
                 if multi { self.onCheckpoint(FileTransfer.state(snapshot, size: size)) }

@@ -25,6 +25,9 @@
  *                    null) and `attempt`.
  *   test.items       {file}: ORC_STEP_ACCEPTS_ITEMS; appends each item's JSON + "\n" to file
  *                    and reports it done, until the session closes; output `count`.
+ *   test.metered     {bytes, chunk?}: "moves" bytes in chunks (default 64 KiB) through the
+ *                    orchestrate.bandwidth.v1 extension, as a network step would; outputs
+ *                    `bytes` and `extension` (whether the host offered it).
  */
 #include <orchestrate/plugin.h>
 
@@ -404,6 +407,27 @@ static int32_t run_items(const orc_step_call *call, const orc_host_api *api, orc
     return ORC_RUN_OK;
 }
 
+static int32_t run_metered(const orc_step_call *call, const orc_host_api *api, orc_host *host) {
+    long long bytes, chunk = 65536, done = 0;
+    char text[32];
+    if (!json_int(call->inputs_json, "bytes", &bytes)) return missing(api, host, "bytes");
+    json_int(call->inputs_json, "chunk", &chunk);
+    if (chunk < 1) chunk = 1;
+    const orc_bandwidth_v1 *bandwidth = api->get_extension(host, ORC_EXT_BANDWIDTH_V1);
+    if (bandwidth && bandwidth->struct_size < sizeof *bandwidth) bandwidth = NULL;
+    while (done < bytes) {
+        long long n = bytes - done < chunk ? bytes - done : chunk;
+        if ((bandwidth && bandwidth->consume(host, n) != 0) || api->is_cancelled(host))
+            return fail(api, host, ORC_ERROR_CANCELLED, "cancelled", "test.metered was cancelled");
+        done += n;
+        api->progress(host, done, bytes, -1, -1);
+    }
+    snprintf(text, sizeof text, "%lld", done);
+    api->set_output(host, "bytes", text);
+    api->set_output(host, "extension", bandwidth ? "true" : "false");
+    return ORC_RUN_OK;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The description
  * ------------------------------------------------------------------------------------------- */
@@ -442,8 +466,12 @@ STEP(items, "test.items", ORC_STEP_ACCEPTS_ITEMS, "Appends every item it is give
      OBJECT_SCHEMA("\"file\":{\"type\":\"string\"}", "\"file\""),
      OBJECT_SCHEMA("\"count\":{\"type\":\"integer\"}", "\"count\""), run_items);
 
+STEP(metered, "test.metered", 0, "Moves bytes through the bandwidth extension, as a transfer would.",
+     OBJECT_SCHEMA("\"bytes\":{\"type\":\"integer\",\"minimum\":0},\"chunk\":{\"type\":\"integer\",\"minimum\":1}", "\"bytes\""),
+     OBJECT_SCHEMA("\"bytes\":{\"type\":\"integer\"},\"extension\":{\"type\":\"boolean\"}", "\"bytes\""), run_metered);
+
 static const orc_step_type *const steps[] = {
-    &noop, &append, &flaky, &sleep_step, &checkpoint, &fail_step, &echo, &items,
+    &noop, &append, &flaky, &sleep_step, &checkpoint, &fail_step, &echo, &items, &metered,
 };
 
 static const orc_plugin plugin = {

@@ -3,6 +3,8 @@
  *
  * History: 1.0 the first version. 1.1 adds session steps (ORC_STEP_OPENS_SESSION and
  * orc_step_type.close_session); a 1.0 plugin loads unchanged in a 1.1 host.
+ * Extensions (found with orc_host_api.get_extension; a host without one answers NULL):
+ * "orchestrate.bandwidth.v1" (orc_bandwidth_v1), the run's and the host's bandwidth caps.
  *
  * A plugin is a shared library that exports exactly one function:
  *
@@ -238,11 +240,35 @@ typedef struct orc_host_api {
     /* Reports progress of one item, like progress. [step-thread] */
     void (*item_progress)(orc_host *host, const char *id, int64_t bytes_done, int64_t bytes_total);
 
-    /* Returns the host extension with string id `extension_id` (e.g. "orchestrate.resources.v1"),
+    /* Returns the host extension with string id `extension_id` (e.g. ORC_EXT_BANDWIDTH_V1),
      * or NULL if this host does not provide it. The returned table is owned by the host and
      * valid for the life of the process. [any-thread] */
     const void *(*get_extension)(orc_host *host, const char *extension_id);
 } orc_host_api;
+
+/* ---------------------------------------------------------------------------------------------
+ * Host extensions
+ * ------------------------------------------------------------------------------------------- */
+
+/* Extension "orchestrate.bandwidth.v1": the bandwidth caps of `orchestrate run|submit|serve
+ * --max-rate`. A step that moves bytes over the network asks for them as they go, so one cap
+ * holds across all the transfers of a run (and of a `serve`), whichever plugin does them:
+ *
+ *     const orc_bandwidth_v1 *bw = api->get_extension(host, ORC_EXT_BANDWIDTH_V1);
+ *     ...for each chunk: if (bw && bw->consume(host, n) != 0) { cancelled: stop }
+ *
+ * Without the extension (an older host) or without a cap, consume returns 0 at once. */
+#define ORC_EXT_BANDWIDTH_V1 "orchestrate.bandwidth.v1"
+
+typedef struct orc_bandwidth_v1 {
+    uint32_t struct_size;
+    /* Accounts `bytes` (> 0) sent or received by this step and blocks until the caps allow
+     * them: before sending a chunk, or after receiving one. Caps are token buckets with about
+     * a quarter second of burst, so chunks of any size work; bytes above the burst are paid
+     * for by waiting longer. Returns 0 when the bytes may go, 1 when the step was cancelled
+     * while waiting (stop as after is_cancelled). Cheap when no cap is set. [step-thread] */
+    int32_t (*consume)(orc_host *host, int64_t bytes);
+} orc_bandwidth_v1;
 
 /* ---------------------------------------------------------------------------------------------
  * The plugin side: the step call, step types, and the plugin description
