@@ -27,6 +27,13 @@ final class RecordingAccount: BandwidthAccount, @unchecked Sendable {
     var asked: [Int64] { lock.withLock { requests } }
 }
 
+final class LockedDate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var date: Date?
+    func set(_ value: Date) { lock.withLock { date = value } }
+    var value: Date? { lock.withLock { date } }
+}
+
 @Suite struct BandwidthTests {
     @Test func aFullBucketLetsTheBurstGoThenChargesTheRate() {
         let clock = FakeClock()
@@ -90,10 +97,15 @@ final class RecordingAccount: BandwidthAccount, @unchecked Sendable {
         let invocation = StepInvocation(stepType: try Fixtures.step("test.metered", in: "teststeps"),
                                         request: { var r = request(["bytes": .int(1 << 20)]); r.bandwidth = account; return r }(),
                                         delegate: RecordingDelegate())
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { invocation.cancel(.cancelled) }
-        let started = Date()
+        let cancelledAt = LockedDate()
+        Thread {
+            Thread.sleep(forTimeInterval: 0.2)
+            cancelledAt.set(Date())
+            invocation.cancel(.cancelled)
+        }.start()
         let result = await invocation.runOnThread()
-        #expect(Date().timeIntervalSince(started) < 2)
+        let late = Date().timeIntervalSince(try #require(cancelledAt.value))
+        #expect(late < 1, "the wait ended \(late) s after cancel")
         #expect(result.failure?.kind == .cancelled)
         #expect(account.asked.count == 1)
     }
