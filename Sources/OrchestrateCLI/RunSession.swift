@@ -31,6 +31,10 @@ enum RunSession {
         case .succeeded: exit(ExitStatus.success)
         case .failed, .cancelled: exit(ExitStatus.runFailed)
         default:
+            if executor.lostOwnership {
+                Terminal.error(final.error ?? "another process took the run over")
+                exit(ExitStatus.runFailed)
+            }
             // The store failed mid-run: the run is left resumable.
             Terminal.error("\(final.error ?? "the run stopped"); resume it with: orchestrate resume \(final.id)")
             exit(ExitStatus.runFailed)

@@ -43,9 +43,10 @@ final class Heartbeat: @unchecked Sendable {
             else { continue }  // a busy store: try again next beat, the lease has slack
             try? store.renewLeases(owner: executor.owner, expiresAt: until)
             if !owned {
-                // Another host took the run over after our lease expired: stop acting on it.
-                executor.cancel()
-                continue
+                // Another process took the run over after our lease expired: stop acting on it
+                // and write nothing (cancelling would run compensations on its run).
+                executor.loseOwnership()
+                return
             }
             if let control, executor.options.heartbeatAppliesControls {
                 try? store.requestControl(executor.run.id, control: nil)

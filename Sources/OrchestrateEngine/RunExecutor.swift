@@ -84,6 +84,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private var interruptRequested: RunStatus?
     private var probeResults: [(Endpoint, Bool)] = []
     private var cancelledInstances: Set<String> = []
+    private var ownershipLost = false
 
     private let threads: AttemptThreads
 
@@ -178,6 +179,19 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// True once an interrupt was asked for (the run is on its way back to the queue).
     public var isInterrupting: Bool { signal.withLock { interruptRequested != nil } }
 
+    /// Another process owns the run now (our lease expired and it was taken over): stop at
+    /// once, writing nothing more. Called by the heartbeat; fenced commits catch it too.
+    func loseOwnership() {
+        signal.withLock {
+            ownershipLost = true
+            signal.signal()
+        }
+    }
+
+    /// True when the run stopped because another process took it over; the run is that
+    /// process's now, not resumable from here.
+    public var lostOwnership: Bool { signal.withLock { ownershipLost } }
+
     /// Asks long-lived steps to finish their queued items and end (`orchestrate close`).
     public func closeSessions() {
         signal.withLock {
@@ -200,6 +214,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         do {
             try loadState()
             try loop()
+        } catch StoreError.ownershipLost(let runID) {
+            signal.withLock { ownershipLost = true }
+            for (_, attempt) in attempts { attempt.invocation.cancel(.shutdown) }
+            run.error = StoreError.ownershipLost(runID: runID).description
         } catch {
             for (_, attempt) in attempts { attempt.invocation.cancel(.shutdown) }
             run.error = "state store error: \(error)"
@@ -209,6 +227,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     private func loop() throws {
         while true {
+            if signal.withLock({ ownershipLost }) { throw StoreError.ownershipLost(runID: run.id) }
             let (newCompletions, newEvents, cancelNow, interruptTo, probes) = takeSignals()
             batch.events.append(contentsOf: newEvents)
             for completion in newCompletions { handle(completion) }
@@ -264,7 +283,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// nothing is acted on before it is durable.
     private func flush() throws {
         if !batch.isEmpty {
-            let committed = batch
+            var committed = batch
+            committed.fence = (run.id, owner)
             batch = JournalBatch()
             try store.commit(committed)
             if let observer { for event in committed.events { observer.runEvent(event) } }

@@ -172,6 +172,13 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     public func commit(_ batch: JournalBatch) throws {
         guard !batch.isEmpty else { return }
         try write { db in
+            if let (runID, owner) = batch.fence {
+                let row = try Row.fetchOne(db, sql: "SELECT owner_host, owner_pid, owner_start FROM runs WHERE id = ?",
+                                           arguments: [runID])
+                guard let row, row["owner_host"] as String? == owner.host, row["owner_pid"] as Int32? == owner.pid,
+                      row["owner_start"] as Int64? == owner.startTime
+                else { throw StoreError.ownershipLost(runID: runID) }
+            }
             for run in batch.runUpdates { try Self.updateRun(run, db) }
             if !batch.stepUpserts.isEmpty {
                 let statement = try db.cachedStatement(sql: """
@@ -410,10 +417,14 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
 public enum StoreError: Error, CustomStringConvertible {
     case cannotOpen(path: String, reason: String)
+    /// A fenced commit found the run owned by another process (see `JournalBatch.fence`).
+    case ownershipLost(runID: String)
 
     public var description: String {
         switch self {
         case .cannotOpen(let path, let reason): return "cannot open the state store \(path): \(reason)"
+        case .ownershipLost(let runID):
+            return "another process took run \(runID) over (this one's lease had expired); this process stopped without writing"
         }
     }
 }

@@ -9,6 +9,10 @@ public struct JournalBatch: Sendable {
     public var events: [EventRecord] = []
     public var releasedLeases: [String] = []  // holders whose concurrency leases end
     public var deletedSteps: [(runID: String, id: String)] = []  // e.g. compensations undone by `retry`
+    /// When set, the batch commits only if this process still owns the run; otherwise commit
+    /// throws `StoreError.ownershipLost` and writes nothing. An executor whose lease expired and
+    /// whose run another process took over can then never write over the new owner's journal.
+    public var fence: (runID: String, owner: OwnerIdentity)?
 
     public init() {}
 

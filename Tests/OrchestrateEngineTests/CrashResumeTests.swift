@@ -80,3 +80,50 @@ import Testing
         #expect(again.stderr.contains("already finished: succeeded"))
     }
 }
+
+/// Fencing: a process whose run another process took over (its lease had expired) stops at once
+/// and writes nothing more: no compensation on the new owner's run, no event, no status change.
+@Suite struct OwnershipFencingTests {
+    let h = Harness()
+
+    @Test func aProcessWhoseRunWasTakenOverStopsWithoutWriting() throws {
+        let undo = h.path("undo")
+        let file = h.workflow("""
+            version: 1
+            name: fenced
+            steps:
+              first:
+                uses: test.append
+                with: { file: "\(h.path("out"))", line: first }
+                compensate: { uses: test.append, with: { file: "\(undo)", line: undo } }
+              long: { uses: test.sleep, needs: [first], with: { ms: 60000 } }
+            """)
+        let process = try h.start(["run", file])
+        var runID: String?
+        #expect(h.waitFor {
+            runID = try? h.runIDs().first
+            return runID.flatMap { id in
+                (try? h.status(id))?["steps"]?.arrayValue?.contains {
+                    $0["id"]?.stringValue == "long" && $0["status"]?.stringValue == "running"
+                }
+            } ?? false
+        })
+        let id = try #require(runID)
+        let database = h.dir.file("state/state.sqlite").path
+        func sql(_ statement: String) throws -> String {
+            try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), ["-cmd", ".timeout 5000", database, statement])
+                .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // What another host does when it takes over a run whose lease expired.
+        let lastSeq = try sql("SELECT max(seq) FROM events")
+        _ = try sql("UPDATE runs SET owner_host = 'elsewhere', owner_pid = 1, owner_start = 1, lease_until = 9e12 WHERE id = '\(id)'")
+        #expect(h.waitFor(15) { !process.isRunning }, "the ousted process stopped (its heartbeat beats every 2 s)")
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1)
+        #expect(try sql("SELECT max(seq) FROM events") == lastSeq, "no event was written after the takeover")
+        #expect(try sql("SELECT status || ' ' || owner_host FROM runs WHERE id = '\(id)'") == "running elsewhere")
+        #expect(try sql("SELECT status FROM steps WHERE run_id = '\(id)' AND id = 'long'") == "running")
+        #expect(!FileManager.default.fileExists(atPath: undo), "no compensation ran on a run this process no longer owns")
+    }
+}
