@@ -69,7 +69,9 @@ import Testing
             }
             // accept-new must not have replaced the recorded key.
             #expect(try String(contentsOfFile: known, encoding: .utf8).components(separatedBy: "\n").filter { !$0.isEmpty && !$0.hasPrefix("#") }.count == 1)
-            #expect(try connect(knownHosts: known, policy: "off").status == 0)
+            let off = try connect(knownHosts: known, policy: "off")
+            #expect(off.status == 0)
+            #expect(off.stdout.contains("host key checking is off"), "turning the check off warns in the run: \(off.stdout)")
         }
     }
 }

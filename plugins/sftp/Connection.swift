@@ -89,7 +89,10 @@ final class Connection: @unchecked Sendable {
         fingerprint = KnownHosts.fingerprint(key)
         let p = parameters
         let name = KnownHosts.hostName(p.host, port: p.port)
-        if p.policy == .off { return }
+        if p.policy == .off {
+            step?.log(.warn, "host key checking is off (host_key_policy: off): \(name) offered \(KnownHosts.keyType(key)) \(fingerprint), which was not verified")
+            return
+        }
         let knownHosts = KnownHosts(path: p.knownHosts)
         switch knownHosts.check(host: p.host, port: p.port, key: key) {
         case .known:
