@@ -242,6 +242,10 @@ extension RunExecutor {
         emit(EventType.runInterrupted, step: nil, data: ["status": .string(run.status.rawValue)])
     }
 
+    /// The engine's side of step timeouts. The invocation enforces `request.timeout` itself
+    /// (StepInvocation's deadline timer; in the runner for isolated steps), so the cancel here
+    /// is a backstop that costs nothing (cancel is idempotent); what only the engine can do is
+    /// stop waiting for a plugin that ignores the cancellation, after `timeoutGrace`.
     func checkTimeouts() {
         let monotonicNow = Monotonic.now()
         for (instanceID, attempt) in attempts {
