@@ -25,6 +25,8 @@ one and applied to connections accepted afterwards):
         "stall": 0.0            #   ... of a pause of stall_ms (-1: until the client gives up)
         "stall_ms": 2000
         "after": [0, 1048576]   #   the fault happens after a uniform random count of bytes in range
+        "repeat": false         #   true: after a stall or a draw of no fault, draw again for the
+                                #   next `after` bytes (faults keep coming on kept-alive connections)
         "rate": 0               #   throttle to this many bytes/s (0: full speed) ...
         "slow": 1.0             #   ... on this fraction of connections (counted as "slowed")
 
@@ -57,7 +59,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 CHUNK = 256 * 1024
 DIRECTIONS = ("up", "down")
 DEFAULT_DIRECTION = {"drop": 0.0, "reset": 0.0, "stall": 0.0, "stall_ms": 2000, "after": [0, 1 << 20],
-                     "rate": 0, "slow": 1.0}
+                     "rate": 0, "slow": 1.0, "repeat": False}
 
 
 def merged(config, update):
@@ -103,19 +105,39 @@ class Pipe:
 
     def __init__(self, connection, name, src, dst, plan, stats):
         self.connection, self.name, self.src, self.dst, self.stats = connection, name, src, dst, stats
-        self.kind, self.offset, self.stall_ms, self.rate = plan
+        self.config, self.rng, self.rate, self.clean = plan
+        self.stall_ms = self.config["stall_ms"]
+        self.kind, self.offset = None, 0  # the next decision point: a fault kind or "none"
         self.buffer = b""
         self.read = 0            # bytes read from src so far (the fault offset counts these)
         self.eof = False         # src said EOF (True), then dst got shutdown(SHUT_WR) ("done")
         self.paused_until = 0.0  # a stall or the throttle; float("inf") for a stall without end
         self.started = time.monotonic()
 
+    def draw(self):
+        """The next decision point, from this pipe's own random sequence."""
+        if self.clean:
+            return
+        d = self.config
+        roll, offset_roll = self.rng.random(), self.rng.random()
+        low, high = d["after"]
+        self.offset = self.read + low + int(offset_roll * (high - low + 1))
+        self.kind = "none"
+        if roll < d["drop"]:
+            self.kind = "drop"
+        elif roll < d["drop"] + d["reset"]:
+            self.kind = "reset"
+        elif roll < d["drop"] + d["reset"] + d["stall"]:
+            self.kind = "stall"
+        if self.kind == "none" and not d["repeat"]:
+            self.kind = None
+
     def wants_read(self, now):
         return self.eof is False and not self.buffer and now >= self.paused_until
 
     def read_size(self, now):
         size = CHUNK
-        if self.kind and self.read < self.offset:
+        if self.kind is not None and self.read < self.offset:
             size = min(size, self.offset - self.read)
         if self.rate:
             quantum = max(1024, self.rate // 20)
@@ -135,6 +157,8 @@ class Connection:
         self.proxy, self.index, self.client, self.upstream = proxy, index, client, upstream
         self.pipes = {"up": Pipe(index, "up", client, upstream, plans["up"], proxy.stats),
                       "down": Pipe(index, "down", upstream, client, plans["down"], proxy.stats)}
+        for pipe in self.pipes.values():
+            pipe.draw()
         self.closed = False
 
     def close(self, reset=False):
@@ -161,23 +185,23 @@ class Connection:
         pipe.kind = None
         with self.proxy.config_lock:
             limit = self.proxy.config.get("max_faults", -1)
-        if limit >= 0 and self.proxy.injected >= limit:
-            return
-        self.proxy.injected += 1
-        self.proxy.stats.fault(self.index, pipe.name, kind, pipe.read)
-        if kind == "drop":
-            self.close()
-        elif kind == "reset":
-            self.close(reset=True)
-        elif kind == "stall":
+        if kind != "none" and (limit < 0 or self.proxy.injected < limit):
+            self.proxy.injected += 1
+            self.proxy.stats.fault(self.index, pipe.name, kind, pipe.read)
+            if kind == "drop":
+                return self.close()
+            if kind == "reset":
+                return self.close(reset=True)
             pipe.paused_until = float("inf") if pipe.stall_ms < 0 else now + pipe.stall_ms / 1000
+        if pipe.config["repeat"]:
+            pipe.draw()
 
     def step(self, now):
         """Moves what can move without blocking; updates the selector registrations."""
         for pipe in self.pipes.values():
             if self.closed:
                 return
-            if pipe.kind and pipe.read >= pipe.offset and not pipe.buffer:
+            if pipe.kind is not None and pipe.read >= pipe.offset and not pipe.buffer:
                 self.trigger(pipe, now)
                 continue
             if pipe.wants_read(now):
@@ -265,26 +289,15 @@ class Proxy:
         """The faults of connection `index`: a function of (seed, index) and the configuration."""
         with self.config_lock:
             config = self.config
-        rng = random.Random(f"{config.get('seed', 1)}:{index}")
         plans = {}
         for name in DIRECTIONS:
             d = {**DEFAULT_DIRECTION, **config.get(name, {})}
-            roll, offset_roll, slow_roll = rng.random(), rng.random(), rng.random()
-            low, high = d["after"]
-            offset = low + int(offset_roll * (high - low + 1))
-            kind = None
-            if roll < d["drop"]:
-                kind = "drop"
-            elif roll < d["drop"] + d["reset"]:
-                kind = "reset"
-            elif roll < d["drop"] + d["reset"] + d["stall"]:
-                kind = "stall"
-            rate = d["rate"] if d["rate"] and slow_roll < d["slow"] else 0
-            if index < config.get("pass_connections", 0):
-                kind, rate = None, 0
+            rng = random.Random(f"{config.get('seed', 1)}:{index}:{name}")
+            clean = index < config.get("pass_connections", 0)
+            rate = d["rate"] if d["rate"] and rng.random() < d["slow"] and not clean else 0
             if rate:
                 self.stats.fault(index, name, "slow", 0)
-            plans[name] = (kind, offset, d["stall_ms"], rate)
+            plans[name] = (d, rng, rate, clean)
         return plans
 
     def accept(self):

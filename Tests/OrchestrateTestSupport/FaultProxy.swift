@@ -10,17 +10,19 @@ public final class FaultProxy: @unchecked Sendable {
         public var after: ClosedRange<Int> = 0...(1 << 20)
         public var rate = 0
         public var slow = 1.0
+        /// Draw again after a stall or a draw of no fault (faults keep coming on a kept-alive connection).
+        public var repeats = false
 
         public init(drop: Double = 0, reset: Double = 0, stall: Double = 0, stallMilliseconds: Int = 2000,
-                    after: ClosedRange<Int> = 0...(1 << 20), rate: Int = 0, slow: Double = 1)
+                    after: ClosedRange<Int> = 0...(1 << 20), rate: Int = 0, slow: Double = 1, repeats: Bool = false)
         {
             self.drop = drop; self.reset = reset; self.stall = stall; self.stallMilliseconds = stallMilliseconds
-            self.after = after; self.rate = rate; self.slow = slow
+            self.after = after; self.rate = rate; self.slow = slow; self.repeats = repeats
         }
 
         var json: String {
             #"{"drop":\#(drop),"reset":\#(reset),"stall":\#(stall),"stall_ms":\#(stallMilliseconds),"# +
-                #""after":[\#(after.lowerBound),\#(after.upperBound)],"rate":\#(rate),"slow":\#(slow)}"#
+                #""after":[\#(after.lowerBound),\#(after.upperBound)],"rate":\#(rate),"slow":\#(slow),"repeat":\#(repeats)}"#
         }
     }
 

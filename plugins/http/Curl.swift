@@ -1,40 +1,26 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CCurl
 
-/// libcurl's variadic entry points (`curl_easy_setopt`, `curl_easy_getinfo`), which Swift cannot
-/// import, looked up once with dlsym and called through fixed prototypes.
-///
-/// Why: the CCurl system-library module only includes `curl/curl.h`; the clean fix is a few
-/// `static inline` non-variadic wrappers in its shim header (see the report). Calling a
-/// variadic C function through a non-variadic prototype with one integer or pointer argument is
-/// sound on the Linux ABIs this project targets (x86-64 SysV, AArch64 AAPCS64).
+/// libcurl's option and info calls through the typed, non-variadic wrappers of the CCurl shim
+/// (Sources/CCurl/shim.h): Swift cannot call the variadic curl_easy_setopt/getinfo directly.
 enum Curl {
     typealias Handle = UnsafeMutableRawPointer
-    private typealias SetoptInt = @convention(c) (Handle?, CURLoption, Int) -> CURLcode
-    private typealias SetoptPointer = @convention(c) (Handle?, CURLoption, UnsafeRawPointer?) -> CURLcode
-    private typealias Getinfo = @convention(c) (Handle?, CURLINFO, UnsafeMutableRawPointer?) -> CURLcode
 
-    private struct Symbols: @unchecked Sendable {
-        let setopt: UnsafeMutableRawPointer
-        let getinfo: UnsafeMutableRawPointer
-    }
-
-    /// Resolved once; curl_global_init is also done once here (it is not thread-safe).
-    private static let symbols: Symbols = {
+    /// curl_global_init is not thread-safe: done once, before the first handle.
+    private static let initialised: Bool = {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        // The plugin is opened RTLD_LOCAL, so libcurl's symbols are not global: ask the library
-        // (already loaded as this plugin's dependency; SONAME libcurl.so.4) directly.
-        let handle = dlopen("libcurl.so.4", RTLD_NOW | RTLD_NOLOAD) ?? dlopen("libcurl.so.4", RTLD_NOW)
-        guard let setopt = dlsym(handle, "curl_easy_setopt"), let getinfo = dlsym(handle, "curl_easy_getinfo") else {
-            fatalError("libcurl is loaded but curl_easy_setopt/curl_easy_getinfo were not found")
-        }
-        return Symbols(setopt: setopt, getinfo: getinfo)
+        return true
     }()
 
+    static func ensureInitialised() { _ = initialised }
+
     static func set(_ handle: Handle, _ option: CURLoption, _ value: Int) {
-        _ = unsafeBitCast(symbols.setopt, to: SetoptInt.self)(handle, option, value)
+        // Options ending in _LARGE take a curl_off_t, the others a long (both 64-bit here, but
+        // the wrapper keeps the C types exact).
+        if Int(option.rawValue) >= Int(CURLOPTTYPE_OFF_T) && Int(option.rawValue) < Int(CURLOPTTYPE_BLOB) {
+            _ = orc_curl_setopt_off(handle, option, curl_off_t(value))
+        } else {
+            _ = orc_curl_setopt_long(handle, option, value)
+        }
     }
 
     static func set(_ handle: Handle, _ option: CURLoption, _ value: Bool) {
@@ -42,27 +28,41 @@ enum Curl {
     }
 
     static func set(_ handle: Handle, _ option: CURLoption, pointer: UnsafeRawPointer?) {
-        _ = unsafeBitCast(symbols.setopt, to: SetoptPointer.self)(handle, option, pointer)
+        _ = orc_curl_setopt_pointer(handle, option, pointer)
     }
 
     /// Strings are copied by libcurl (CURLOPT_URL and friends), so a temporary is fine.
     static func set(_ handle: Handle, _ option: CURLoption, _ value: String) {
-        value.withCString { set(handle, option, pointer: UnsafeRawPointer($0)) }
+        value.withCString { _ = orc_curl_setopt_pointer(handle, option, $0) }
+    }
+
+    static func set(_ handle: Handle, _ option: CURLoption, write callback: curl_write_callback) {
+        _ = orc_curl_setopt_write_callback(handle, option, callback)
+    }
+
+    static func set(_ handle: Handle, _ option: CURLoption, read callback: curl_read_callback) {
+        _ = orc_curl_setopt_read_callback(handle, option, callback)
+    }
+
+    static func set(_ handle: Handle, _ option: CURLoption, seek callback: curl_seek_callback) {
+        _ = orc_curl_setopt_seek_callback(handle, option, callback)
+    }
+
+    static func set(_ handle: Handle, _ option: CURLoption, xferinfo callback: curl_xferinfo_callback) {
+        _ = orc_curl_setopt_xferinfo_callback(handle, option, callback)
     }
 
     static func infoInt(_ handle: Handle, _ info: CURLINFO) -> Int {
         var value = 0
-        _ = unsafeBitCast(symbols.getinfo, to: Getinfo.self)(handle, info, &value)
+        _ = orc_curl_getinfo_long(handle, info, &value)
         return value
     }
 
     static func infoString(_ handle: Handle, _ info: CURLINFO) -> String? {
         var value: UnsafePointer<CChar>?
-        _ = unsafeBitCast(symbols.getinfo, to: Getinfo.self)(handle, info, &value)
+        _ = orc_curl_getinfo_string(handle, info, &value)
         return value.map { String(cString: $0) }
     }
-
-    static func ensureInitialised() { _ = symbols }
 
     static func describe(_ code: CURLcode) -> String {
         String(cString: curl_easy_strerror(code))

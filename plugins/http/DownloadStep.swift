@@ -64,6 +64,10 @@ struct DownloadStep: StepDefinition {
                 response.status = 206
             }
         }
+        if let problem = state.rangeError {
+            throw StepError.retryable("\(url): \(problem); the partial file was discarded and the next attempt starts over",
+                                      code: "bad_content_range")
+        }
         guard response.status == 200 || response.status == 206 else {
             throw HTTPErrors.status(response, method: "GET", url: url)
         }
@@ -105,6 +109,8 @@ struct DownloadState {
     let behind: WriteBehind
     var restarted = false
     var bodyStarted = false
+    /// Set when a 206 answered another range than the one asked (nothing of it was written).
+    var rangeError: String?
 
     init(step: StepContext, file: LocalFile, url: String) {
         self.step = step
@@ -183,9 +189,11 @@ struct DownloadState {
             state.etag = head.header("etag")
             switch status {
             case 206:
-                let start = head.header("content-range").flatMap(ContentRange.start)
-                guard start == state.offset else {
-                    state.step.log(.warn, "the server answered a different range (\(head.header("content-range") ?? "none")); starting over")
+                // Asked: bytes from `offset` to the end. Anything else (another start, a range
+                // that stops short of its total, no or garbled Content-Range) is not written.
+                let header = head.header("content-range")
+                guard let range = header.flatMap(ContentRange.parse), range.start == state.offset, range.end + 1 == range.total else {
+                    state.rangeError = "asked for bytes \(state.offset)- but the server answered 206 with Content-Range: \(header ?? "(none)")"
                     do { try state.startOver(validator: nil) } catch { return false }
                     base = 0
                     return false
@@ -232,6 +240,17 @@ struct DownloadState {
 
 /// `Content-Range: bytes START-END/TOTAL` (or `bytes */TOTAL`).
 enum ContentRange {
+    /// START, END and TOTAL of `bytes START-END/TOTAL`, when well formed (START <= END < TOTAL).
+    static func parse(_ value: String) -> (start: Int64, end: Int64, total: Int64)? {
+        let text = value.trimmingWhitespace
+        guard text.hasPrefix("bytes "), let dash = text.firstIndex(of: "-"), let slash = text.firstIndex(of: "/"), dash < slash,
+              let start = Int64(text[text.index(text.startIndex, offsetBy: 6)..<dash].trimmingWhitespace),
+              let end = Int64(text[text.index(after: dash)..<slash]),
+              let total = Int64(text[text.index(after: slash)...]),
+              start >= 0, start <= end, end < total else { return nil }
+        return (start, end, total)
+    }
+
     static func start(_ value: String) -> Int64? {
         guard let range = value.split(separator: " ").last, let dash = range.firstIndex(of: "-") else { return nil }
         return Int64(range[..<dash])

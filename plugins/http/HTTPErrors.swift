@@ -9,8 +9,10 @@ import OrchestrateJSON
 /// and 5xx are retryable (with the server's `Retry-After` as the delay), other 4xx permanent.
 enum HTTPErrors {
     /// A libcurl failure (no HTTP status) as a step error.
-    static func transport(_ code: CURLcode, url: String) -> StepError {
-        let text = Curl.describe(code)
+    static func transport(_ code: CURLcode, url: String, detail: String = "") -> StepError {
+        // libcurl's error buffer says more than curl_easy_strerror ("Recv failure: Connection
+        // reset by peer" rather than "Failure when receiving data from the peer").
+        let text = detail.isEmpty ? Curl.describe(code) : detail
         let curlCode = "curl_\(code.rawValue)"
         switch code {
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR:

@@ -31,7 +31,8 @@ struct RequestStep: StepDefinition {
           "headers":{"type":"object","description":"response headers, names lower-case"},
           "json":{"description":"the body parsed as JSON, or null"},
           "body":{"type":"string","description":"the body as text (capped at max_body)"},
-          "location":{"description":"the Location header, or null"}}}
+          "location":{"description":"the Location header, or null"},
+          "location_url":{"description":"the Location header made absolute against the request URL, or null"}}}
         """#
 
     static func run(_ step: StepContext) throws {
@@ -64,6 +65,12 @@ struct RequestStep: StepDefinition {
         let response = try transfer.perform()
         let ok = expected.map { $0.contains(response.status) } ?? (200..<300).contains(response.status)
         guard ok else { throw HTTPErrors.status(response, method: method, url: url) }
+        let isJSON = response.header("content-type")?.lowercased().contains("json") ?? false
+        if isJSON && response.bodyTruncated {
+            // Half a JSON document cannot be parsed; the rest was not read (memory stays bounded).
+            throw StepError.permanent("\(method) \(url): the JSON response is larger than max_body (\(cap) bytes); raise max_body to accept it",
+                                      code: "body_too_large")
+        }
         step.log(.info, "\(method) \(url) → \(response.status)")
         step.setOutput("status", .int(Int64(response.status)))
         var headerObject: [String: JSONValue] = [:]
@@ -75,11 +82,11 @@ struct RequestStep: StepDefinition {
             }
         }
         step.setOutput("headers", .object(headerObject))
-        let isJSON = response.header("content-type")?.lowercased().contains("json") ?? false
         let parsed = (isJSON || !response.body.isEmpty) ? (try? JSONValue(parsing: response.body)) : nil
         step.setOutput("json", response.bodyTruncated ? .null : (parsed ?? .null))
         step.setOutput("body", .string(String(decoding: response.body, as: UTF8.self)))
         step.setOutput("location", response.header("location").map { .string($0) } ?? .null)
+        step.setOutput("location_url", response.header("location").map { .string(URLs.resolve($0, against: url)) } ?? .null)
     }
 
     /// `k=v&k2=v2`, percent-encoded by libcurl; non-string values in their JSON form.

@@ -48,10 +48,19 @@ final class Transfer {
     private let requestBody: Body
     private var readPosition: Int64 = 0
     private var headers: [(name: String, value: String)] = []
+    /// Bytes of header lines of the current response: a server that never ends its header is
+    /// cut off at `headerCap` (before libcurl's own 300 KiB limit, with a clearer message).
+    private var headerBytes = 0
+    /// Between a status line and the blank line that ends its headers.
+    private var inHeaders = false
+    static let headerCap = 256 * 1024
+    /// libcurl's detailed message for the last failure (CURLOPT_ERRORBUFFER).
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     private var memory: [UInt8] = []
     private let memoryCap: Int
     private var truncated = false
     private var lastProgress: UInt64 = 0
+    private var rateLimiter: RateLimiter?
     /// An error raised inside a callback (disk full, sink refusal), reported after the transfer.
     var callbackError: StepError?
     /// Receives response body bytes instead of the memory buffer; return false to abort.
@@ -72,6 +81,7 @@ final class Transfer {
         self.easy = easy
         self.requestBody = body
         self.memoryCap = memoryCap
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         configure(method: method, url: url, headers: headers, options: options)
         // Transfers of files keep the bytes as sent; API calls may take them compressed.
         if decodeContent { Curl.set(easy, CURLOPT_ACCEPT_ENCODING, "") }
@@ -80,12 +90,14 @@ final class Transfer {
     deinit {
         curl_easy_cleanup(easy)
         curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
     }
 
     private func configure(method: String, url: String, headers: [String: String], options: TransferOptions) {
         let me = Unmanaged.passUnretained(self).toOpaque()
         Curl.set(easy, CURLOPT_URL, url)
         Curl.set(easy, CURLOPT_NOSIGNAL, true)
+        Curl.set(easy, CURLOPT_ERRORBUFFER, pointer: UnsafeRawPointer(errorBuffer))
         Curl.set(easy, CURLOPT_USERAGENT, "orchestrate-http/1.0")
         Curl.set(easy, CURLOPT_FOLLOWLOCATION, options.followRedirects)
         Curl.set(easy, CURLOPT_MAXREDIRS, 10)
@@ -103,10 +115,7 @@ final class Transfer {
             Curl.set(easy, CURLOPT_LOW_SPEED_LIMIT, options.minSpeed)
             Curl.set(easy, CURLOPT_LOW_SPEED_TIME, options.minSpeedTime)
         }
-        if options.maxRate > 0 {
-            Curl.set(easy, CURLOPT_MAX_SEND_SPEED_LARGE, options.maxRate)
-            Curl.set(easy, CURLOPT_MAX_RECV_SPEED_LARGE, options.maxRate)
-        }
+        rateLimiter = options.rateLimiter  // the step's max_rate, applied in the callbacks
         // Large buffers: fewer callbacks per GiB.
         Curl.set(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
         Curl.set(easy, CURLOPT_UPLOAD_BUFFERSIZE, 2 * 1024 * 1024)
@@ -156,15 +165,15 @@ final class Transfer {
             me, dltotal, dlnow, ultotal, ulnow in
             Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().progressed(Int64(dlnow), Int64(dltotal), Int64(ulnow), Int64(ultotal))
         }
-        Curl.set(easy, CURLOPT_WRITEFUNCTION, pointer: unsafeBitCast(write, to: UnsafeRawPointer.self))
+        Curl.set(easy, CURLOPT_WRITEFUNCTION, write: write)
         Curl.set(easy, CURLOPT_WRITEDATA, pointer: me)
-        Curl.set(easy, CURLOPT_HEADERFUNCTION, pointer: unsafeBitCast(header, to: UnsafeRawPointer.self))
+        Curl.set(easy, CURLOPT_HEADERFUNCTION, write: header)
         Curl.set(easy, CURLOPT_HEADERDATA, pointer: me)
-        Curl.set(easy, CURLOPT_READFUNCTION, pointer: unsafeBitCast(read, to: UnsafeRawPointer.self))
+        Curl.set(easy, CURLOPT_READFUNCTION, read: read)
         Curl.set(easy, CURLOPT_READDATA, pointer: me)
-        Curl.set(easy, CURLOPT_SEEKFUNCTION, pointer: unsafeBitCast(seek, to: UnsafeRawPointer.self))
+        Curl.set(easy, CURLOPT_SEEKFUNCTION, seek: seek)
         Curl.set(easy, CURLOPT_SEEKDATA, pointer: me)
-        Curl.set(easy, CURLOPT_XFERINFOFUNCTION, pointer: unsafeBitCast(progress, to: UnsafeRawPointer.self))
+        Curl.set(easy, CURLOPT_XFERINFOFUNCTION, xferinfo: progress)
         Curl.set(easy, CURLOPT_XFERINFODATA, pointer: me)
         Curl.set(easy, CURLOPT_NOPROGRESS, false)
     }
@@ -175,6 +184,7 @@ final class Transfer {
         // The run's and the host's --max-rate: waiting here slows the socket reads (TCP
         // backpressure does the rest). Cancelled while waiting: abort (0 bytes taken).
         if step.consumeBandwidth(bytes.count) { return 0 }
+        if let rateLimiter, rateLimiter.consume(bytes.count, step: step) { return 0 }
         if bodyDecision == nil {
             let status = Curl.infoInt(easy, CURLINFO_RESPONSE_CODE)
             let head = Response(status: status, headers: headers, body: [], bodyTruncated: false)
@@ -184,8 +194,13 @@ final class Transfer {
             return sink(bytes) ? bytes.count : 0
         }
         let room = max(0, memoryCap - memory.count)
-        if bytes.count > room { truncated = true }
         memory.append(contentsOf: bytes.prefix(room))
+        if bytes.count > room {
+            // Past the cap the rest is not even read: a huge (or endless) body costs neither
+            // memory nor the time to drain it. perform() treats this stop as the end.
+            truncated = true
+            return 0
+        }
         return bytes.count
     }
 
@@ -193,6 +208,16 @@ final class Transfer {
         let line = String(decoding: bytes, as: UTF8.self).trimmingWhitespace
         if line.hasPrefix("HTTP/") {
             headers = []  // a new response (after a redirect or a 100 Continue)
+            headerBytes = 0
+            inHeaders = true
+        } else if line.isEmpty {
+            inHeaders = false
+        }
+        headerBytes += bytes.count
+        if headerBytes > Self.headerCap {
+            callbackError = .permanent("the response headers exceed \(Self.headerCap / 1024) KiB (an endless or hostile header); nothing was kept",
+                                       code: "headers_too_large")
+            return 0
         } else if let colon = line.firstIndex(of: ":") {
             let name = String(line[..<colon]).lowercased()
             let value = String(line[line.index(after: colon)...]).trimmingWhitespace
@@ -207,6 +232,7 @@ final class Transfer {
         guard wanted > 0, let base = buffer.baseAddress else { return 0 }
         // The run's and the host's --max-rate, before handing libcurl the next chunk.
         if step.consumeBandwidth(wanted) { return Int(CURL_READFUNC_ABORT) }
+        if let rateLimiter, rateLimiter.consume(wanted, step: step) { return Int(CURL_READFUNC_ABORT) }
         switch requestBody {
         case .none: return 0
         case .bytes(let bytes):
@@ -245,9 +271,9 @@ final class Transfer {
     /// Runs the exchange to its end. Throws a cancelled error when the step is cancelled, the
     /// callback's error, or the transport failure mapped to an error kind; any HTTP status is a
     /// response (the caller decides what a status means).
-    func perform() throws(StepError) -> Response {
-        guard let multi = curl_multi_init() else { throw .retryable("libcurl could not create a multi handle", code: "curl_init") }
-        defer { curl_multi_cleanup(multi) }
+    func perform(in session: CurlSession? = nil) throws(StepError) -> Response {
+        let owned = session == nil ? try CurlSession() : nil
+        let multi = (session ?? owned!).multi
         curl_multi_add_handle(multi, easy)
         defer { curl_multi_remove_handle(multi, easy) }
         let cancelFD = step.cancelFD
@@ -273,14 +299,45 @@ final class Transfer {
         }
         if let callbackError { throw callbackError }
         if code == CURLE_ABORTED_BY_CALLBACK, step.isCancelled { throw .cancelled("the transfer was cancelled") }
-        if code != CURLE_OK { throw HTTPErrors.transport(code, url: Curl.infoString(easy, CURLINFO_EFFECTIVE_URL) ?? "") }
+        if code == CURLE_WRITE_ERROR && truncated { code = CURLE_OK }  // stopped at the in-memory cap
+        let url = Curl.infoString(easy, CURLINFO_EFFECTIVE_URL) ?? ""
+        if inHeaders && (code == CURLE_OUT_OF_MEMORY || (code == CURLE_RECV_ERROR && headerBytes > 100 << 10)) {
+            // libcurl refuses a header line over 100 KiB ("out of memory") and headers over
+            // 300 KiB: a server whose header never ends.
+            throw .permanent("\(url): the response headers never ended within libcurl's limits (\(Curl.describe(code))): an endless or hostile header",
+                             code: "headers_too_large")
+        }
+        if code != CURLE_OK {
+            throw HTTPErrors.transport(code, url: url, detail: String(cString: errorBuffer))
+        }
         return Response(status: Curl.infoInt(easy, CURLINFO_RESPONSE_CODE), headers: headers, body: memory,
                         bodyTruncated: truncated)
     }
 }
 
-/// A monotonic clock in milliseconds, for throttling.
+/// A libcurl multi handle kept across the requests of one step (the chunks of a tus upload, the
+/// verify calls of a streaming upload): its connection cache lets each request reuse the
+/// previous one's connection instead of opening a new one.
+final class CurlSession {
+    let multi: UnsafeMutableRawPointer
+
+    init() throws(StepError) {
+        Curl.ensureInitialised()
+        guard let multi = curl_multi_init() else { throw .retryable("libcurl could not create a multi handle", code: "curl_init") }
+        self.multi = multi
+    }
+
+    deinit { curl_multi_cleanup(multi) }
+}
+
+/// A monotonic clock, for throttling and progress.
 enum Clock {
+    static func nanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
     static func milliseconds() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

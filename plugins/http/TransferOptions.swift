@@ -11,8 +11,10 @@ struct TransferOptions {
     /// Abort when slower than `minSpeed` bytes/s for `minSpeedTime` seconds (a stalled peer).
     var minSpeed: Int = 0
     var minSpeedTime: Int = 30
-    /// Bandwidth cap in bytes/s, both directions; 0 for none.
+    /// Bandwidth cap in bytes/s, both directions; 0 for none. One bucket for all the requests
+    /// of the attempt (the chunks of a tus upload share it).
     var maxRate: Int = 0
+    var rateLimiter: RateLimiter?
     var connectTimeout: Int = 30
     var followRedirects = true
 
@@ -35,6 +37,7 @@ struct TransferOptions {
         minSpeed = Int(try step.optionalInt("min_speed") ?? 0)
         minSpeedTime = Int(try step.optionalInt("min_speed_time") ?? 30)
         maxRate = Int(try step.optionalInt("max_rate") ?? 0)
+        if maxRate > 0 { rateLimiter = RateLimiter(bytesPerSecond: maxRate) }
         connectTimeout = Int(try step.optionalInt("connect_timeout") ?? 30)
         followRedirects = try step.bool("follow_redirects", default: true)
         if insecure {

@@ -38,15 +38,33 @@ struct TusUpload {
             status = response.status
             switch response.status {
             case 200, 204:
-                guard let confirmed = response.header("upload-offset").flatMap({ Int64($0) }), confirmed > offset else {
+                guard let confirmed = response.header("upload-offset").flatMap({ Int64($0) }) else {
+                    throw .permanent("tus: PATCH answered \(response.status) without Upload-Offset (not a tus server?)", code: "tus_protocol")
+                }
+                // The server may keep fewer bytes than sent, never more, and never fewer than
+                // it had: a lying offset would leave a corrupt file on the server.
+                if confirmed < offset {
+                    throw .permanent("tus: the server's offset went backwards: PATCH at \(offset) answered Upload-Offset \(confirmed)",
+                                     code: "tus_protocol")
+                }
+                if confirmed > offset + length {
+                    throw .permanent("tus: PATCH of bytes \(offset)..<\(offset + length) answered Upload-Offset \(confirmed), past what was sent",
+                                     code: "tus_protocol")
+                }
+                if confirmed == offset {
                     throw .retryable("tus: PATCH answered \(response.status) without advancing Upload-Offset", code: "tus_no_progress")
                 }
                 offset = confirmed
+                conflicts = 0
                 save(uploadURL, offset)
             case 409:
+                // Another writer, or a PATCH the server saw but whose answer was lost: the
+                // server's offset is the truth; ask it and continue from there.
                 conflicts += 1
                 if conflicts > 3 { throw .retryable("tus: repeated offset conflicts (409)", code: "http_409") }
+                let previous = offset
                 offset = try serverOffset(uploadURL)
+                step.log(.warn, "tus: 409 Conflict at offset \(previous); the server has \(offset) bytes, continuing from there")
             case 404, 410:
                 throw expired(uploadURL, response)
             default:
@@ -66,6 +84,9 @@ struct TusUpload {
             }
             if let length = response.header("upload-length").flatMap({ Int64($0) }), length != upload.size {
                 throw .permanent("tus: the upload was created for \(length) bytes but the file has \(upload.size)", code: "tus_length_mismatch")
+            }
+            guard offset >= 0, offset <= upload.size else {
+                throw .permanent("tus: HEAD \(uploadURL) claims Upload-Offset \(offset) for a \(upload.size)-byte file", code: "tus_protocol")
             }
             save(uploadURL, offset)
             return offset

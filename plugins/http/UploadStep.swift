@@ -45,7 +45,7 @@ struct UploadStep: StepDefinition {
         let url = try step.string("url")
         let path = try step.string("file")
         let file = try LocalFile(path: path, flags: O_RDONLY)
-        let upload = Upload(step: step, options: options, url: url, file: file, size: file.size)
+        let upload = Upload(step: step, options: options, url: url, file: file, size: file.size, session: try CurlSession())
         let result: Upload.Result
         switch try step.optionalString("protocol") ?? "put" {
         case "tus":
@@ -89,6 +89,8 @@ struct Upload {
     let url: String
     let file: LocalFile
     let size: Int64
+    /// One connection cache for all the requests of the upload (kept alive between chunks).
+    let session: CurlSession
 
     /// Sends `method` to `url` with `headers`, and as body the file from `offset` for `length`
     /// bytes (none when length is 0). Progress counts `offset` as already done.
@@ -98,11 +100,11 @@ struct Upload {
         var all = options.headers
         for (k, v) in headers { all[k] = v }
         let body: Transfer.Body = length > 0 ? .file(fd: file.fd, offset: offset, length: length) : (emptyBody ? .bytes([]) : .none)
-        let transfer = try Transfer(step: step, method: method, url: url, headers: all, body: body, options: options, memoryCap: 64 * 1024)
+        let transfer = try Transfer(step: step, method: method, url: url, headers: all, body: body, options: options, memoryCap: 1 << 20)
         let step = self.step, size = self.size
         if length > 0 {
             transfer.onProgress = { _, _, ulnow, _ in step.progress(bytesDone: offset + ulnow, bytesTotal: size) }
         }
-        return try transfer.perform()
+        return try transfer.perform(in: session)
     }
 }

@@ -43,6 +43,9 @@ struct VimeoStreamingUpload {
             if let range = response.header("range"), let dash = range.lastIndex(of: "-"), let end = Int64(range[range.index(after: dash)...]) {
                 offset = end + 1
             }
+            guard offset <= upload.size else {
+                throw .permanent("vimeo-streaming: the server claims bytes 0-\(offset - 1) of a \(upload.size)-byte file", code: "upload_protocol")
+            }
             step.saveCheckpoint(json: ["offset": .int(offset), "size": .int(upload.size)])
             return offset
         case 200, 201:
