@@ -79,13 +79,25 @@ import Testing
         let runID = try #require(try h.runIDs().first)
         #expect(h.waitFor { (try? h.status(runID)["steps"]?[0]?["status"]?.stringValue) == "held" },
                 "max_attempts 1, yet a refused connection holds the step instead of failing it")
+        // The server exits when its stdin closes: terminate() reaches only the python3 launcher
+        // where python3 is a shim script (pyenv), which would leave the server running.
         let server = Process()
+        let lifeline = Pipe()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", "-m", "http.server", "\(port)", "--bind", "127.0.0.1", "--directory", h.dir.path]
+        server.arguments = ["python3", "-c", """
+            import functools, http.server, os, sys, threading
+            threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
+            handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])
+            http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), handler).serve_forever()
+            """, "\(port)", h.dir.path]
+        server.standardInput = lifeline
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
         try server.run()
-        defer { server.terminate() }
+        defer {
+            try? lifeline.fileHandleForWriting.close()
+            server.terminate()
+        }
         run.waitUntilExit()
         #expect(run.terminationStatus == 0)
         #expect(try h.status(runID)["outputs"]?["status"] == .int(200))
