@@ -43,8 +43,6 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CLibSSH2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
 
-        // Early write-back (sync_file_range) for downloads, which fsync before their rename.
-        .target(name: "CWriteBack"),
         // SHA-256 for the plugins that verify what they move.
         .target(name: "OrchestrateDigest", dependencies: ["CLibCrypto"]),
 
@@ -73,7 +71,7 @@ let package = Package(
                 path: "plugins/fs"),
         .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit"],
                 path: "plugins/exec"),
-        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "CCurl", "OrchestrateDigest", "CWriteBack"],
+        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "CCurl", "OrchestrateDigest"],
                 path: "plugins/http"),
         .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "CLibSSH2", "CLibCrypto"],
                 path: "plugins/sftp"),

@@ -1,20 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CWriteBack
 import Dispatch
 import OrchestrateDigest
 
 /// Work done behind a download's writes, on other threads, so the transfer thread only writes:
 /// the SHA-256 of the bytes already written (read back from the page cache), and early
-/// write-back, so the fsync before the atomic rename finds almost nothing left to write.
-///
-/// Write-back: every 8 MiB written, `sync_file_range(SYNC_FILE_RANGE_WRITE)` starts the disk
-/// writes of that window without waiting for them, so the disk works while the network does
-/// (the kernel on its own starts only once gigabytes are dirty). The window before it is waited
-/// for (WAIT_BEFORE|WRITE|WAIT_AFTER), which keeps at most ~16 MiB in flight and the page cache
-/// from filling with dirty pages. This changes when bytes reach the disk, not the promise: the
-/// final fsync still runs before the rename and is what makes the file durable.
+/// write-back (fdatasync every 64 MiB), so the final fsync before the atomic rename waits for
+/// the last few MiB instead of the whole file.
 final class WriteBehind: @unchecked Sendable {
     private let fd: Int32
     private let hashQueue = DispatchQueue(label: "orchestrate.http.hash")
@@ -26,7 +19,7 @@ final class WriteBehind: @unchecked Sendable {
     private var dispatchedHash: Int64 = 0
     private var dispatchedSync: Int64 = 0
     private static let hashStep: Int64 = 8 << 20
-    private static let syncStep: Int64 = 8 << 20
+    private static let syncStep: Int64 = 64 << 20
 
     init(fd: Int32) { self.fd = fd }
 
@@ -34,17 +27,9 @@ final class WriteBehind: @unchecked Sendable {
     func advance(to offset: Int64) {
         if offset - dispatchedHash >= Self.hashStep { dispatchHash(to: offset) }
         if offset - dispatchedSync >= Self.syncStep {
-            let start = dispatchedSync
             dispatchedSync = offset
-            syncQueue.async { [fd] in Self.writeBack(fd, from: start, to: offset) }
+            syncQueue.async { [fd] in _ = fdatasync(fd) }
         }
-    }
-
-    /// Starts writing [start, end) to disk and waits for the window before it.
-    private static func writeBack(_ fd: Int32, from start: Int64, to end: Int64) {
-        _ = orc_writeback_start(fd, start, end - start)
-        let previous = max(0, start - syncStep)
-        if start > previous { _ = orc_writeback_wait(fd, previous, start - previous) }
     }
 
     /// Forgets everything (the file was truncated to start over).
@@ -53,7 +38,6 @@ final class WriteBehind: @unchecked Sendable {
             hash = SHA256()
             hashed = 0
         }
-        syncQueue.sync {}
         dispatchedHash = 0
         dispatchedSync = 0
     }
@@ -61,11 +45,6 @@ final class WriteBehind: @unchecked Sendable {
     /// Hashes up to `offset`, waits for the background work, and returns the hex digest.
     func finish(at offset: Int64) -> String {
         dispatchHash(to: offset)
-        if offset > dispatchedSync {
-            let start = dispatchedSync
-            dispatchedSync = offset
-            syncQueue.async { [fd] in _ = orc_writeback_start(fd, start, offset - start) }
-        }
         syncQueue.sync {}
         return hashQueue.sync { hash.finish() }
     }
