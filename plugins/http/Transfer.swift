@@ -73,7 +73,7 @@ final class Transfer {
     var onProgress: ((Int64, Int64, Int64, Int64) -> Void)?
 
     init(step: StepContext, method: String, url: String, headers: [String: String], body: Body = .none,
-         options: TransferOptions, memoryCap: Int = 1 << 20, decodeContent: Bool = false) throws(StepError)
+         options: TransferOptions, memoryCap: Int = 1 << 20, decodeContent: Bool = false, freshConnection: Bool = false) throws(StepError)
     {
         Curl.ensureInitialised()
         guard let easy = curl_easy_init() else { throw .retryable("libcurl could not create a handle", code: "curl_init") }
@@ -85,6 +85,11 @@ final class Transfer {
         configure(method: method, url: url, headers: headers, options: options)
         // Transfers of files keep the bytes as sent; API calls may take them compressed.
         if decodeContent { Curl.set(easy, CURLOPT_ACCEPT_ENCODING, "") }
+        // On a reused connection that dies before any answer, libcurl re-sends the whole
+        // request on a new one by itself: for a large body sent from an offset the server may
+        // have passed, a fresh connection makes a cut an error, so the caller asks the server
+        // how far it got instead of re-sending everything.
+        if freshConnection { Curl.set(easy, CURLOPT_FRESH_CONNECT, true) }
     }
 
     deinit {

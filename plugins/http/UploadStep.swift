@@ -95,12 +95,13 @@ struct Upload {
     /// Sends `method` to `url` with `headers`, and as body the file from `offset` for `length`
     /// bytes (none when length is 0). Progress counts `offset` as already done.
     func send(_ method: String, _ url: String, headers: [String: String], offset: Int64 = 0, length: Int64 = 0,
-              emptyBody: Bool = false) throws(StepError) -> Transfer.Response
+              emptyBody: Bool = false, freshConnection: Bool = false) throws(StepError) -> Transfer.Response
     {
         var all = options.headers
         for (k, v) in headers { all[k] = v }
         let body: Transfer.Body = length > 0 ? .file(fd: file.fd, offset: offset, length: length) : (emptyBody ? .bytes([]) : .none)
-        let transfer = try Transfer(step: step, method: method, url: url, headers: all, body: body, options: options, memoryCap: 1 << 20)
+        let transfer = try Transfer(step: step, method: method, url: url, headers: all, body: body, options: options, memoryCap: 1 << 20,
+                                    freshConnection: freshConnection)
         let step = self.step, size = self.size
         if length > 0 {
             transfer.onProgress = { _, _, ulnow, _ in step.progress(bytesDone: offset + ulnow, bytesTotal: size) }

@@ -22,7 +22,7 @@ struct VimeoStreamingUpload {
             let response = try upload.send("PUT", upload.url, headers: [
                 "Content-Range": size == 0 ? "bytes */0" : "bytes \(offset)-\(size - 1)/\(size)",
                 "Content-Type": "video/mp4",
-            ], offset: offset, length: size - offset, emptyBody: size == 0)
+            ], offset: offset, length: size - offset, emptyBody: size == 0, freshConnection: true)
             status = response.status
             guard [200, 201, 204, 308].contains(response.status) else {
                 if response.status == 404 || response.status == 410 { throw expired(response) }
