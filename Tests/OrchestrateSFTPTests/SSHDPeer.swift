@@ -17,7 +17,8 @@ final class SSHDPeer: @unchecked Sendable {
 
     struct Failure: Error, CustomStringConvertible { let description: String }
 
-    init(hostKeyType: String = "ed25519") throws {
+    /// `passwordAuthentication` also lets users log in with their system password.
+    init(hostKeyType: String = "ed25519", passwordAuthentication: Bool = false) throws {
         for name in ["host_key", "user_key", "other_host_key"] {
             let r = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/ssh-keygen"),
                                          ["-q", "-t", hostKeyType, "-N", "", "-f", dir.file(name).path])
@@ -39,7 +40,8 @@ final class SSHDPeer: @unchecked Sendable {
             StrictModes no
             UsePAM no
             PermitRootLogin yes
-            PasswordAuthentication no
+            PasswordAuthentication \(passwordAuthentication ? "yes" : "no")
+            KbdInteractiveAuthentication no
             MaxStartups 100
             MaxSessions 100
             Subsystem sftp \(sftpServer)
