@@ -197,6 +197,44 @@ import Testing
         #expect(Harness.sameBytes(source, "\(peer.remoteRoot)/in/capped.bin"))
     }
 
+    /// Replacing a remote file: the old one stays whole until the new one is verified and in
+    /// place (a failed verification leaves it untouched), and nothing is left beside it, not
+    /// even the aside file a crash in the replacement window would leave.
+    @Test func anOverwriteReplacesTheOldFileOnlyOnceTheNewOneIsInPlace() throws {
+        let remote = "\(peer.remoteRoot)/in/over.bin"
+        let old = Harness.randomFile(remote, size: 50_000, seed: 11)
+        let oldCopy = h.path("old-copy.bin")
+        try FileManager.default.copyItem(atPath: old, toPath: oldCopy)
+        FileManager.default.createFile(atPath: remote + ".orchestrate-replaced", contents: Data("stale".utf8))
+        let source = Harness.randomFile(h.path("new.bin"), size: 70_000, seed: 12)
+        func upload(sha256: String?) throws -> ProcessResult {
+            let wf = h.workflow("""
+                version: 1
+                name: overwrite
+                steps:
+                  up:
+                    uses: sftp.upload
+                    retry: { max_attempts: 1 }
+                    with:
+                      source: \(source)
+                      destination: in/over.bin
+                      remote_root: \(peer.remoteRoot)
+                      \(sha256.map { "sha256: \"\($0)\"" } ?? "")
+                      \(peer.connection(knownHosts: known))
+                """, name: "overwrite-\(UUID().uuidString.prefix(6)).yaml")
+            return try h.orchestrate(["run", wf, "--json"])
+        }
+        let refused = try upload(sha256: String(repeating: "0", count: 64))
+        #expect(refused.status == 1)
+        #expect(Harness.sameBytes(remote, oldCopy), "a failed replacement leaves the old file as it was")
+
+        let replaced = try upload(sha256: nil)
+        #expect(replaced.status == 0, "\(replaced.stdout)\n\(replaced.stderr)")
+        #expect(Harness.sameBytes(remote, source))
+        let left = try FileManager.default.contentsOfDirectory(atPath: "\(peer.remoteRoot)/in").filter { $0.hasPrefix("over.bin") }
+        #expect(left == ["over.bin"], "nothing beside the file: \(left)")
+    }
+
     @Test func cancelStopsABlockedTransferWithinASecond() throws {
         let source = Harness.randomFile(h.path("cancel.bin"), size: 16 << 20, seed: 5)
         let remote = "\(peer.remoteRoot)/cancel.bin"

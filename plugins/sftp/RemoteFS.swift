@@ -48,19 +48,32 @@ struct RemoteFS {
     }
 
     /// Renames `from` over `to`. SFTP v3 servers (OpenSSH) refuse to rename onto an existing
-    /// file, so an existing target is removed first (the window is a missing, never a torn, file).
+    /// file, and Debian's libssh2 1.10 cannot send OpenSSH's posix-rename@openssh.com (1.11 can).
+    /// So an existing target is first renamed aside (`NAME.orchestrate-replaced`), the new file
+    /// renamed into place, then the old one removed: the old bytes exist until the new ones are
+    /// in place, and go back if the second rename fails. Only the name is briefly absent.
     func rename(_ from: String, to: String) throws(StepError) {
-        let flags = Int(LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE)
         do {
-            try connection.call("rename \(from)") {
-                libssh2_sftp_rename_ex(sftp, from, UInt32(from.utf8.count), to, UInt32(to.utf8.count), flags)
-            }
+            try plainRename(from, to)
         } catch where error.kind == .permanent {
             guard try stat(to) != nil else { throw error }
-            try remove(to)
-            try connection.call("rename \(from)") {
-                libssh2_sftp_rename_ex(sftp, from, UInt32(from.utf8.count), to, UInt32(to.utf8.count), flags)
+            let aside = to + ".orchestrate-replaced"
+            if try stat(aside) != nil { try remove(aside) }  // left by a crash inside this window
+            try plainRename(to, aside)
+            do {
+                try plainRename(from, to)
+            } catch {
+                try? plainRename(aside, to)
+                throw error
             }
+            try? remove(aside)
+        }
+    }
+
+    private func plainRename(_ from: String, _ to: String) throws(StepError) {
+        let flags = Int(LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE)
+        try connection.call("rename \(from)") {
+            libssh2_sftp_rename_ex(sftp, from, UInt32(from.utf8.count), to, UInt32(to.utf8.count), flags)
         }
     }
 
