@@ -18,7 +18,8 @@ final class SSHDPeer: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible { let description: String }
 
     /// `passwordAuthentication` also lets users log in with their system password.
-    init(hostKeyType: String = "ed25519", passwordAuthentication: Bool = false) throws {
+    /// `sftpSubsystem` replaces the server's sftp subsystem command (a malicious wrapper).
+    init(hostKeyType: String = "ed25519", passwordAuthentication: Bool = false, sftpSubsystem: String? = nil) throws {
         for name in ["host_key", "user_key", "other_host_key"] {
             let r = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/ssh-keygen"),
                                          ["-q", "-t", hostKeyType, "-N", "", "-f", dir.file(name).path])
@@ -29,8 +30,8 @@ final class SSHDPeer: @unchecked Sendable {
         try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true,
                                                  attributes: [.posixPermissions: 0o755])
         port = SSHDPeer.freePort()
-        let sftpServer = FileManager.default.fileExists(atPath: "/usr/lib/openssh/sftp-server")
-            ? "/usr/lib/openssh/sftp-server" : "internal-sftp"
+        let sftpServer = sftpSubsystem ?? (FileManager.default.fileExists(atPath: "/usr/lib/openssh/sftp-server")
+            ? "/usr/lib/openssh/sftp-server" : "internal-sftp")
         dir.write("sshd_config", """
             Port \(port)
             ListenAddress 127.0.0.1

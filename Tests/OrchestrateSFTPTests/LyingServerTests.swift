@@ -1,0 +1,56 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// An SFTP server that lies about file sizes (tools/sftp_size_liar.py as sshd's sftp subsystem,
+/// in front of the real sftp-server): downloads end with a clear error and no destination file,
+/// never with a torn or padded one.
+@Suite(.serialized) struct LyingServerTests {
+    let h = Harness()
+
+    func liar(delta: Int) throws -> SSHDPeer {
+        let tool = TestPaths.packageRoot.appendingPathComponent("tools/sftp_size_liar.py").path
+        return try SSHDPeer(sftpSubsystem: "/usr/bin/python3 \(tool) \(delta) /usr/lib/openssh/sftp-server")
+    }
+
+    func download(_ peer: SSHDPeer, file: String, sha256: String? = nil) throws -> ProcessResult {
+        let wf = h.workflow("""
+            version: 1
+            name: liar
+            steps:
+              down:
+                uses: sftp.download
+                retry: { max_attempts: 2, initial_interval: 100ms }
+                with:
+                  source: \(file)
+                  destination: \(h.path("got/\(file)"))
+                  remote_root: \(peer.remoteRoot)
+                  \(sha256.map { "sha256: \"\($0)\"" } ?? "")
+                  \(peer.connection(knownHosts: try peer.knownHosts()))
+            """, name: "liar-\(UUID().uuidString.prefix(6)).yaml")
+        return try h.orchestrate(["run", wf, "--json"])
+    }
+
+    @Test func aSizeLargerThanTheDataIsAClearErrorAndNoFile() throws {
+        let peer = try liar(delta: 1 << 20)
+        Harness.randomFile("\(peer.remoteRoot)/claims-more.bin", size: 300_000, seed: 21)
+        let result = try download(peer, file: "claims-more.bin")
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("shrank while it was being downloaded"), "\(result.stdout.suffix(2000))")
+        #expect(!FileManager.default.fileExists(atPath: h.path("got/claims-more.bin")), "no destination file")
+    }
+
+    @Test func aSizeSmallerThanTheDataIsCaughtByTheChecksum() throws {
+        // Reading only the size the server states is all a client can do without reading past
+        // it; `sha256:` is what proves the bytes. Without it the file would end where the server said.
+        let peer = try liar(delta: -1000)
+        let remote = Harness.randomFile("\(peer.remoteRoot)/claims-less.bin", size: 300_000, seed: 22)
+        let digest = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sha256sum"), [remote]).stdout.prefix(64)
+        let result = try download(peer, file: "claims-less.bin", sha256: String(digest))
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("sha256_mismatch"), "\(result.stdout.suffix(2000))")
+        #expect(!FileManager.default.fileExists(atPath: h.path("got/claims-less.bin")), "no destination file")
+        #expect(!FileManager.default.fileExists(atPath: h.path("got/claims-less.bin.partial")), "the refused bytes are gone too")
+    }
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""An SFTP server that lies about file sizes, for the malicious-server tests (issue 6).
+
+Used as sshd's sftp subsystem in front of the real OpenSSH sftp-server:
+
+    Subsystem sftp /usr/bin/python3 tools/sftp_size_liar.py DELTA /usr/lib/openssh/sftp-server
+
+It relays the client's requests unchanged and the server's replies too, except that every
+SSH_FXP_ATTRS reply (stat, lstat, fstat) that carries a size reports size + DELTA bytes (DELTA may
+be negative; never below 0). The data itself is the real file's: a client that trusts the size
+reads past the end (DELTA > 0) or stops short (DELTA < 0).
+"""
+import os
+import struct
+import subprocess
+import sys
+import threading
+
+SSH_FXP_ATTRS = 105
+SSH_FILEXFER_ATTR_SIZE = 0x00000001
+
+
+def read_exactly(stream, n):
+    data = b""
+    while len(data) < n:
+        chunk = stream.read(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def main():
+    delta = int(sys.argv[1])
+    server = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    client_in, client_out = sys.stdin.buffer, sys.stdout.buffer
+
+    def requests():
+        # Client to server, unchanged.
+        while True:
+            data = os.read(client_in.fileno(), 65536)
+            if not data:
+                break
+            server.stdin.write(data)
+            server.stdin.flush()
+        server.stdin.close()
+
+    threading.Thread(target=requests, daemon=True).start()
+    while True:
+        header = read_exactly(server.stdout, 4)
+        if header is None:
+            break
+        (length,) = struct.unpack(">I", header)
+        body = read_exactly(server.stdout, length)
+        if body is None:
+            break
+        # ATTRS: type(1) id(4) flags(4) [size(8)] ...
+        if body[0] == SSH_FXP_ATTRS and len(body) >= 17:
+            (flags,) = struct.unpack(">I", body[5:9])
+            if flags & SSH_FILEXFER_ATTR_SIZE:
+                (size,) = struct.unpack(">Q", body[9:17])
+                body = body[:9] + struct.pack(">Q", max(0, size + delta)) + body[17:]
+        client_out.write(header + body)
+        client_out.flush()
+    server.wait()
+
+
+if __name__ == "__main__":
+    main()
