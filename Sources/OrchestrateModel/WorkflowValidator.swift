@@ -107,6 +107,7 @@ struct WorkflowValidator {
         let base = Scope(stepID: step.id, onlyNeeds: true, stepsForbidden: nil,
                          item: fanOut ? nil : noItem, secrets: nil)
         check(step.with, base)
+        checkArgv(uses: step.uses, with: step.with, base)
         if let condition = step.condition {
             var s = base
             s.item = fanOut ? "'item' cannot be used in 'if': the condition is evaluated once for the whole step" : noItem
@@ -131,6 +132,7 @@ struct WorkflowValidator {
             var s = base
             s.onlyNeeds = false  // it runs after the run failed: any step's outputs, its own too
             check(compensation.with, s)
+            checkArgv(uses: compensation.uses, with: compensation.with, s)
         }
         if !fanOut, let location = syntax.maxParallelLocation {
             bag.error("'max_parallel' only applies to a for_each step; add 'for_each' or remove it", at: location)
@@ -144,6 +146,16 @@ struct WorkflowValidator {
             checkType(compensation.uses, at: compensation.usesLocation, with: syntax.compensateWithNode,
                       withKey: syntax.compensateWithKeyLocation, catalog: catalog)
         }
+    }
+
+    /// `exec`'s `command` becomes the child's argv, which every user of the machine can read
+    /// (`ps`, /proc/PID/cmdline): a secret there is refused; `env` and `stdin` carry secrets.
+    private mutating func checkArgv(uses: String, with: Template, _ scope: Scope) {
+        guard uses == "exec", case .object(let fields) = with, let command = fields["command"] else { return }
+        var s = scope
+        s.secrets = "secrets cannot be used in exec's 'command': a command line is visible to every user "
+            + "of the machine (ps); pass the secret in 'env' or 'stdin'"
+        check(command, s)
     }
 
     private mutating func checkType(_ type: String, at location: SourceLocation, with node: YAMLNode?,

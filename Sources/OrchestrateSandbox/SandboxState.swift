@@ -18,6 +18,9 @@ struct Video: Sendable {
     var activated = false
     var deleted = false
     var idempotencyKey: String?
+    /// `POST /me/videos` requests that named this video's idempotency key (1 unless a client
+    /// repeated its create, e.g. after a crash; the crash campaign reports it).
+    var createRequests = 1
 
     var status: String {
         if deleted { return "deleted" }
@@ -35,7 +38,8 @@ struct Video: Sendable {
         return ["uri": .string("/videos/\(id)"), "name": .string(name), "description": .string(description),
                 "link": .string("\(base)/videos/\(id)"), "status": .string(status), "upload": .object(upload),
                 "received": .int(received), "bytes_received_total": .int(bytesReceivedTotal),
-                "deleted": .bool(deleted), "activated": .bool(activated)]
+                "deleted": .bool(deleted), "activated": .bool(activated),
+                "idempotency_key": idempotencyKey.map { .string($0) } ?? .null, "create_requests": .int(Int64(createRequests))]
     }
 }
 
@@ -65,7 +69,9 @@ actor SandboxState {
     var used: Int64 { videos.values.filter { !$0.deleted }.reduce(0) { $0 + $1.size } }
 
     func createVideo(name: String, approach: String, size: Int64, idempotencyKey: String?) -> Video {
-        if let key = idempotencyKey, let existing = videos.values.first(where: { $0.idempotencyKey == key }) {
+        if let key = idempotencyKey, var existing = videos.values.first(where: { $0.idempotencyKey == key }) {
+            existing.createRequests += 1
+            videos[existing.id] = existing
             return existing
         }
         let video = Video(id: nextID, name: name, approach: approach, size: size, idempotencyKey: idempotencyKey)

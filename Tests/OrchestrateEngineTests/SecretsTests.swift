@@ -58,6 +58,114 @@ import Testing
         #expect(scanned >= 1 && FileManager.default.fileExists(atPath: h.state + "/state.sqlite"))
     }
 
+    /// While a run that hands a secret to child processes executes (exec through `env`, through
+    /// `stdin`, and exec inside an isolated plugin runner), no process on the machine shows it
+    /// in its command line (/proc/PID/cmdline, what `ps` shows every user); afterwards no output
+    /// of the run holds it: stdout, stderr, events, status, the state directory's files.
+    @Test func aSecretNeverAppearsInAnyProcessListing() throws {
+        let marks = h.path("marks")
+        try FileManager.default.createDirectory(atPath: marks, withIntermediateDirectories: true)
+        let file = h.workflow("""
+            version: 1
+            name: listing
+            secrets:
+              token: { env: TEST_TOKEN }
+            steps:
+              by_env:
+                uses: exec
+                with:
+                  command: [sh, -c, 'touch "$MARKS/env"; sleep 2 & wait; test "$TOKEN" = "$EXPECTED"']
+                  env: { TOKEN: "${{ secrets.token }}", MARKS: "\(marks)", EXPECTED: "${{ secrets.token }}" }
+              by_stdin:
+                uses: exec
+                with:
+                  command: [sh, -c, 'read -r T; touch "$MARKS/stdin"; sleep 2 & wait; test -n "$T"']
+                  stdin: "${{ secrets.token }}\n"
+                  env: { MARKS: "\(marks)" }
+              isolated:
+                uses: exec
+                isolation: process
+                with:
+                  command: [sh, -c, 'touch "$MARKS/isolated"; sleep 2 & wait; test -n "$TOKEN"']
+                  env: { TOKEN: "${{ secrets.token }}", MARKS: "\(marks)" }
+              header:
+                uses: test.echo
+                with: { header: "bearer ${{ secrets.token }}" }
+            """)
+        let out = h.path("out.log"), err = h.path("err.log")
+        let child = try SpawnedChild([TestPaths.orchestrate.path, "run", file, "--json"] + h.baseArguments,
+                                     stdout: out, stderr: err, environment: ["TEST_TOKEN": secret])
+        // Scan every process's command line until the run ends; count the run's own children
+        // seen (the exec'd shells and sleeps, the isolated runner), so the scan cannot pass by
+        // looking at nothing.
+        var leaks = Set<String>()
+        var seenInTree = Set<String>()
+        var status: Int32?
+        let needle = Data(secret.utf8)
+        let deadline = Date().addingTimeInterval(60)
+        while status == nil {
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where Int32(entry) != nil {
+                guard let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+                let words = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+                if cmdline.range(of: needle) != nil { leaks.insert("pid \(entry): \(words.joined(separator: " "))") }
+                if Self.descends(Int32(entry)!, from: child.pid), let name = words.first {
+                    seenInTree.insert((name as NSString).lastPathComponent)
+                }
+            }
+            status = child.poll()
+            if status == nil, Date() > deadline { status = child.wait(timeout: 0) }
+            usleep(10_000)
+        }
+        #expect(status == 0, "\((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+        #expect(leaks.isEmpty, "the secret is in a process listing: \(leaks)")
+        #expect(seenInTree.isSuperset(of: ["sh", "sleep"]), "the scan saw \(seenInTree)")
+        #expect(seenInTree.contains { $0.contains("runner") }, "the isolated runner was never seen: \(seenInTree)")
+        #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: marks)) ?? []) == ["env", "stdin", "isolated"])
+
+        let runID = try #require(try h.runIDs().last)
+        var outputs = [("stdout", out), ("stderr", err)].map { ($0.0, (try? String(contentsOfFile: $0.1, encoding: .utf8)) ?? "") }
+        outputs.append(("events", try h.orchestrate(["events", runID, "--json"]).stdout))
+        outputs.append(("status", try h.orchestrate(["status", runID, "--json"]).stdout))
+        for (name, text) in outputs { #expect(!text.contains(secret), "the secret leaked into \(name)") }
+        #expect(outputs[0].1.contains("step.succeeded"))
+        let enumerator = FileManager.default.enumerator(atPath: h.state)!
+        while let relative = enumerator.nextObject() as? String {
+            guard let data = FileManager.default.contents(atPath: h.state + "/" + relative) else { continue }
+            #expect(data.range(of: needle) == nil, "the secret is in \(relative)")
+        }
+    }
+
+    /// Whether `pid`'s chain of parents reaches `ancestor` (from /proc/PID/stat's ppid field).
+    static func descends(_ pid: Int32, from ancestor: Int32) -> Bool {
+        var current = pid
+        for _ in 0 ..< 32 {
+            if current == ancestor { return true }
+            guard current > 1, let stat = try? String(contentsOfFile: "/proc/\(current)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, let parent = Int32(fields[1]) else { return false }
+            current = parent
+        }
+        return false
+    }
+
+    @Test func aSecretInAnExecCommandLineIsRefused() throws {
+        let file = h.workflow("""
+            version: 1
+            name: argv
+            secrets:
+              token: { env: TEST_TOKEN }
+            steps:
+              call:
+                uses: exec
+                with: { command: [curl, -H, "Authorization: bearer ${{ secrets.token }}", "https://example.com"] }
+            """)
+        let result = try h.orchestrate(["validate", file])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("wf.yaml:8:"), "\(result.stderr)")
+        #expect(result.stderr.contains("secrets cannot be used in exec's 'command'"), "\(result.stderr)")
+    }
+
     @Test func aSecretCannotBecomeAnIdempotencyKey() throws {
         // Keys are stored in the state store, so the validator refuses a secret in one.
         let file = h.workflow("""

@@ -359,8 +359,9 @@ struct WorkflowParsingTests {
         #expect(d.first?.message.contains("mapping values are not allowed") == true)
     }
 
-    @Test("secrets: not in stored keys; env checked; names checked")
+    @Test("secrets: not in stored keys nor exec's argv; env checked; names checked")
     func secretRules() {
+        let argv = "secrets cannot be used in exec's 'command': a command line is visible to every user of the machine (ps); pass the secret in 'env' or 'stdin'"
         let source = """
         name: s
         secrets:
@@ -375,7 +376,9 @@ struct WorkflowParsingTests {
         #expect(at(errors(source)) == [
             "4:15 invalid environment variable name '1X'",
             "8:27 secrets cannot be used in 'idempotency_key': keys are stored in the state store",
+            "9:28 \(argv)",
             "9:57 read secrets one at a time, as secrets.<name>",
+            "9:57 \(argv)",
         ])
     }
 
