@@ -3,7 +3,7 @@
 the Vimeo streaming flow, the tus flow, an SFTP tree upload and a persistent SFTP session, then
 its figures as a Markdown table (the README's Benchmarks section shows one run).
 
-    bench/crash/bench.py [--kills 500] [--seed N] [--bin-dir DIR] [extra crash_campaign.py options]
+    bench/crash/bench.py [--kills 500] [--seed N] [--sftp-big-mib 72] [--bin-dir DIR] [crash_campaign.py options]
 
 Fails (exit 1) if the campaign found any violation; the seed repeats it.
 """
@@ -26,11 +26,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=500)
     parser.add_argument("--seed", type=int, default=500)
+    parser.add_argument("--sftp-big-mib", type=int, default=72,
+                        help="one file this big in each SFTP tree (parallel ranges, re-sent chunks)")
     parser.add_argument("--bin-dir", default=os.environ.get("ORCHESTRATE_BIN_DIR") or os.path.join(ROOT, ".build/release"))
     args, extra = parser.parse_known_args()
     report_path = tempfile.mktemp(prefix="crash-report-", suffix=".json")
     command = [sys.executable, os.path.join(ROOT, "tools/crash_campaign.py"), "--bin-dir", args.bin_dir,
-               "--seed", str(args.seed), "--kills", str(args.kills), "--report", report_path] + extra
+               "--seed", str(args.seed), "--kills", str(args.kills), "--sftp-big-mib", str(args.sftp_big_mib),
+               "--report", report_path] + extra
     status = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
     if not os.path.exists(report_path):
         sys.exit(f"the campaign did not finish (status {status})")
