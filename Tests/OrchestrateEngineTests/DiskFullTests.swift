@@ -1,0 +1,116 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// A full disk, for real: a small tmpfs (mounting needs root; CI runs as root). The state
+/// directory filling up mid-run is a clear error that leaves the run resumable and the database
+/// intact; a destination filling up is a retryable ENOSPC that never leaves a torn destination,
+/// and the step finishes once space is back.
+@Suite(.serialized) struct DiskFullTests {
+    let h = Harness()
+
+    /// A tmpfs of `size` mounted on a fresh directory, unmounted by `unmount()`.
+    final class SmallDisk {
+        let path: String
+        init(_ path: String, size: String) throws {
+            self.path = path
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            let r = try ChildProcess.run(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", path])
+            guard r.status == 0 else { throw DiskFailure("mount tmpfs: \(r.stderr)") }
+        }
+        func resize(_ size: String) throws {
+            let r = try ChildProcess.run(URL(fileURLWithPath: "/bin/mount"), ["-o", "remount,size=\(size)", path])
+            guard r.status == 0 else { throw DiskFailure("remount: \(r.stderr)") }
+        }
+        /// Fills the disk with a file until `leave` bytes are free.
+        func fill(leaving leave: Int) throws {
+            var stats = statvfs()
+            guard statvfs(path, &stats) == 0 else { throw DiskFailure("statvfs \(path)") }
+            let free = Int(stats.f_bavail) * Int(stats.f_frsize)
+            let filler = FileManager.default.createFile(atPath: "\(path)/filler", contents: Data(count: max(0, free - leave)))
+            guard filler else { throw DiskFailure("cannot write the filler") }
+        }
+        func unmount() { _ = try? ChildProcess.run(URL(fileURLWithPath: "/bin/umount"), ["-l", path]) }
+    }
+
+    func requireRoot() -> Bool {
+        if getuid() != 0 { Issue.record("mounting a small tmpfs needs root: run the suite as root (CI does)") }
+        return getuid() == 0
+    }
+
+    @Test func aFullStateDirectoryStopsTheRunResumablyAndCorruptsNothing() throws {
+        guard requireRoot() else { return }
+        let disk = try SmallDisk(h.path("state-disk"), size: "48m")
+        defer { disk.unmount() }
+        let state = "\(disk.path)/state"
+        let file = h.workflow("""
+            version: 1
+            name: journal-heavy
+            steps:
+              many:
+                for_each: [\((0 ..< 3000).map(String.init).joined(separator: ", "))]
+                uses: test.echo
+                with: { n: "${{ item }}", pad: "\(String(repeating: "x", count: 400))" }
+            """)
+        // The store exists, then the disk is all but full.
+        #expect(try ChildProcess.orchestrate(["list", "--state", state, "--plugin-path", Harness.pluginDir]).status == 0)
+        try disk.fill(leaving: 96 << 10)
+        let full = try ChildProcess.orchestrate(["run", file, "--state", state, "--plugin-path", Harness.pluginDir])
+        #expect(full.status == 1, "\(full.stdout.suffix(1000))\n\(full.stderr)")
+        #expect(!full.signalled, "no crash")
+        #expect(full.stderr.contains("full") || full.stderr.contains("SQLITE_FULL"), "a clear error: \(full.stderr)")
+        // Space comes back: the database is intact and the run finishes where it stopped.
+        try FileManager.default.removeItem(atPath: "\(disk.path)/filler")
+        let check = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), ["\(state)/state.sqlite", "PRAGMA integrity_check"])
+        #expect(check.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok")
+        let runs = Harness.events(try ChildProcess.orchestrate(["list", "--json", "--state", state, "--plugin-path", Harness.pluginDir]))
+        let runID = try #require(runs.first?["id"]?.stringValue, "the run was journaled before the disk filled")
+        let resumed = try ChildProcess.orchestrate(["resume", runID, "--state", state, "--plugin-path", Harness.pluginDir])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let status = try JSONValue(parsing: try ChildProcess.orchestrate(["status", runID, "--json", "--state", state,
+                                                                          "--plugin-path", Harness.pluginDir]).stdout)
+        #expect(status["status"]?.stringValue == "succeeded")
+        let items = status["steps"]?.arrayValue?.filter { $0["kind"]?.stringValue == "item" } ?? []
+        #expect(items.count == 3000 && items.allSatisfy { $0["status"]?.stringValue == "succeeded" })
+    }
+
+    @Test func aFullDestinationIsRetriedNeverTornAndFinishesOnceSpaceIsBack() throws {
+        guard requireRoot() else { return }
+        let disk = try SmallDisk(h.path("dest-disk"), size: "2m")
+        defer { disk.unmount() }
+        let source = h.path("source.bin")
+        FileManager.default.createFile(atPath: source, contents: Data((0 ..< (5 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
+        let destination = "\(disk.path)/copy.bin"
+        let file = h.workflow("""
+            version: 1
+            name: copy-to-full-disk
+            steps:
+              copy:
+                uses: fs.copy
+                retry: { max_attempts: 200, initial_interval: 200ms, backoff: 1.0 }
+                with: { source: "\(source)", destination: "\(destination)" }
+            """)
+        let run = try h.start(["run", file, "--json"])
+        defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
+        var runID: String?
+        #expect(h.waitFor(30) {
+            runID = try? h.runIDs().first
+            return runID.flatMap { id in
+                (try? h.orchestrate(["events", id]))?.stdout.contains("ENOSPC")
+            } ?? false
+        }, "the copy hit ENOSPC and is being retried")
+        #expect(run.isRunning, "retried, not failed")
+        #expect(!FileManager.default.fileExists(atPath: destination), "no torn destination while the disk is full")
+        try disk.resize("16m")
+        run.waitUntilExit()
+        #expect(run.terminationStatus == 0)
+        #expect(FileManager.default.contentsEqual(atPath: source, andPath: destination))
+        #expect(!FileManager.default.fileExists(atPath: destination + ".partial"))
+    }
+}
+
+struct DiskFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
