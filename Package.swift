@@ -54,12 +54,14 @@ let package = Package(
         .target(name: "OrchestrateStore", dependencies: [
             "OrchestrateJSON", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .target(name: "OrchestratePluginHost", dependencies: ["OrchestrateJSON", "COrchestratePlugin"]),
+        // The token bucket behind every bandwidth cap (host and plugins alike); no dependencies.
+        .target(name: "OrchestrateTokenBucket"),
+        .target(name: "OrchestratePluginHost", dependencies: ["OrchestrateJSON", "COrchestratePlugin", "OrchestrateTokenBucket"]),
         .target(name: "OrchestrateEngine", dependencies: [
-            "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
+            "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
         ]),
         .target(name: "OrchestrateCLI", dependencies: [
-            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
+            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "orchestrate", dependencies: ["OrchestrateCLI"]),
@@ -71,7 +73,7 @@ let package = Package(
                 path: "plugins/fs"),
         .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit"],
                 path: "plugins/exec"),
-        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "CCurl", "OrchestrateDigest"],
+        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "CCurl", "OrchestrateDigest", "OrchestrateTokenBucket"],
                 path: "plugins/http"),
         .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "CLibSSH2", "CLibCrypto"],
                 path: "plugins/sftp"),
@@ -86,7 +88,7 @@ let package = Package(
                     resources: [.copy("BadWorkflows")]),
         .testTarget(name: "OrchestrateStoreTests", dependencies: ["OrchestrateStore", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestratePluginTests", dependencies: [
-            "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTestSupport",
+            "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateTokenBucket",
         ]),
         .testTarget(name: "OrchestrateEngineTests", dependencies: [
             "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import OrchestrateEngine
-import OrchestratePluginHost
+import OrchestrateTokenBucket
 
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

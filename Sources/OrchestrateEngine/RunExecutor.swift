@@ -3,6 +3,7 @@ import OrchestrateJSON
 import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
+import OrchestrateTokenBucket
 
 /// Settings of one executor.
 public struct EngineOptions: Sendable {

@@ -4,6 +4,7 @@ import Foundation
 import OrchestrateJSON
 import OrchestratePluginHost
 import OrchestrateTestSupport
+import OrchestrateTokenBucket
 import Testing
 
 /// A clock the test moves by hand.
