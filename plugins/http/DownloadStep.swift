@@ -111,6 +111,9 @@ struct DownloadState {
     var bodyStarted = false
     /// Set when a 206 answered another range than the one asked (nothing of it was written).
     var rangeError: String?
+    /// Set when writing the partial file failed (ENOSPC, EIO…): reported with its errno instead
+    /// of libcurl's generic "Failure writing output to destination".
+    var writeError: StepError?
 
     init(step: StepContext, file: LocalFile, url: String) {
         self.step = step
@@ -162,6 +165,7 @@ struct DownloadState {
             return response
         } catch {
             box.saveCheckpoint()
+            if let writeError = box.state.writeError { throw writeError }
             throw error
         }
     }
@@ -213,7 +217,10 @@ struct DownloadState {
         }
 
         func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-            guard state.file.write(bytes, at: state.offset) else { return false }
+            guard state.file.write(bytes, at: state.offset) else {
+                state.writeError = .posix("cannot write \(state.file.path)")
+                return false
+            }
             state.offset += Int64(bytes.count)
             state.behind.advance(to: state.offset)
             let now = Clock.milliseconds()
