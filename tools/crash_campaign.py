@@ -516,8 +516,11 @@ class Campaign:
             while used < kills or not runs:
                 index = len(runs)
                 pending = []
-                for i in range(self.args.files):
-                    size = self.rng.randrange(1, 2 * (self.args.sftp_mib << 20) // self.args.files)
+                # Paths keep arriving for the whole campaign: 1-4 are added per kill, so a long
+                # campaign gets about two per kill it will spend on this session.
+                count = max(self.args.files, 2 * (kills - used))
+                for i in range(count):
+                    size = self.rng.randrange(1, 2 * (self.args.sftp_mib << 20) // count)
                     source = os.path.join(work, f"paths-{index}", f"p{i:03d}.bin")
                     write_random(source, size, self.rng)
                     pending.append((source, f"session-{index}/p{i:03d}.bin", size))
@@ -558,7 +561,7 @@ class Campaign:
                 figures.payload_bytes += payload
                 figures.server_bytes += written
                 figures.max_resent_one_run = max(figures.max_resent_one_run, written - payload)
-                if pending or len(added) != self.args.files:
+                if pending or len(added) != count:
                     self.violation(name, f"run {run_id} finished with {len(pending)} paths never added")
                 for source, destination, _ in added:
                     remote = os.path.join(sshd.remote, destination)
@@ -630,7 +633,7 @@ def main():
     parser.add_argument("--sftp-mib", type=int, default=24, help="an SFTP tree's or session's total per run (MiB)")
     parser.add_argument("--sftp-big-mib", type=int, default=0,
                         help="add one file this big (MiB) to each SFTP tree; from 64 the plugin sends it over parallel ranges")
-    parser.add_argument("--files", type=int, default=12, help="files per SFTP tree / persistent session")
+    parser.add_argument("--files", type=int, default=12, help="files per SFTP tree / persistent session (a session gets at least 2 per kill it takes)")
     parser.add_argument("--rate-kib", type=int, default=2048, help="upload cap for the Vimeo/tus flows (KiB/s), so kills land mid-upload")
     parser.add_argument("--chunk-kib", type=int, default=512, help="tus chunk size (KiB)")
     parser.add_argument("--stuck-timeout", type=float, default=120, help="a run not finished this long after its last kill is stuck")
