@@ -173,7 +173,7 @@ final class Connection: @unchecked Sendable {
             let result = body()
             if result >= 0 { lastActivity = Connection.now(); return result }
             if Int32(truncatingIfNeeded: result) != LIBSSH2_ERROR_EAGAIN { throw failure(what(), Int32(truncatingIfNeeded: result)) }
-            try wait()
+            try waitOrAbandon()
         }
     }
 
@@ -183,7 +183,21 @@ final class Connection: @unchecked Sendable {
             if let result = body() { lastActivity = Connection.now(); return result }
             let code = libssh2_session_last_errno(session)
             if code != LIBSSH2_ERROR_EAGAIN { throw failure(what(), code) }
+            try waitOrAbandon()
+        }
+    }
+
+    /// `wait()` for a call libssh2 has half done. If the wait ends the call (cancel, timeout), the
+    /// session is left mid-operation: libssh2 1.10 keeps one pending state per operation kind
+    /// (the next `stat` would take the abandoned one's reply, for another path) and possibly a
+    /// half-sent packet that the next write would complete with its own length. Such a connection
+    /// must never be reused, so it counts as broken (a retried attempt gets a fresh one).
+    private func waitOrAbandon() throws(StepError) {
+        do {
             try wait()
+        } catch {
+            broken = true
+            throw error
         }
     }
 
