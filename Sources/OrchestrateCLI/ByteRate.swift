@@ -32,17 +32,3 @@ struct ByteRate: ExpressibleByArgument, Equatable {
                      valueName: "rate")
     }
 }
-
-extension Int64 {
-    /// `10 MiB/s`, for status lines.
-    var rateDescription: String {
-        let units = ["B/s", "KiB/s", "MiB/s", "GiB/s"]
-        var value = Double(self), index = 0
-        while value >= 1024, index < units.count - 1 {
-            value /= 1024
-            index += 1
-        }
-        let number = value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
-        return "\(number) \(units[index])"
-    }
-}
