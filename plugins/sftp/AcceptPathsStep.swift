@@ -40,10 +40,9 @@ struct AcceptPathsStep: StepDefinition {
         let attempts = Int(try step.optionalInt("item_attempts") ?? 3)
         let (session, owned) = try Sessions.resolve(step)
         defer { if owned { session.close() } }
-        let root = try session.with(step) { connection throws(StepError) in
-            try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try RemoteFS(connection: connection).realpath("."))
-        }
-        step.log(.info, "accepting paths: up to \(parallel) at once into \(root.root.isEmpty ? "/" : root.root)")
+        let home = try RemoteFS(connection: try session.shared(step), step: step).realpath(".")
+        let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: home)
+        step.log(.info, "accepting paths: up to \(parallel) at once over one connection into \(root.root.isEmpty ? "/" : root.root)")
         let state = AcceptState()
         var workers: [Worker] = []
         for _ in 0 ..< parallel {
@@ -65,8 +64,6 @@ struct AcceptPathsStep: StepDefinition {
     private static func work(_ step: StepContext, session: Session, root: RemoteRoot, options: TransferOptions,
                              attempts: Int, closeWhenIdle: Bool, state: AcceptState)
     {
-        var connection: Connection?
-        defer { if let connection { session.giveBack(connection) } }
         while !step.isCancelled && !state.stopped {
             switch step.nextItem(timeout: .milliseconds(300)) {
             case .closed:
@@ -77,7 +74,7 @@ struct AcceptPathsStep: StepDefinition {
             case .item(let item):
                 state.begin()
                 defer { state.end() }
-                let result = transfer(item, step, session: session, connection: &connection, root: root,
+                let result = transfer(item, step, session: session, root: root,
                                       options: options, attempts: attempts)
                 switch result {
                 case .success(let size):
@@ -94,7 +91,9 @@ struct AcceptPathsStep: StepDefinition {
         }
     }
 
-    private static func transfer(_ item: StepItem, _ step: StepContext, session: Session, connection: inout Connection?,
+    /// Uploads one item over the session's shared connection; connection errors are retried
+    /// (the session reopens a broken connection once for all workers).
+    private static func transfer(_ item: StepItem, _ step: StepContext, session: Session,
                                  root: RemoteRoot, options: TransferOptions, attempts: Int) -> Result<Int64, StepError>
     {
         guard let source = item.value?["source"]?.stringValue, let destination = item.value?["destination"]?.stringValue,
@@ -107,9 +106,7 @@ struct AcceptPathsStep: StepDefinition {
         var lastError = StepError.retryable("not attempted")
         for attempt in 1 ... attempts {
             do throws(StepError) {
-                let conn: Connection
-                if let existing = connection { conn = existing } else { conn = try session.borrow(step) }
-                connection = conn
+                let conn = try session.shared(step)
                 let transfer = FileTransfer(session: session, step: step, options: options)
                 var lastSaved: Int64 = 0
                 transfer.onProgress = { bytes in
@@ -124,7 +121,6 @@ struct AcceptPathsStep: StepDefinition {
                 return .success(result.size)
             } catch {
                 lastError = error
-                if let conn = connection, conn.broken { session.giveBack(conn); connection = nil }
                 guard error.kind == .retryable || error.kind == .timeout, attempt < attempts, !step.isCancelled else { break }
                 step.log(.info, "item \(item.id): \(error.message); trying again")
                 if step.sleep(milliseconds: 300 * Int64(attempt)) { return .failure(.cancelled()) }

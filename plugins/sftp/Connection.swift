@@ -4,31 +4,37 @@ import Glibc
 import CLibSSH2
 import OrchestratePluginKit
 
-/// One SSH connection with its SFTP channel, driven in libssh2's non-blocking mode: every call
-/// that would block returns EAGAIN and we poll the socket *and* the step's cancel fd, so a
-/// cancel reaches a stalled transfer within a poll round (≤ 1 s, usually at once), keepalives
-/// go out while idle, and a silent peer is declared dead after `ioTimeout`.
-///
-/// Not thread-safe (libssh2 sessions are not): one thread uses it at a time; the session pool
-/// hands it out exclusively.
+/// One SSH connection: the socket, libssh2's session (handshake, host-key check, authentication)
+/// and its SFTP channel. Until the channel is open the creating thread drives libssh2 in
+/// non-blocking mode, polling the socket *and* the step's cancel fd so a cancel or a silent
+/// server ends the wait; from then on `channel`'s I/O thread makes every libssh2 call, and any
+/// number of threads may send SFTP requests through it at once.
 final class Connection: @unchecked Sendable {
     let parameters: ConnectionParameters
     private(set) var fingerprint = ""
     private let socket: Int32
     private let session: OpaquePointer
-    private(set) var sftp: OpaquePointer!
-    /// The step currently using the connection (for cancellation); set by the pool.
-    var step: StepContext?
-    /// Set once an I/O error was seen: the connection is not reused.
-    private(set) var broken = false
+    private var sshChannel: OpaquePointer?
+    /// The SFTP requests of every user of this connection go through here.
+    private(set) var channel: SFTPChannel!
+    /// SFTP extensions the server announced (`posix-rename@openssh.com`, `fsync@openssh.com`…).
+    private(set) var extensions: [String: [UInt8]] = [:]
+    /// Largest data per READ / WRITE request: the server's `limits@openssh.com`, else the 32 KiB
+    /// every SFTP server must accept.
+    private(set) var maximumRead = 32 << 10
+    private(set) var maximumWrite = 32 << 10
+    /// Set when the handshake failed mid-way or a libssh2 call was abandoned.
+    private var handshakeBroken = false
     private var lastActivity = Connection.now()
+
+    /// Broken connections are never reused: every request on one fails at once.
+    var broken: Bool { handshakeBroken || (channel?.broken ?? false) }
 
     private static let initialised: Bool = { libssh2_init(0) == 0 }()
 
     init(_ parameters: ConnectionParameters, step: StepContext) throws(StepError) {
         _ = Connection.initialised
         self.parameters = parameters
-        self.step = step
         socket = try Connection.connectSocket(parameters, step: step)
         guard let session = libssh2_session_init_ex(nil, nil, nil, nil) else {
             close(socket)
@@ -37,8 +43,9 @@ final class Connection: @unchecked Sendable {
         self.session = session
         libssh2_session_set_blocking(session, 0)
         do {
-            try open()
+            try open(step)
         } catch {
+            handshakeBroken = true
             shutdown()
             throw error
         }
@@ -46,7 +53,9 @@ final class Connection: @unchecked Sendable {
 
     deinit { shutdown() }
 
-    private func open() throws(StepError) {
+    func supports(_ extensionName: String) -> Bool { extensions[extensionName] != nil }
+
+    private func open(_ step: StepContext) throws(StepError) {
         let sock = socket
         // Fastest first: libssh2 1.10 has no AEAD ciphers, so AES-CTR (AES-NI) with the
         // cheapest strong MAC (SHA-1/SHA-256 have CPU instructions here) instead of its defaults.
@@ -54,32 +63,54 @@ final class Connection: @unchecked Sendable {
         _ = libssh2_session_method_pref(session, LIBSSH2_METHOD_CRYPT_SC, "aes128-ctr,aes256-ctr,aes192-ctr,aes256-cbc,aes128-cbc")
         _ = libssh2_session_method_pref(session, LIBSSH2_METHOD_MAC_CS, "hmac-sha1,hmac-sha2-256,hmac-sha2-512")
         _ = libssh2_session_method_pref(session, LIBSSH2_METHOD_MAC_SC, "hmac-sha1,hmac-sha2-256,hmac-sha2-512")
-        try call("SSH handshake") { libssh2_session_handshake(session, sock) }
-        try verifyHostKey()
-        try authenticate()
+        try call("SSH handshake", step) { libssh2_session_handshake(session, sock) }
+        try verifyHostKey(step)
+        try authenticate(step)
         if parameters.keepalive > 0 { libssh2_keepalive_config(session, 1, UInt32(parameters.keepalive)) }
-        sftp = try pointer("SFTP start") { libssh2_sftp_init(session) }
+        // A receive window far above libssh2's 2 MiB default, so pipelined reads are not held
+        // back by window adjustments.
+        let ssh = try pointer("SFTP channel", step) {
+            libssh2_channel_open_ex(session, "session", 7, 16 << 20, UInt32(LIBSSH2_CHANNEL_PACKET_DEFAULT), nil, 0)
+        }
+        sshChannel = ssh
+        try call("SFTP subsystem", step) { libssh2_channel_process_startup(ssh, "subsystem", 9, "sftp", 4) }
+        channel = SFTPChannel(session: session, channel: ssh, socket: socket, parameters: parameters)
+        extensions = try channel.start(step)
+        if supports("limits@openssh.com") {
+            var reply = try channel.call(.extended, step) { $0.string("limits@openssh.com") }
+            if reply.type == SFTP.Packet.extendedReply.rawValue {
+                _ = try reply.reader.u64()
+                let read = Int(try reply.reader.u64()), write = Int(try reply.reader.u64())
+                if read > 0 { maximumRead = min(read, 255 << 10) }
+                if write > 0 { maximumWrite = min(write, 255 << 10) }
+            }
+        }
     }
 
     private var closed = false
 
-    /// Closes the SFTP channel and the session (best effort, bounded: the socket goes away after).
+    /// Stops the I/O thread, then closes the channel and the session (best effort, bounded: the
+    /// socket goes away after).
     func shutdown() {
         guard !closed else { return }
         closed = true
+        channel?.stop()
         if !broken {
             let deadline = Connection.now() + 1
-            if let sftp { while libssh2_sftp_shutdown(sftp) == LIBSSH2_ERROR_EAGAIN && Connection.now() < deadline { pollOnce(100) } }
+            if let sshChannel {
+                while libssh2_channel_close(sshChannel) == LIBSSH2_ERROR_EAGAIN && Connection.now() < deadline { pollOnce(100) }
+            }
             while libssh2_session_disconnect_ex(session, SSH_DISCONNECT_BY_APPLICATION, "bye", "") == LIBSSH2_ERROR_EAGAIN
                     && Connection.now() < deadline { pollOnce(100) }
         }
+        if let sshChannel { libssh2_channel_free(sshChannel) }
         libssh2_session_free(session)
         close(socket)
     }
 
     // MARK: - Host key and authentication
 
-    private func verifyHostKey() throws(StepError) {
+    private func verifyHostKey(_ step: StepContext) throws(StepError) {
         var length = 0
         var type: Int32 = 0
         guard let raw = libssh2_session_hostkey(session, &length, &type) else {
@@ -90,7 +121,7 @@ final class Connection: @unchecked Sendable {
         let p = parameters
         let name = KnownHosts.hostName(p.host, port: p.port)
         if p.policy == .off {
-            step?.log(.warn, "host key checking is off (host_key_policy: off): \(name) offered \(KnownHosts.keyType(key)) \(fingerprint), which was not verified")
+            step.log(.warn, "host key checking is off (host_key_policy: off): \(name) offered \(KnownHosts.keyType(key)) \(fingerprint), which was not verified")
             return
         }
         let knownHosts = KnownHosts(path: p.knownHosts)
@@ -109,7 +140,7 @@ final class Connection: @unchecked Sendable {
         case .unknown:
             if p.policy == .acceptNew {
                 try knownHosts.add(host: p.host, port: p.port, key: key)
-                step?.log(.warn, "added \(name) (\(KnownHosts.keyType(key)) \(fingerprint)) to \(p.knownHosts)")
+                step.log(.warn, "added \(name) (\(KnownHosts.keyType(key)) \(fingerprint)) to \(p.knownHosts)")
                 return
             }
             throw .permanent("""
@@ -119,14 +150,14 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    private func authenticate() throws(StepError) {
+    private func authenticate(_ step: StepContext) throws(StepError) {
         let p = parameters
         let user = p.user
         let userLength = UInt32(user.utf8.count)
         var reasons: [String] = []
         if let keyFile = p.keyFile {
             do {
-                try call("public-key auth with \(keyFile)") {
+                try call("public-key auth with \(keyFile)", step) {
                     libssh2_userauth_publickey_fromfile_ex(session, user, userLength, nil, keyFile, p.passphrase)
                 }
                 return
@@ -134,7 +165,7 @@ final class Connection: @unchecked Sendable {
         }
         if let password = p.password {
             do {
-                try call("password auth") {
+                try call("password auth", step) {
                     libssh2_userauth_password_ex(session, user, userLength, password, UInt32(password.utf8.count), nil)
                 }
                 return
@@ -163,64 +194,46 @@ final class Connection: @unchecked Sendable {
         return false
     }
 
-    // MARK: - Non-blocking calls
+    // MARK: - Non-blocking calls (while opening)
 
     /// Repeats `body` while it returns EAGAIN, waiting on the socket between tries. Returns the
     /// first non-negative result; a negative one becomes a StepError naming `what`.
     @discardableResult
-    func call<T: BinaryInteger>(_ what: @autoclosure () -> String, _ body: () -> T) throws(StepError) -> T {
+    private func call<T: BinaryInteger>(_ what: @autoclosure () -> String, _ step: StepContext,
+                                        _ body: () -> T) throws(StepError) -> T {
         while true {
             let result = body()
             if result >= 0 { lastActivity = Connection.now(); return result }
             if Int32(truncatingIfNeeded: result) != LIBSSH2_ERROR_EAGAIN { throw failure(what(), Int32(truncatingIfNeeded: result)) }
-            try waitOrAbandon()
+            try wait(step)
         }
     }
 
     /// Like `call` for libssh2 functions returning a pointer (NULL + EAGAIN means try again).
-    func pointer(_ what: @autoclosure () -> String, _ body: () -> OpaquePointer?) throws(StepError) -> OpaquePointer {
+    private func pointer(_ what: @autoclosure () -> String, _ step: StepContext, _ body: () -> OpaquePointer?) throws(StepError) -> OpaquePointer {
         while true {
             if let result = body() { lastActivity = Connection.now(); return result }
             let code = libssh2_session_last_errno(session)
             if code != LIBSSH2_ERROR_EAGAIN { throw failure(what(), code) }
-            try waitOrAbandon()
-        }
-    }
-
-    /// `wait()` for a call libssh2 has half done. If the wait ends the call (cancel, timeout), the
-    /// session is left mid-operation: libssh2 1.10 keeps one pending state per operation kind
-    /// (the next `stat` would take the abandoned one's reply, for another path) and possibly a
-    /// half-sent packet that the next write would complete with its own length. Such a connection
-    /// must never be reused, so it counts as broken (a retried attempt gets a fresh one).
-    private func waitOrAbandon() throws(StepError) {
-        do {
-            try wait()
-        } catch {
-            broken = true
-            throw error
+            try wait(step)
         }
     }
 
     /// Waits until libssh2's socket is ready in the direction it needs, the step is cancelled,
-    /// or a second passes (then sends a keepalive if due and checks the I/O timeout).
-    func wait() throws(StepError) {
-        if let step, step.isCancelled { throw .cancelled("sftp transfer cancelled") }
+    /// or a second passes (then checks the I/O timeout). A wait that ends the call leaves the
+    /// session mid-operation: the connection is given up (`init` shuts it down).
+    private func wait(_ step: StepContext) throws(StepError) {
+        if step.isCancelled { throw .cancelled("sftp connect cancelled") }
         let directions = libssh2_session_block_directions(session)
         var events: Int16 = 0
         if directions & LIBSSH2_SESSION_BLOCK_INBOUND != 0 { events |= Int16(POLLIN) }
         if directions & LIBSSH2_SESSION_BLOCK_OUTBOUND != 0 { events |= Int16(POLLOUT) }
         if events == 0 { events = Int16(POLLIN) }
-        var fds = [pollfd(fd: socket, events: events, revents: 0)]
-        if let step { fds.append(pollfd(fd: step.cancelFD, events: Int16(POLLIN), revents: 0)) }
-        let ready = poll(&fds, nfds_t(fds.count), 1000)
-        if fds.count > 1 && fds[1].revents != 0 { throw .cancelled("sftp transfer cancelled") }
+        var fds = [pollfd(fd: socket, events: events, revents: 0), pollfd(fd: step.cancelFD, events: Int16(POLLIN), revents: 0)]
+        let ready = poll(&fds, 2, 1000)
+        if fds[1].revents != 0 { throw .cancelled("sftp connect cancelled") }
         if ready > 0 && fds[0].revents != 0 { return }
-        if parameters.keepalive > 0 {
-            var next: Int32 = 0
-            _ = libssh2_keepalive_send(session, &next)
-        }
         if Connection.now() - lastActivity > Double(parameters.ioTimeout) {
-            broken = true
             throw StepError(kind: .timeout, code: "io_timeout",
                             message: "no progress from \(parameters.host) for \(parameters.ioTimeout) s")
         }
@@ -231,13 +244,9 @@ final class Connection: @unchecked Sendable {
         _ = poll(&fd, 1, ms)
     }
 
-    /// Turns a libssh2 error code into a StepError: SFTP status codes map to their meaning
-    /// (no such file: permanent), socket/transport failures are retryable and break the connection.
-    func failure(_ what: String, _ code: Int32) -> StepError {
-        if code == LIBSSH2_ERROR_SFTP_PROTOCOL, let sftp {
-            let status = libssh2_sftp_last_error(sftp)
-            return SFTPStatus.error(what, status: status)
-        }
+    /// Turns a libssh2 error code into a StepError: authentication refusals are permanent,
+    /// transport failures retryable.
+    private func failure(_ what: String, _ code: Int32) -> StepError {
         var message: UnsafeMutablePointer<CChar>?
         var length: Int32 = 0
         libssh2_session_last_error(session, &message, &length, 0)
@@ -248,10 +257,8 @@ final class Connection: @unchecked Sendable {
         case LIBSSH2_ERROR_SOCKET_SEND, LIBSSH2_ERROR_SOCKET_RECV, LIBSSH2_ERROR_SOCKET_DISCONNECT,
              LIBSSH2_ERROR_SOCKET_TIMEOUT, LIBSSH2_ERROR_TIMEOUT, LIBSSH2_ERROR_CHANNEL_CLOSED,
              LIBSSH2_ERROR_CHANNEL_EOF_SENT, LIBSSH2_ERROR_KEX_FAILURE, LIBSSH2_ERROR_BANNER_RECV:
-            broken = true
             return .retryable("\(what): connection to \(parameters.host) lost (\(text))", code: "connection_lost")
         default:
-            broken = true
             return .retryable("\(what): \(text) (libssh2 \(code))", code: "ssh_\(-code)")
         }
     }

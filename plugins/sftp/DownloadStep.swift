@@ -33,8 +33,9 @@ struct DownloadStep: StepDefinition {
         let options = try TransferOptions(step)
         let (session, owned) = try Sessions.resolve(step)
         defer { if owned { session.close() } }
-        try session.with(step) { connection throws(StepError) in
-            let fs = RemoteFS(connection: connection)
+        let connection = try session.shared(step)
+        do {
+            let fs = RemoteFS(connection: connection, step: step)
             let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try fs.realpath("."))
             let source = try root.resolve(sourceRelative)
             guard let info = try fs.stat(source) else { throw StepError.permanent("\(source) does not exist on the server", code: "ENOENT") }

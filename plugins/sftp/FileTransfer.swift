@@ -6,7 +6,8 @@ import OrchestratePluginKit
 
 /// How files move: chunk size, and how many connections share one big file.
 struct TransferOptions {
-    /// Bytes per write/read call: large, so libssh2 keeps many SFTP requests in flight.
+    /// Bytes read from or written to the local file at a time, and the most bytes of SFTP
+    /// requests in flight per file (or per range): a resume re-sends at most this much.
     var chunk = 4 << 20
     /// Connections (each with its own handle) writing different ranges of one big file.
     var connections = 4
@@ -20,7 +21,7 @@ struct TransferOptions {
         "connections":{"type":"integer","minimum":1,"maximum":16,"default":4,"description":"connections writing ranges of one big file in parallel"},
         "parallel_threshold_mib":{"type":"integer","minimum":1,"default":64,"description":"files at least this big (MiB) are split into ranges"},
         "limit_kibps":{"type":"integer","minimum":0,"default":0,"description":"bandwidth cap per file in KiB/s (0: none)"},
-        "chunk_kib":{"type":"integer","minimum":32,"maximum":65536,"default":4096,"description":"bytes per pipelined write/read call (KiB)"}
+        "chunk_kib":{"type":"integer","minimum":32,"maximum":65536,"default":4096,"description":"bytes in flight per file or range (KiB); a resume re-sends at most this much"}
         """#
 
     init() {}
@@ -71,7 +72,7 @@ final class FileTransfer: @unchecked Sendable {
             let actual = try FileTransfer.hash(source, size: size)
             guard actual == expected else { throw .permanent("\(local) has SHA-256 \(actual), not \(expected)", code: "sha256_mismatch") }
         }
-        let fs = RemoteFS(connection: connection)
+        let fs = RemoteFS(connection: connection, step: step)
         let parent = String(remote[..<(remote.lastIndex(of: "/") ?? remote.startIndex)])
         if !parent.isEmpty && !(knownDirectories?.contains(parent) ?? false) {
             try fs.makeDirectories(parent)
@@ -102,21 +103,22 @@ final class FileTransfer: @unchecked Sendable {
         if resumedFrom > 0 { step.log(.info, "resuming \(remote) at \(resumedFrom) of \(size) bytes") }
         let chunk = options.chunk
         try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
-            let file = try RemoteFS(connection: conn).open(partial, write: true, truncate: truncateFirst)
-            defer { _ = try? file.close() }
+            let file = try RemoteFS(connection: conn, step: self.step).open(partial, write: true, truncate: truncateFirst)
             var position = range[1]
-            file.seek(position)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 4096)
             defer { buffer.deallocate() }
+            // Reported positions are acknowledged ones: up to `chunk` more bytes are in flight.
             while position < range[2] {
                 let want = Int(min(Int64(chunk), range[2] - position))
                 let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< want]), at: position)
                 if n == 0 { throw .retryable("\(local) shrank while it was being uploaded", code: "source_changed") }
-                try file.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< n]))
+                try file.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< n]), at: position, window: chunk)
                 position += Int64(n)
-                try report(position)
+                if file.confirmed > range[1] { try report(file.confirmed) }
             }
-            file.sync()
+            try file.flush()
+            try report(position)
+            try file.sync()
             try file.close()
         }
         if ranges.count > 1, let current = try fs.stat(partial), current.size != size {
@@ -130,7 +132,7 @@ final class FileTransfer: @unchecked Sendable {
     // MARK: - Download
 
     func download(remote: String, local: String, connection: Connection, checkpoint: JSONValue?) throws(StepError) -> Result {
-        let fs = RemoteFS(connection: connection)
+        let fs = RemoteFS(connection: connection, step: step)
         guard let attributes = try fs.stat(remote) else { throw .permanent("\(remote) does not exist on the server", code: "ENOENT") }
         guard attributes.isRegular else { throw .permanent("\(remote) is not a regular file", code: "EISDIR") }
         let size = attributes.size
@@ -159,25 +161,29 @@ final class FileTransfer: @unchecked Sendable {
         if resumedFrom > 0 { step.log(.info, "resuming \(local) at \(resumedFrom) of \(size) bytes") }
         let chunk = options.chunk
         try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
-            let file = try RemoteFS(connection: conn).open(remote, write: false)
-            defer { _ = try? file.close() }
+            let file = try RemoteFS(connection: conn, step: self.step).open(remote, write: false)
             var position = range[1]
-            file.seek(position)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 4096)
             defer { buffer.deallocate() }
             var filled = 0
-            while position + Int64(filled) < range[2] {
-                let want = Int(min(Int64(chunk - filled), range[2] - position - Int64(filled)))
-                let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled ..< filled + want]))
-                if n == 0 { throw .retryable("\(remote) shrank while it was being downloaded", code: "source_changed") }
-                filled += n
-                if filled == chunk || position + Int64(filled) == range[2] {
-                    try target.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< filled]), at: position)
-                    position += Int64(filled)
-                    filled = 0
-                    try report(position)
+            // Pieces arrive in order; they are gathered into `chunk`-sized local writes.
+            try file.read(from: position, to: range[2], window: chunk) { bytes, _ throws(StepError) in
+                var used = 0
+                while used < bytes.count {
+                    let n = min(bytes.count - used, chunk - filled)
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[filled ..< filled + n])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[used ..< used + n]))
+                    used += n
+                    filled += n
+                    if filled == chunk || position + Int64(filled) == range[2] {
+                        try target.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< filled]), at: position)
+                        position += Int64(filled)
+                        filled = 0
+                        try report(position)
+                    }
                 }
             }
+            try file.close()
         }
         try target.sync()
         var sha: String?

@@ -1,31 +1,25 @@
-import CLibSSH2
 import OrchestratePluginKit
 
-/// The SFTP file operations the steps need, on one connection, each a non-blocking libssh2 call
-/// driven by `Connection.call`.
+/// The SFTP file operations the steps need, as requests on one connection's shared channel.
+/// Any number of RemoteFS values (threads) may use one connection at once. `step` is whose
+/// cancellation ends a wait.
 struct RemoteFS {
     let connection: Connection
-    private var sftp: OpaquePointer { connection.sftp }
+    let step: StepContext
+    private var channel: SFTPChannel { connection.channel }
 
-    struct Attributes {
-        var size: Int64
-        var isDirectory: Bool
-        var isRegular: Bool
-    }
+    typealias Attributes = SFTP.Attributes
 
     /// Attributes of `path` (following symlinks), or nil when it does not exist.
     func stat(_ path: String) throws(StepError) -> Attributes? {
-        var attrs = LIBSSH2_SFTP_ATTRIBUTES()
-        do {
-            try connection.call("stat \(path)") {
-                libssh2_sftp_stat_ex(sftp, path, UInt32(path.utf8.count), LIBSSH2_SFTP_STAT, &attrs)
-            }
-        } catch where error.code == "ENOENT" {
-            return nil
+        var reply = try channel.call(.stat, step) { $0.string(path) }
+        if reply.type == SFTP.Packet.status.rawValue {
+            let (code, message) = try RemoteFS.status(&reply)
+            if code == SFTP.Status.noSuchFile || code == SFTP.Status.noSuchPath { return nil }
+            throw SFTPStatus.error("stat \(path)", status: code, message: message)
         }
-        let type = attrs.permissions & UInt(LIBSSH2_SFTP_S_IFMT)
-        return Attributes(size: Int64(attrs.filesize), isDirectory: type == UInt(LIBSSH2_SFTP_S_IFDIR),
-                          isRegular: type == UInt(LIBSSH2_SFTP_S_IFREG))
+        guard reply.type == SFTP.Packet.attributes.rawValue else { throw WireReader.malformed }
+        return try reply.reader.attributes()
     }
 
     /// `mkdir -p`: creates each missing component of the absolute `path`.
@@ -39,7 +33,7 @@ struct RemoteFS {
             }
             let dir = current
             do {
-                try connection.call("mkdir \(dir)") { libssh2_sftp_mkdir_ex(sftp, dir, UInt32(dir.utf8.count), 0o755) }
+                try expectOK("mkdir \(dir)", try channel.call(.mkdir, step) { $0.string(dir); $0.attributes(permissions: 0o755) })
             } catch {
                 // Another transfer may have created it meanwhile.
                 if try stat(dir)?.isDirectory != true { throw error }
@@ -47,12 +41,23 @@ struct RemoteFS {
         }
     }
 
-    /// Renames `from` over `to`. SFTP v3 servers (OpenSSH) refuse to rename onto an existing
-    /// file, and Debian's libssh2 1.10 cannot send OpenSSH's posix-rename@openssh.com (1.11 can).
-    /// So an existing target is first renamed aside (`NAME.orchestrate-replaced`), the new file
-    /// renamed into place, then the old one removed: the old bytes exist until the new ones are
-    /// in place, and go back if the second rename fails. Only the name is briefly absent.
+    /// Renames `from` over `to`, replacing it atomically with OpenSSH's posix-rename extension
+    /// (libssh2 1.10's own SFTP layer could not send it).
+    /// A server without it refuses to rename onto an existing file (SFTP v3), so there the old
+    /// file is renamed aside (`NAME.orchestrate-replaced`), the new one into place, then the old
+    /// one removed: the old bytes exist until the new ones are in place, and go back if the
+    /// second rename fails.
     func rename(_ from: String, to: String) throws(StepError) {
+        if connection.supports("posix-rename@openssh.com") {
+            try expectOK("rename \(from)", try channel.call(.extended, step) {
+                $0.string("posix-rename@openssh.com"); $0.string(from); $0.string(to)
+            })
+            // An aside file is left only by a crash inside the fallback's window (an older
+            // version, or another server); remove it without waiting for the answer.
+            let aside = to + ".orchestrate-replaced"
+            _ = try? channel.send(.remove) { $0.string(aside) }
+            return
+        }
         do {
             try plainRename(from, to)
         } catch where error.kind == .permanent {
@@ -71,106 +76,232 @@ struct RemoteFS {
     }
 
     private func plainRename(_ from: String, _ to: String) throws(StepError) {
-        let flags = Int(LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE)
-        try connection.call("rename \(from)") {
-            libssh2_sftp_rename_ex(sftp, from, UInt32(from.utf8.count), to, UInt32(to.utf8.count), flags)
-        }
+        try expectOK("rename \(from)", try channel.call(.rename, step) { $0.string(from); $0.string(to) })
     }
 
     func remove(_ path: String) throws(StepError) {
-        try connection.call("remove \(path)") { libssh2_sftp_unlink_ex(sftp, path, UInt32(path.utf8.count)) }
+        try expectOK("remove \(path)", try channel.call(.remove, step) { $0.string(path) })
     }
 
     /// The server's canonical form of `path` (symlinks resolved).
     func realpath(_ path: String) throws(StepError) -> String {
-        var buffer = [CChar](repeating: 0, count: 4097)
-        let n = try connection.call("realpath \(path)") {
-            libssh2_sftp_symlink_ex(sftp, path, UInt32(path.utf8.count), &buffer, UInt32(buffer.count - 1), LIBSSH2_SFTP_REALPATH)
+        var reply = try channel.call(.realpath, step) { $0.string(path) }
+        if reply.type == SFTP.Packet.status.rawValue {
+            let (code, message) = try RemoteFS.status(&reply)
+            throw SFTPStatus.error("realpath \(path)", status: code, message: message)
         }
-        return String(decoding: buffer.prefix(Int(n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard reply.type == SFTP.Packet.name.rawValue, try reply.reader.u32() >= 1 else { throw WireReader.malformed }
+        return try reply.reader.string()
     }
 
-    /// Opens `path` for reading, or for writing (created if missing, never truncated, never APPEND:
-    /// writes go to explicit offsets so a resume can start anywhere).
+    /// Opens `path` for reading, or for writing (created if missing, never APPEND: writes go to
+    /// explicit offsets so a resume can start anywhere).
     func open(_ path: String, write: Bool, truncate: Bool = false) throws(StepError) -> RemoteFile {
-        var flags = write ? UInt(LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT) : UInt(LIBSSH2_FXF_READ)
-        if truncate { flags |= UInt(LIBSSH2_FXF_TRUNC) }
-        let handle = try connection.pointer("open \(path)") {
-            libssh2_sftp_open_ex(sftp, path, UInt32(path.utf8.count), flags, 0o644, LIBSSH2_SFTP_OPENFILE)
-        }
-        return RemoteFile(connection: connection, handle: handle, path: path)
+        var flags: SFTP.OpenFlags = write ? [.write, .create] : [.read]
+        if truncate { flags.insert(.truncate) }
+        let handle = try self.handle("open \(path)", try channel.call(.open, step) {
+            $0.string(path); $0.u32(flags.rawValue); $0.attributes(permissions: write ? 0o644 : nil)
+        })
+        return RemoteFile(fs: self, handle: handle, path: path)
     }
 
     /// Entries of a directory (without `.` and `..`).
     func list(_ path: String) throws(StepError) -> [(name: String, attributes: Attributes)] {
-        let handle = try connection.pointer("open directory \(path)") {
-            libssh2_sftp_open_ex(sftp, path, UInt32(path.utf8.count), 0, 0, LIBSSH2_SFTP_OPENDIR)
-        }
-        defer { _ = try? connection.call("close \(path)") { libssh2_sftp_close_handle(handle) } }
+        let handle = try self.handle("open directory \(path)", try channel.call(.opendir, step) { $0.string(path) })
+        defer { closeQuietly(handle) }
         var entries: [(String, Attributes)] = []
-        var buffer = [CChar](repeating: 0, count: 4097)
         while true {
-            var attrs = LIBSSH2_SFTP_ATTRIBUTES()
-            let n = try connection.call("read directory \(path)") {
-                libssh2_sftp_readdir_ex(handle, &buffer, buffer.count - 1, nil, 0, &attrs)
+            var reply = try channel.call(.readdir, step) { $0.string(handle) }
+            if reply.type == SFTP.Packet.status.rawValue {
+                let (code, message) = try RemoteFS.status(&reply)
+                if code == SFTP.Status.eof { return entries }
+                throw SFTPStatus.error("read directory \(path)", status: code, message: message)
             }
-            if n == 0 { break }
-            let name = String(decoding: buffer.prefix(Int(n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if name == "." || name == ".." { continue }
-            let type = attrs.permissions & UInt(LIBSSH2_SFTP_S_IFMT)
-            entries.append((name, Attributes(size: Int64(attrs.filesize), isDirectory: type == UInt(LIBSSH2_SFTP_S_IFDIR),
-                                             isRegular: type == UInt(LIBSSH2_SFTP_S_IFREG))))
+            guard reply.type == SFTP.Packet.name.rawValue else { throw WireReader.malformed }
+            for _ in 0 ..< (try reply.reader.u32()) {
+                let name = try reply.reader.string()
+                _ = try reply.reader.stringRange()  // the `ls -l` line
+                let attributes = try reply.reader.attributes()
+                if name != "." && name != ".." { entries.append((name, attributes)) }
+            }
         }
-        return entries
+    }
+
+    /// Sends CLOSE for `handle` without waiting for the reply (error paths, abandoned files): the
+    /// reply is matched to a request nobody waits for, and dropped.
+    func closeQuietly(_ handle: [UInt8]) {
+        _ = try? channel.send(.close) { $0.string(handle) }
+    }
+
+    // MARK: - Replies
+
+    static func status(_ reply: inout SFTPChannel.Reply) throws(StepError) -> (UInt32, String) {
+        let code = try reply.reader.u32()
+        let message = reply.reader.atEnd ? "" : try reply.reader.string()
+        return (code, message)
+    }
+
+    /// Checks that `reply` is an OK status.
+    func expectOK(_ what: String, _ reply: SFTPChannel.Reply) throws(StepError) {
+        var reply = reply
+        guard reply.type == SFTP.Packet.status.rawValue else { throw WireReader.malformed }
+        let (code, message) = try RemoteFS.status(&reply)
+        if code != SFTP.Status.ok { throw SFTPStatus.error(what, status: code, message: message) }
+    }
+
+    private func handle(_ what: String, _ reply: SFTPChannel.Reply) throws(StepError) -> [UInt8] {
+        var reply = reply
+        if reply.type == SFTP.Packet.status.rawValue {
+            let (code, message) = try RemoteFS.status(&reply)
+            throw SFTPStatus.error(what, status: code, message: message)
+        }
+        guard reply.type == SFTP.Packet.handle.rawValue else { throw WireReader.malformed }
+        return try reply.reader.data()
     }
 }
 
-/// An open remote file. Large `write`/`read` buffers are what makes libssh2 pipeline: it splits
-/// a write into ~30 KB SFTP requests all sent before the first acknowledgement, and reads ahead
-/// in proportion to the buffer asked for.
+/// An open remote file. Writes and reads are pipelined: up to `window` bytes of requests are in
+/// flight at once, each at most the server's request size, so the link stays full whatever its
+/// round-trip time.
 final class RemoteFile {
-    let connection: Connection
-    let handle: OpaquePointer
+    let fs: RemoteFS
+    let handle: [UInt8]
     let path: String
     private var open = true
+    private var channel: SFTPChannel { fs.connection.channel }
 
-    init(connection: Connection, handle: OpaquePointer, path: String) {
-        self.connection = connection
+    /// Writes sent and not yet acknowledged, oldest first (OpenSSH answers in order).
+    private var writes: [(request: SFTPChannel.Request, end: Int64, size: Int)] = []
+    private var writesHead = 0
+    private var bytesInFlight = 0
+    /// Every byte below this offset is acknowledged by the server.
+    private(set) var confirmed: Int64 = 0
+
+    init(fs: RemoteFS, handle: [UInt8], path: String) {
+        self.fs = fs
         self.handle = handle
         self.path = path
     }
 
-    func seek(_ offset: Int64) { libssh2_sftp_seek64(handle, UInt64(offset)) }
+    // MARK: - Writing
 
-    /// Writes all of `bytes` at the current offset.
-    func write(_ bytes: UnsafeRawBufferPointer) throws(StepError) {
+    /// Sends `bytes` to be written at `offset` (after earlier writes: offsets only grow). Returns
+    /// once they are queued, first waiting for acknowledgements while more than `window` bytes
+    /// are unacknowledged.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, window: Int) throws(StepError) {
+        if writesHead == writes.count && bytesInFlight == 0 { confirmed = offset }
+        let piece = fs.connection.maximumWrite
         var done = 0
         while done < bytes.count {
-            let base = bytes.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self)
-            let remaining = bytes.count - done
-            done += try connection.call("write \(path)") { libssh2_sftp_write(handle, base, remaining) }
+            let size = min(piece, bytes.count - done)
+            while bytesInFlight > 0 && bytesInFlight + size > window { try awaitOldestWrite() }
+            let data = UnsafeRawBufferPointer(rebasing: bytes[done ..< done + size])
+            let at = offset + Int64(done)
+            let request = try channel.send(.write, capacity: size + handle.count + 16) {
+                $0.string(handle); $0.u64(UInt64(at)); $0.string(data)
+            }
+            writes.append((request, at + Int64(size), size))
+            bytesInFlight += size
+            done += size
         }
     }
 
-    /// Reads up to `buffer.count` bytes at the current offset; 0 at end of file.
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(StepError) -> Int {
-        let base = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
-        let count = buffer.count
-        return try connection.call("read \(path)") { libssh2_sftp_read(handle, base, count) }
+    /// Waits until every write sent so far is acknowledged.
+    func flush() throws(StepError) {
+        while writesHead < writes.count { try awaitOldestWrite() }
     }
 
+    private func awaitOldestWrite() throws(StepError) {
+        let (request, end, size) = writes[writesHead]
+        do {
+            try fs.expectOK("write \(path)", try channel.wait(request, fs.step))
+        } catch {
+            abandonWrites()
+            throw error
+        }
+        writesHead += 1
+        if writesHead == writes.count { writes.removeAll(keepingCapacity: true); writesHead = 0 }
+        bytesInFlight -= size
+        confirmed = end
+    }
+
+    private func abandonWrites() {
+        for (request, _, _) in writes[writesHead...] { channel.abandon(request) }
+        writes.removeAll()
+        writesHead = 0
+        bytesInFlight = 0
+    }
+
+    // MARK: - Reading
+
+    /// Reads `[from, to)` in order, with up to `window` bytes of READ requests in flight, giving
+    /// each piece to `consume(bytes, offset)`. A file that ends before `to` is `source_changed`.
+    func read(from: Int64, to: Int64, window: Int, _ consume: (UnsafeRawBufferPointer, Int64) throws(StepError) -> Void) throws(StepError) {
+        let piece = fs.connection.maximumRead
+        var reads: [(request: SFTPChannel.Request, offset: Int64, size: Int)] = []
+        var head = 0, inFlight = 0
+        var next = from
+        defer { for (request, _, _) in reads[head...] { channel.abandon(request) } }
+        while next < to || head < reads.count {
+            while next < to && inFlight < window {
+                let size = Int(min(Int64(piece), to - next))
+                let at = next
+                reads.append((try channel.send(.read) { $0.string(handle); $0.u64(UInt64(at)); $0.u32(UInt32(size)) }, at, size))
+                inFlight += size
+                next += Int64(size)
+            }
+            var (request, offset, size) = reads[head]
+            head += 1
+            inFlight -= size
+            if head > 256 { reads.removeFirst(head); head = 0 }
+            // A short read (allowed by the protocol) is completed before the next piece is used.
+            while size > 0 {
+                var reply = try channel.wait(request, fs.step)
+                if reply.type == SFTP.Packet.status.rawValue {
+                    let (code, message) = try RemoteFS.status(&reply)
+                    if code == SFTP.Status.eof {
+                        throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed")
+                    }
+                    throw SFTPStatus.error("read \(path)", status: code, message: message)
+                }
+                guard reply.type == SFTP.Packet.data.rawValue else { throw WireReader.malformed }
+                let range = try reply.reader.stringRange()
+                guard range.count <= size else { throw WireReader.malformed }
+                if range.count == 0 { throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed") }
+                var consumeError: StepError?
+                reply.reader.bytes.withUnsafeBytes { raw in
+                    do throws(StepError) { try consume(UnsafeRawBufferPointer(rebasing: raw[range]), offset) } catch { consumeError = error }
+                }
+                if let consumeError { throw consumeError }
+                offset += Int64(range.count)
+                size -= range.count
+                if size > 0 {
+                    let at = offset, want = size
+                    request = try channel.send(.read) { $0.string(handle); $0.u64(UInt64(at)); $0.u32(UInt32(want)) }
+                }
+            }
+        }
+    }
+
+    // MARK: - Closing
+
     /// fsync@openssh.com where the server has it; ignored where it does not.
-    func sync() {
-        _ = try? connection.call("fsync \(path)") { libssh2_sftp_fsync(handle) }
+    func sync() throws(StepError) {
+        guard fs.connection.supports("fsync@openssh.com") else { return }
+        try fs.expectOK("fsync \(path)", try channel.call(.extended, fs.step) { $0.string("fsync@openssh.com"); $0.string(handle) })
     }
 
     func close() throws(StepError) {
         guard open else { return }
         open = false
-        try connection.call("close \(path)") { libssh2_sftp_close_handle(handle) }
+        try flush()
+        try fs.expectOK("close \(path)", try channel.call(.close, fs.step) { $0.string(handle) })
     }
 
     deinit {
-        if open && !connection.broken { _ = try? close() }
+        if open {
+            abandonWrites()
+            fs.closeQuietly(handle)
+        }
     }
 }

@@ -4,14 +4,18 @@ import Glibc
 import OrchestrateJSON
 import OrchestratePluginKit
 
-/// A live connection target opened by `sftp.connect`: its parameters plus a pool of idle
-/// connections. Transfer steps borrow connections from it (a big file borrows several, one per
-/// range), so one session serves steps running in parallel without sharing a libssh2 session
-/// between threads.
+/// A live connection target opened by `sftp.connect`: its parameters, one shared connection
+/// that every step of the session multiplexes its requests over (files in parallel, pipelined
+/// reads and writes), and a pool of extra connections that the ranges of one big file borrow
+/// so that their encryption runs on several cores.
 final class Session: @unchecked Sendable {
     let id: String
     let parameters: ConnectionParameters
     private let lock = Lock()
+    /// Held while the shared connection is being (re)opened, so parallel callers wait for one
+    /// login instead of each making their own.
+    private let connecting = Lock()
+    private var primary: Connection?
     private var idle: [Connection] = []
     private var closed = false
 
@@ -20,18 +24,32 @@ final class Session: @unchecked Sendable {
         self.parameters = parameters
     }
 
-    /// An idle connection bound to `step`, or a new one.
-    func borrow(_ step: StepContext) throws(StepError) -> Connection {
-        if let connection = lock.withLock({ idle.popLast() }) {
-            connection.step = step
-            return connection
+    /// The shared connection, reopened if it broke.
+    func shared(_ step: StepContext) throws(StepError) -> Connection {
+        if let connection = lock.withLock({ primary }), !connection.broken { return connection }
+        let opened = connecting.withLock { () -> Result<Connection, StepError> in
+            if let connection = lock.withLock({ primary }), !connection.broken { return .success(connection) }
+            return Result { () throws(StepError) -> Connection in
+                let connection = try Connection(parameters, step: step)
+                let previous = lock.withLock { () -> Connection? in
+                    defer { primary = connection }
+                    return primary
+                }
+                previous?.shutdown()
+                return connection
+            }
         }
+        return try opened.get()
+    }
+
+    /// An extra connection for one range of a big file, used by one thread only; give it back.
+    func borrow(_ step: StepContext) throws(StepError) -> Connection {
+        if let connection = lock.withLock({ idle.popLast() }), !connection.broken { return connection }
         return try Connection(parameters, step: step)
     }
 
-    /// Returns a healthy connection to the pool; a broken one is dropped.
+    /// Returns a healthy borrowed connection to the pool; a broken one is closed.
     func giveBack(_ connection: Connection) {
-        connection.step = nil
         if connection.broken { connection.shutdown(); return }
         let keep = lock.withLock { () -> Bool in
             guard !closed, idle.count < 16 else { return false }
@@ -41,23 +59,16 @@ final class Session: @unchecked Sendable {
         if !keep { connection.shutdown() }
     }
 
-    /// Seeds the pool with the connection the connect step opened.
-    func adopt(_ connection: Connection) { giveBack(connection) }
+    /// Makes the connection the connect step opened the shared one.
+    func adopt(_ connection: Connection) { lock.withLock { primary = connection } }
 
     func close() {
         let connections = lock.withLock { () -> [Connection] in
             closed = true
-            defer { idle.removeAll() }
-            return idle
+            defer { idle.removeAll(); primary = nil }
+            return idle + (primary.map { [$0] } ?? [])
         }
         for connection in connections { connection.shutdown() }
-    }
-
-    /// Borrows a connection for the duration of `body`.
-    func with<T>(_ step: StepContext, _ body: (Connection) throws(StepError) -> T) throws(StepError) -> T {
-        let connection = try borrow(step)
-        defer { giveBack(connection) }
-        return try body(connection)
     }
 }
 

@@ -35,8 +35,9 @@ struct UploadStep: StepDefinition {
         guard let info = LocalFile.info(source) else { throw StepError.invalidInput("\(source) does not exist", code: "ENOENT") }
         let (session, owned) = try Sessions.resolve(step)
         defer { if owned { session.close() } }
-        try session.with(step) { connection throws(StepError) in
-            let fs = RemoteFS(connection: connection)
+        let connection = try session.shared(step)
+        do {
+            let fs = RemoteFS(connection: connection, step: step)
             let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try fs.realpath("."))
             let target = try root.resolve(destination)
             let entries: [TreeTransfer.Entry] = info.isDirectory

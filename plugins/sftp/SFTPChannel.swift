@@ -1,0 +1,380 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLibSSH2
+import OrchestratePluginKit
+
+/// The SFTP subsystem channel of one connection, shared by any number of threads: each request
+/// gets an id, goes into one outgoing queue, and its reply is matched back by that id, so many
+/// files can be in flight on one connection (`sftp.accept-paths`' `parallel`, the files of a tree)
+/// and one file can have many writes or reads in flight (pipelining).
+///
+/// One I/O thread makes every libssh2 call once the channel is open: libssh2 sessions are not
+/// thread-safe, and in non-blocking mode a call that stopped half-way through sending a packet
+/// must be repeated before any other call sends (libssh2 1.10 would otherwise complete the old
+/// packet in the new caller's name). Other threads only touch the queues, under `mutex`.
+///
+/// A caller that gives up waiting (cancel, timeout) abandons its request: a reply that still
+/// arrives is dropped by id, and a request not yet sent is never sent, so abandoning never
+/// breaks the connection for the others.
+final class SFTPChannel: @unchecked Sendable {
+    /// One request and, once it arrived, its reply.
+    final class Request: @unchecked Sendable {
+        let id: UInt32
+        fileprivate var packet: [UInt8]
+        fileprivate var sent = 0
+        fileprivate var reply: Reply?
+        fileprivate var abandoned = false
+
+        fileprivate init(id: UInt32, packet: [UInt8]) {
+            self.id = id
+            self.packet = packet
+        }
+    }
+
+    /// A reply: its packet type and a reader positioned after the request id.
+    struct Reply {
+        var type: UInt8
+        var reader: WireReader
+    }
+
+    private let session: OpaquePointer
+    private let channel: OpaquePointer
+    private let socket: Int32
+    private let host: String
+    private let ioTimeout: Double
+    private let keepalive: Bool
+
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let replied = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// A pipe written to wake the I/O thread from poll when a request is queued or we stop.
+    private let wakeFD: Int32
+    private let wakeWriteFD: Int32
+    // Guarded by `mutex`:
+    private var queue: [Request] = []
+    private var queueHead = 0
+    private var waiting: [UInt32: Request] = [:]
+    private var nextID: UInt32 = 16
+    private var failure: StepError?
+    private var stopping = false
+    private var thread = pthread_t()
+    private var running = false
+
+    /// The reply to INIT (VERSION) carries no request id; it is delivered to this id.
+    private static let initialiseID: UInt32 = 1
+
+    init(session: OpaquePointer, channel: OpaquePointer, socket: Int32, parameters: ConnectionParameters) {
+        self.session = session
+        self.channel = channel
+        self.socket = socket
+        host = parameters.host
+        ioTimeout = Double(parameters.ioTimeout)
+        keepalive = parameters.keepalive > 0
+        var fds: [Int32] = [-1, -1]
+        _ = pipe(&fds)
+        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        wakeFD = fds[0]
+        wakeWriteFD = fds[1]
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        replied.initialize(to: pthread_cond_t())
+        pthread_cond_init(replied, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        stop()
+        close(wakeFD)
+        close(wakeWriteFD)
+        pthread_cond_destroy(replied)
+        pthread_mutex_destroy(mutex)
+        replied.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Starts the I/O thread and exchanges INIT/VERSION; returns the server's extensions.
+    func start(_ step: StepContext?) throws(StepError) -> [String: [UInt8]] {
+        running = true
+        let box = Unmanaged.passRetained(self).toOpaque()
+        pthread_create(&thread, nil, { raw in
+            let channel = Unmanaged<SFTPChannel>.fromOpaque(raw!).takeRetainedValue()
+            channel.run()
+            return nil
+        }, box)
+        var writer = WireWriter(.initialise, id: nil)
+        writer.u32(3)
+        let request = Request(id: SFTPChannel.initialiseID, packet: writer.finish())
+        locked {
+            queue.append(request)
+            waiting[request.id] = request
+        }
+        wake()
+        var reply = try wait(request, step)
+        guard reply.type == SFTP.Packet.version.rawValue, try reply.reader.u32() >= 3 else { throw WireReader.malformed }
+        var extensions: [String: [UInt8]] = [:]
+        while !reply.reader.atEnd {
+            let name = try reply.reader.string()
+            extensions[name] = try reply.reader.data()
+        }
+        return extensions
+    }
+
+    /// True once the connection failed; every later request fails at once.
+    var broken: Bool { locked { failure != nil } }
+
+    // MARK: - Requests (any thread)
+
+    /// Queues a request of `type`; `fill` writes its fields after the id.
+    func send(_ type: SFTP.Packet, capacity: Int = 64, _ fill: (inout WireWriter) -> Void) throws(StepError) -> Request {
+        let request: Request
+        pthread_mutex_lock(mutex)
+        if let failure {
+            pthread_mutex_unlock(mutex)
+            throw failure
+        }
+        let id = nextID
+        nextID = nextID == UInt32.max ? 16 : nextID + 1
+        pthread_mutex_unlock(mutex)
+        var writer = WireWriter(type, id: id, capacity: capacity)
+        fill(&writer)
+        request = Request(id: id, packet: writer.finish())
+        let failed = locked { () -> StepError? in
+            if let failure { return failure }
+            queue.append(request)
+            waiting[id] = request
+            return nil
+        }
+        if let failed { throw failed }
+        wake()
+        return request
+    }
+
+    /// Waits for the reply to `request`. Cancelling `step` abandons the request.
+    func wait(_ request: Request, _ step: StepContext?) throws(StepError) -> Reply {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while true {
+            if let reply = request.reply { return reply }
+            if let failure { return try Self.rethrow(failure) }
+            if let step, step.isCancelled {
+                abandonLocked(request)
+                throw .cancelled("sftp transfer cancelled")
+            }
+            var deadline = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &deadline)
+            deadline.tv_nsec += 100_000_000
+            if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
+            pthread_cond_timedwait(replied, mutex, &deadline)
+        }
+    }
+
+    /// Sends `type` and waits for its reply.
+    func call(_ type: SFTP.Packet, _ step: StepContext?, capacity: Int = 64, _ fill: (inout WireWriter) -> Void) throws(StepError) -> Reply {
+        try wait(try send(type, capacity: capacity, fill), step)
+    }
+
+    /// Gives up on `request`: not sent if it has not started, its reply dropped if it comes.
+    func abandon(_ request: Request) { locked { abandonLocked(request) } }
+
+    private func abandonLocked(_ request: Request) {
+        request.abandoned = true
+        if request.sent == 0, let index = queue[queueHead...].firstIndex(where: { $0 === request }) {
+            queue.remove(at: index)
+            waiting[request.id] = nil
+        }
+    }
+
+    private static func rethrow(_ error: StepError) throws(StepError) -> Reply { throw error }
+
+    // MARK: - Stopping
+
+    /// Sends what is queued (briefly), then stops the I/O thread. The caller closes the session.
+    func stop() {
+        let join = locked { () -> Bool in
+            defer { stopping = true }
+            return running && !stopping
+        }
+        guard join else { return }
+        wake()
+        pthread_join(thread, nil)
+    }
+
+    // MARK: - The I/O thread
+
+    /// Which call last stopped with a packet half sent: it must be repeated before any other.
+    private enum Pending { case none, read, write }
+
+    private func run() {
+        var current: Request?
+        var pending = Pending.none
+        var inbox = [UInt8](repeating: 0, count: 1 << 20)
+        var filled = 0
+        var lastProgress = Connection.now()
+        var stopDeadline = Double.infinity
+        while true {
+            var progressed = false
+            var replies: [(UInt32, Reply)] = []
+            if pending != .read {
+                while true {
+                    if current == nil { current = locked { nextToSend() } }
+                    guard let request = current else { break }
+                    let n = request.packet.withUnsafeBytes { raw in
+                        libssh2_channel_write_ex(channel, 0, raw.baseAddress!.advanced(by: request.sent).assumingMemoryBound(to: CChar.self),
+                                                 raw.count - request.sent)
+                    }
+                    if n == Int(LIBSSH2_ERROR_EAGAIN) {
+                        pending = outboundBlocked ? .write : .none
+                        break
+                    }
+                    if n < 0 { return fail("send", Int32(truncatingIfNeeded: n)) }
+                    pending = .none
+                    request.sent += n
+                    progressed = true
+                    if request.sent == request.packet.count {
+                        request.packet = []
+                        current = nil
+                    }
+                }
+            }
+            if pending != .write {
+                while true {
+                    let n = inbox.withUnsafeMutableBytes { raw in
+                        libssh2_channel_read_ex(channel, 0, raw.baseAddress!.advanced(by: filled).assumingMemoryBound(to: CChar.self),
+                                                raw.count - filled)
+                    }
+                    if n == Int(LIBSSH2_ERROR_EAGAIN) {
+                        pending = outboundBlocked ? .read : .none
+                        break
+                    }
+                    if n < 0 { return fail("receive", Int32(truncatingIfNeeded: n)) }
+                    pending = .none
+                    if n == 0 {
+                        if libssh2_channel_eof(channel) != 0 {
+                            return die(.retryable("\(host) closed the SFTP channel", code: "connection_lost"))
+                        }
+                        break
+                    }
+                    filled += n
+                    progressed = true
+                    // Cut complete packets out of the inbox.
+                    var start = 0
+                    while filled - start >= 4 {
+                        let length = Int(UInt32(inbox[start]) << 24 | UInt32(inbox[start + 1]) << 16
+                                         | UInt32(inbox[start + 2]) << 8 | UInt32(inbox[start + 3]))
+                        guard length >= 5, length <= SFTP.maximumPacket else {
+                            return die(.retryable("\(host) sent an SFTP packet of \(length) bytes", code: "sftp_protocol"))
+                        }
+                        if 4 + length > inbox.count { inbox += [UInt8](repeating: 0, count: 4 + length - inbox.count) }
+                        guard start + 4 + length <= filled else { break }
+                        let type = inbox[start + 4]
+                        let body = Array(inbox[start + 5 ..< start + 4 + length])
+                        if type == SFTP.Packet.version.rawValue {
+                            replies.append((SFTPChannel.initialiseID, Reply(type: type, reader: WireReader(body))))
+                        } else {
+                            var reader = WireReader(body)
+                            guard let id = try? reader.u32() else {
+                                return die(WireReader.malformed)
+                            }
+                            replies.append((id, Reply(type: type, reader: reader)))
+                        }
+                        start += 4 + length
+                    }
+                    if start > 0 {
+                        inbox.withUnsafeMutableBytes { raw in
+                            _ = memmove(raw.baseAddress!, raw.baseAddress!.advanced(by: start), filled - start)
+                        }
+                        filled -= start
+                    }
+                }
+            }
+            let now = Connection.now()
+            let (busy, stop) = locked { () -> (Bool, Bool) in
+                for (id, reply) in replies {
+                    if let request = waiting.removeValue(forKey: id), !request.abandoned { request.reply = reply }
+                }
+                if !replies.isEmpty { pthread_cond_broadcast(replied) }
+                return (!waiting.isEmpty || current != nil || queueHead < queue.count, stopping)
+            }
+            if stop {
+                // Let queued requests (closes of abandoned files) go out, for at most a second.
+                if stopDeadline == .infinity { stopDeadline = now + 1 }
+                if !busy || now > stopDeadline { return }
+            }
+            if progressed || !busy {
+                lastProgress = now
+                if progressed { continue }
+            } else if now - lastProgress > ioTimeout {
+                return die(StepError(kind: .timeout, code: "io_timeout",
+                                     message: "no progress from \(host) for \(Int(ioTimeout)) s"))
+            }
+            if keepalive && pending == .none && socketWritable() {
+                var next: Int32 = 0
+                _ = libssh2_keepalive_send(session, &next)
+            }
+            var events = Int16(POLLIN)
+            if pending != .none || outboundBlocked { events |= Int16(POLLOUT) }
+            var fds = [pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&fds, 2, stop ? 100 : 1000)
+            if fds[1].revents != 0 {
+                var drain = [UInt8](repeating: 0, count: 256)
+                while read(wakeFD, &drain, drain.count) > 0 {}
+            }
+        }
+    }
+
+    /// The next request to send (skipping abandoned ones). Called with `mutex` held.
+    private func nextToSend() -> Request? {
+        while queueHead < queue.count {
+            let request = queue[queueHead]
+            queueHead += 1
+            if queueHead > 1024 && queueHead * 2 > queue.count {
+                queue.removeFirst(queueHead)
+                queueHead = 0
+            }
+            if !request.abandoned || request.sent > 0 { return request }
+        }
+        return nil
+    }
+
+    private var outboundBlocked: Bool { libssh2_session_block_directions(session) & LIBSSH2_SESSION_BLOCK_OUTBOUND != 0 }
+
+    /// A keepalive is only sent when the socket can take it whole: libssh2 keeps a keepalive it
+    /// could not send as a half-sent packet that the next channel write would trip over.
+    private func socketWritable() -> Bool {
+        var fd = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+        return poll(&fd, 1, 0) == 1 && fd.revents & Int16(POLLOUT) != 0
+    }
+
+    private func fail(_ what: String, _ code: Int32) {
+        var message: UnsafeMutablePointer<CChar>?
+        var length: Int32 = 0
+        libssh2_session_last_error(session, &message, &length, 0)
+        let text = message.map { String(cString: $0) } ?? "libssh2 error \(code)"
+        die(.retryable("SFTP \(what): connection to \(host) lost (\(text))", code: "connection_lost"))
+    }
+
+    /// Fails every request, now and later, with `error`.
+    private func die(_ error: StepError) {
+        locked {
+            if failure == nil { failure = error }
+            waiting.removeAll()
+            queue.removeAll()
+            queueHead = 0
+            pthread_cond_broadcast(replied)
+        }
+    }
+
+    private func wake() {
+        var one: UInt8 = 1
+        _ = write(wakeWriteFD, &one, 1)
+    }
+
+    private func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}

@@ -1,0 +1,126 @@
+import OrchestratePluginKit
+
+/// The SFTP version 3 wire format (draft-ietf-secsh-filexfer-02, the version OpenSSH speaks),
+/// plus the OpenSSH extensions the plugin uses. We speak SFTP ourselves over a libssh2 channel
+/// instead of calling libssh2's SFTP layer: libssh2 1.10 keeps one pending state per operation
+/// kind on the shared SFTP object, so several transfers cannot share its SFTP session, and we
+/// want posix-rename, limits and large pipelined requests, which its SFTP layer lacks.
+enum SFTP {
+    enum Packet: UInt8 {
+        case initialise = 1, version = 2, open = 3, close = 4, read = 5, write = 6, lstat = 7, fstat = 8
+        case opendir = 11, readdir = 12, remove = 13, mkdir = 14, realpath = 16, stat = 17, rename = 18
+        case status = 101, handle = 102, data = 103, name = 104, attributes = 105
+        case extended = 200, extendedReply = 201
+    }
+
+    /// `SSH_FXF_*` open flags.
+    struct OpenFlags: OptionSet {
+        let rawValue: UInt32
+        static let read = OpenFlags(rawValue: 0x01)
+        static let write = OpenFlags(rawValue: 0x02)
+        static let create = OpenFlags(rawValue: 0x08)
+        static let truncate = OpenFlags(rawValue: 0x10)
+    }
+
+    /// `SSH_FX_*` status codes (4 and above are v4+ codes some servers send anyway).
+    enum Status {
+        static let ok: UInt32 = 0, eof: UInt32 = 1, noSuchFile: UInt32 = 2, permissionDenied: UInt32 = 3
+        static let failure: UInt32 = 4, connectionLost: UInt32 = 7, unsupported: UInt32 = 8
+        static let noSuchPath: UInt32 = 10, fileAlreadyExists: UInt32 = 11, writeProtect: UInt32 = 12
+        static let noSpace: UInt32 = 14, quotaExceeded: UInt32 = 15
+    }
+
+    /// The part of a file's attributes the steps use.
+    struct Attributes {
+        var size: Int64
+        var permissions: UInt32?
+        var isDirectory: Bool { permissions.map { $0 & 0o170000 == 0o040000 } ?? false }
+        var isRegular: Bool { permissions.map { $0 & 0o170000 == 0o100000 } ?? true }
+    }
+
+    /// The largest packet we accept from a server (OpenSSH's own limit is 256 KiB).
+    static let maximumPacket = 4 << 20
+}
+
+/// Builds one outgoing packet: `uint32 length, byte type, [uint32 id], payload`.
+struct WireWriter {
+    private(set) var bytes: [UInt8]
+
+    init(_ type: SFTP.Packet, id: UInt32?, capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity + 13)
+        bytes += [0, 0, 0, 0, type.rawValue]
+        if let id { u32(id) }
+    }
+
+    mutating func u32(_ v: UInt32) { bytes += [UInt8(v >> 24), UInt8(v >> 16 & 0xff), UInt8(v >> 8 & 0xff), UInt8(v & 0xff)] }
+    mutating func u64(_ v: UInt64) { u32(UInt32(v >> 32)); u32(UInt32(v & 0xffff_ffff)) }
+    mutating func string(_ s: String) { u32(UInt32(s.utf8.count)); bytes += s.utf8 }
+    mutating func string(_ b: [UInt8]) { u32(UInt32(b.count)); bytes += b }
+    mutating func string(_ b: UnsafeRawBufferPointer) { u32(UInt32(b.count)); bytes += b }
+    /// Attributes with only the permissions set (for mkdir and file creation), or none.
+    mutating func attributes(permissions: UInt32?) {
+        if let permissions { u32(0x4); u32(permissions) } else { u32(0) }
+    }
+
+    /// The finished packet, its length field filled in.
+    func finish() -> [UInt8] {
+        var out = bytes
+        let length = UInt32(out.count - 4)
+        out[0] = UInt8(length >> 24); out[1] = UInt8(length >> 16 & 0xff); out[2] = UInt8(length >> 8 & 0xff); out[3] = UInt8(length & 0xff)
+        return out
+    }
+}
+
+/// Reads the fields of one incoming packet body; running past its end is a protocol error.
+struct WireReader {
+    let bytes: [UInt8]
+    private(set) var position: Int
+
+    init(_ bytes: [UInt8], at position: Int = 0) {
+        self.bytes = bytes
+        self.position = position
+    }
+
+    var atEnd: Bool { position >= bytes.count }
+
+    mutating func u8() throws(StepError) -> UInt8 {
+        guard position < bytes.count else { throw WireReader.malformed }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    mutating func u32() throws(StepError) -> UInt32 {
+        guard position + 4 <= bytes.count else { throw WireReader.malformed }
+        defer { position += 4 }
+        return UInt32(bytes[position]) << 24 | UInt32(bytes[position + 1]) << 16 | UInt32(bytes[position + 2]) << 8 | UInt32(bytes[position + 3])
+    }
+
+    mutating func u64() throws(StepError) -> UInt64 { UInt64(try u32()) << 32 | UInt64(try u32()) }
+
+    /// A string's bytes as a range of `bytes` (no copy).
+    mutating func stringRange() throws(StepError) -> Range<Int> {
+        let count = Int(try u32())
+        guard count <= bytes.count - position else { throw WireReader.malformed }
+        defer { position += count }
+        return position ..< position + count
+    }
+
+    mutating func data() throws(StepError) -> [UInt8] { Array(bytes[try stringRange()]) }
+    mutating func string() throws(StepError) -> String { String(decoding: bytes[try stringRange()], as: UTF8.self) }
+
+    mutating func attributes() throws(StepError) -> SFTP.Attributes {
+        let flags = try u32()
+        var attributes = SFTP.Attributes(size: 0, permissions: nil)
+        if flags & 0x1 != 0 { attributes.size = Int64(bitPattern: try u64()) }
+        if flags & 0x2 != 0 { _ = try u32(); _ = try u32() }
+        if flags & 0x4 != 0 { attributes.permissions = try u32() }
+        if flags & 0x8 != 0 { _ = try u32(); _ = try u32() }
+        if flags & 0x8000_0000 != 0 {
+            for _ in 0 ..< (try u32()) { _ = try stringRange(); _ = try stringRange() }
+        }
+        return attributes
+    }
+
+    static let malformed = StepError.retryable("the server sent a malformed SFTP packet", code: "sftp_protocol")
+}
