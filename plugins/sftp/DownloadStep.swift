@@ -18,6 +18,7 @@ struct DownloadStep: StepDefinition {
         "source":{"type":"string","minLength":1,"description":"remote path, relative to remote_root"},
         "destination":{"type":"string","minLength":1,"description":"local file or directory to create"},
         "remote_root":{"type":"string","default":".","description":"remote directory the source may not leave"},
+        "parallel":{"type":"integer","minimum":1,"maximum":64,"default":8,"description":"files of a tree in flight at once over the connection"},
         "sha256":{"type":"string","description":"expected SHA-256 of the (single) file"},
         \(TransferOptions.schemaProperties),
         \(ConnectionParameters.schemaProperties)}}
@@ -41,7 +42,8 @@ struct DownloadStep: StepDefinition {
             guard let info = try fs.stat(source) else { throw StepError.permanent("\(source) does not exist on the server", code: "ENOENT") }
             let entries: [TreeTransfer.Entry] = info.isDirectory ? try walk(fs, source, "") : [.init(relative: "", size: info.size)]
             let guardRoot = RootGuard(root: root, fs: fs)
-            let result = try TreeTransfer(step: step, session: session, options: options).run(entries, connection: connection) {
+            let tree = TreeTransfer(step: step, session: session, options: options, parallel: Int(try step.optionalInt("parallel") ?? 8))
+            let result = try tree.run(entries, connection: connection) {
                 transfer, conn, entry, state throws(StepError) in
                 let remote = entry.relative.isEmpty ? source : source + "/" + entry.relative
                 let local = entry.relative.isEmpty ? destination : destination + "/" + entry.relative

@@ -172,7 +172,6 @@ final class RemoteFile {
 
     /// Writes sent and not yet acknowledged, oldest first (OpenSSH answers in order).
     private var writes: [(request: SFTPChannel.Request, end: Int64, size: Int)] = []
-    private var writesHead = 0
     private var bytesInFlight = 0
     /// Every byte below this offset is acknowledged by the server.
     private(set) var confirmed: Int64 = 0
@@ -189,7 +188,7 @@ final class RemoteFile {
     /// once they are queued, first waiting for acknowledgements while more than `window` bytes
     /// are unacknowledged.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, window: Int) throws(StepError) {
-        if writesHead == writes.count && bytesInFlight == 0 { confirmed = offset }
+        if writes.isEmpty { confirmed = offset }
         let piece = fs.connection.maximumWrite
         var done = 0
         while done < bytes.count {
@@ -208,27 +207,25 @@ final class RemoteFile {
 
     /// Waits until every write sent so far is acknowledged.
     func flush() throws(StepError) {
-        while writesHead < writes.count { try awaitOldestWrite() }
+        while !writes.isEmpty { try awaitOldestWrite() }
     }
 
     private func awaitOldestWrite() throws(StepError) {
-        let (request, end, size) = writes[writesHead]
+        let (request, end, size) = writes[0]
         do {
             try fs.expectOK("write \(path)", try channel.wait(request, fs.step))
         } catch {
             abandonWrites()
             throw error
         }
-        writesHead += 1
-        if writesHead == writes.count { writes.removeAll(keepingCapacity: true); writesHead = 0 }
+        writes.removeFirst()  // at most window / piece entries
         bytesInFlight -= size
         confirmed = end
     }
 
     private func abandonWrites() {
-        for (request, _, _) in writes[writesHead...] { channel.abandon(request) }
+        for (request, _, _) in writes { channel.abandon(request) }
         writes.removeAll()
-        writesHead = 0
         bytesInFlight = 0
     }
 
@@ -239,10 +236,10 @@ final class RemoteFile {
     func read(from: Int64, to: Int64, window: Int, _ consume: (UnsafeRawBufferPointer, Int64) throws(StepError) -> Void) throws(StepError) {
         let piece = fs.connection.maximumRead
         var reads: [(request: SFTPChannel.Request, offset: Int64, size: Int)] = []
-        var head = 0, inFlight = 0
+        var inFlight = 0
         var next = from
-        defer { for (request, _, _) in reads[head...] { channel.abandon(request) } }
-        while next < to || head < reads.count {
+        defer { for (request, _, _) in reads { channel.abandon(request) } }
+        while next < to || !reads.isEmpty {
             while next < to && inFlight < window {
                 let size = Int(min(Int64(piece), to - next))
                 let at = next
@@ -250,10 +247,8 @@ final class RemoteFile {
                 inFlight += size
                 next += Int64(size)
             }
-            var (request, offset, size) = reads[head]
-            head += 1
+            var (request, offset, size) = reads.removeFirst()  // at most window / piece entries
             inFlight -= size
-            if head > 256 { reads.removeFirst(head); head = 0 }
             // A short read (allowed by the protocol) is completed before the next piece is used.
             while size > 0 {
                 var reply = try channel.wait(request, fs.step)

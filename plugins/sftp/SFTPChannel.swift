@@ -51,7 +51,7 @@ final class SFTPChannel: @unchecked Sendable {
     private let wakeFD: Int32
     private let wakeWriteFD: Int32
     // Guarded by `mutex`:
-    private var queue: [Request] = []
+    private var queue: [Request?] = []  // taken entries are nil: a sent request is not kept alive here
     private var queueHead = 0
     private var waiting: [UInt32: Request] = [:]
     private var nextID: UInt32 = 16
@@ -329,12 +329,13 @@ final class SFTPChannel: @unchecked Sendable {
     private func nextToSend() -> Request? {
         while queueHead < queue.count {
             let request = queue[queueHead]
+            queue[queueHead] = nil
             queueHead += 1
-            if queueHead > 1024 && queueHead * 2 > queue.count {
+            if queueHead > 256 && queueHead * 2 > queue.count {
                 queue.removeFirst(queueHead)
                 queueHead = 0
             }
-            if !request.abandoned || request.sent > 0 { return request }
+            if let request, !request.abandoned || request.sent > 0 { return request }
         }
         return nil
     }

@@ -1,51 +1,189 @@
 import OrchestrateJSON
 import OrchestratePluginKit
 
-/// A file or a directory tree moved file by file in sorted order. The step checkpoint is
-/// `{"done": k, "file": <FileTransfer range state>}`: the first k files are in place, so a
-/// resume skips them and continues the (k+1)th from its partial.
+/// A file or a directory tree. Files below the range threshold go `parallel` at a time over the
+/// session's one shared connection (their requests interleave, so a tree of small files is not
+/// one round trip after another); then the big files, one at a time, each split into ranges.
+///
+/// The step checkpoint is `{"done": k, "also": [i…], "file": <range state>, "file_at": j}` over
+/// that processing order: the first k files and those listed in `also` are in place (a resume
+/// skips them), and file j is a ranged file in progress.
 struct TreeTransfer {
     let step: StepContext
     let session: Session
     let options: TransferOptions
+    /// Small files in flight at once.
+    var parallel = 8
 
     struct Entry { var relative: String; var size: Int64 }
 
-    /// `move(transfer, connection, entry, fileCheckpoint)` moves one file.
-    func run(_ entries: [Entry], connection: Connection,
-             _ move: (FileTransfer, Connection, Entry, JSONValue?) throws(StepError) -> FileTransfer.Result) throws(StepError) -> (bytes: Int64, resumed: Int64, last: FileTransfer.Result?)
+    typealias Move = (FileTransfer, Connection, Entry, JSONValue?) throws(StepError) -> FileTransfer.Result
+
+    /// Moves every entry with `move(transfer, connection, entry, fileCheckpoint)`, which may be
+    /// called from several threads at once for small files.
+    func run(_ entries: [Entry], connection: Connection, _ move: @escaping Move) throws(StepError)
+        -> (bytes: Int64, resumed: Int64, last: FileTransfer.Result?)
     {
-        let saved = step.loadCheckpointJSON()
-        let startAt = Int(saved?["done"]?.intValue ?? 0)
-        let total = entries.reduce(0) { $0 + $1.size }
-        var doneBytes = entries.prefix(startAt).reduce(0) { $0 + $1.size }
-        var resumed = doneBytes
-        var last: FileTransfer.Result?
+        let ranged = { (entry: Entry) in options.connections > 1 && entry.size >= options.parallelThreshold }
+        let order = entries.filter { !ranged($0) } + entries.filter(ranged)
+        let smallCount = order.count - entries.filter(ranged).count
+        let state = TreeState(order: order, saved: step.loadCheckpointJSON())
+        let total = order.reduce(0) { $0 + $1.size }
+        let alreadyDone = state.doneCount
+        if alreadyDone > 0 { step.log(.info, "\(alreadyDone) of \(order.count) files already transferred") }
         let directories = DirectorySet()
-        if startAt > 0 { step.log(.info, "\(startAt) of \(entries.count) files already transferred") }
-        for index in entries.indices where index >= startAt {
+
+        // Small files, `parallel` at a time over the shared connection.
+        let pending = (0 ..< smallCount).filter { !state.isDone($0) }
+        let workers = min(parallel, pending.count)
+        if workers > 0 {
+            let cursor = Cursor(pending)
+            let body: () -> Void = { [step, session, options] in
+                while state.error == nil, let index = cursor.next() {
+                    if step.isCancelled { state.fail(StepError.cancelled("sftp transfer cancelled")); return }
+                    let transfer = FileTransfer(session: session, step: step, options: options)
+                    transfer.knownDirectories = directories
+                    transfer.onProgress = { bytes in
+                        let (done, files) = state.moving(index, bytes)
+                        step.progress(bytesDone: done, bytesTotal: total, filesDone: files, filesTotal: Int64(order.count))
+                    }
+                    do {
+                        let result = try move(transfer, connection, order[index], nil)
+                        step.saveCheckpoint(json: state.finished(index, result))
+                    } catch {
+                        state.fail(error)
+                    }
+                }
+            }
+            let threads = (1 ..< workers).map { _ in Worker(body) }
+            body()
+            for thread in threads { thread.join() }
+            if let error = state.error { throw error }
+        }
+
+        // Big files, one at a time, each in ranges over several connections.
+        for index in smallCount ..< order.count where !state.isDone(index) {
             try step.checkCancellation()
-            let entry = entries[index]
             let transfer = FileTransfer(session: session, step: step, options: options)
             transfer.knownDirectories = directories
-            let base = doneBytes
-            let files = Int64(entries.count)
-            transfer.onProgress = { [step] bytes in
-                step.progress(bytesDone: base + bytes, bytesTotal: total, filesDone: Int64(index), filesTotal: files)
+            transfer.onProgress = { bytes in
+                let (done, files) = state.moving(index, bytes)
+                step.progress(bytesDone: done, bytesTotal: total, filesDone: files, filesTotal: Int64(order.count))
             }
-            transfer.onCheckpoint = { [step] state in
-                var object: [String: JSONValue] = ["done": .int(Int64(index))]
-                if let state { object["file"] = state }
-                step.saveCheckpoint(json: .object(object))
-            }
-            let fileState = index == startAt ? saved?["file"] : nil
-            let result = try move(transfer, connection, entry, fileState)
-            resumed += result.resumedFrom
-            last = result
-            doneBytes += entry.size
-            step.saveCheckpoint(json: .object(["done": .int(Int64(index + 1))]))
-            step.progress(bytesDone: doneBytes, bytesTotal: total, filesDone: Int64(index + 1), filesTotal: files)
+            transfer.onCheckpoint = { fileState in step.saveCheckpoint(json: state.checkpoint(file: fileState, at: index)) }
+            let result = try move(transfer, connection, order[index], state.savedFileState(at: index))
+            step.saveCheckpoint(json: state.finished(index, result))
         }
-        return (doneBytes, resumed, last)
+        let (done, files) = state.moving(nil, 0)
+        step.progress(bytesDone: done, bytesTotal: total, filesDone: files, filesTotal: Int64(order.count))
+        return (done, state.resumed, state.last)
+    }
+}
+
+/// Which files of a tree are done, shared by the threads moving them.
+private final class TreeState: @unchecked Sendable {
+    private let lock = Lock()
+    private let sizes: [Int64]
+    private var done: [Bool]
+    private var doneFiles: Int64 = 0
+    /// Every file before `prefix` is done; `beyond` holds the done ones after it.
+    private var prefix = 0
+    private var beyond: Set<Int> = []
+    private var inFlight: [Int: Int64] = [:]
+    private var doneBytes: Int64 = 0
+    private var _resumed: Int64 = 0
+    private var _last: FileTransfer.Result?
+    private var _error: StepError?
+    private let savedFile: JSONValue?
+    private let savedFileAt: Int
+
+    init(order: [TreeTransfer.Entry], saved: JSONValue?) {
+        sizes = order.map(\.size)
+        done = Array(repeating: false, count: order.count)
+        let k = min(Int(saved?["done"]?.intValue ?? 0), order.count)
+        for i in 0 ..< k { done[i] = true }
+        for i in saved?["also"]?.arrayValue?.compactMap(\.intValue) ?? [] where Int(i) >= 0 && Int(i) < order.count { done[Int(i)] = true }
+        savedFile = saved?["file"]
+        savedFileAt = Int(saved?["file_at"]?.intValue ?? Int64(k))
+        for i in done.indices where done[i] {
+            doneBytes += sizes[i]
+            doneFiles += 1
+            if i >= k { beyond.insert(i) }
+        }
+        _resumed = doneBytes
+        advancePrefix()
+    }
+
+    var doneCount: Int { lock.withLock { Int(doneFiles) } }
+    var error: StepError? { lock.withLock { _error } }
+    var resumed: Int64 { lock.withLock { _resumed } }
+    var last: FileTransfer.Result? { lock.withLock { _last } }
+
+    func isDone(_ index: Int) -> Bool { lock.withLock { done[index] } }
+    func savedFileState(at index: Int) -> JSONValue? { index == savedFileAt ? savedFile : nil }
+
+    func fail(_ error: Error) {
+        lock.withLock { if _error == nil { _error = error as? StepError ?? .permanent("\(error)") } }
+    }
+
+    /// Records the progress of file `index` (nil: none); returns bytes and files done overall.
+    func moving(_ index: Int?, _ bytes: Int64) -> (Int64, Int64) {
+        lock.withLock {
+            if let index { inFlight[index] = bytes }
+            return (doneBytes + inFlight.values.reduce(0, +), doneFiles)
+        }
+    }
+
+    /// Marks file `index` done; returns the checkpoint to save.
+    func finished(_ index: Int, _ result: FileTransfer.Result) -> JSONValue {
+        lock.withLock {
+            if !done[index] {
+                done[index] = true
+                doneFiles += 1
+                doneBytes += sizes[index]
+                beyond.insert(index)
+            }
+            inFlight[index] = nil
+            _resumed += result.resumedFrom
+            _last = result
+            advancePrefix()
+            return checkpointLocked(file: nil, at: nil)
+        }
+    }
+
+    func checkpoint(file: JSONValue?, at index: Int) -> JSONValue { lock.withLock { checkpointLocked(file: file, at: index) } }
+
+    private func checkpointLocked(file: JSONValue?, at index: Int?) -> JSONValue {
+        var object: [String: JSONValue] = ["done": .int(Int64(prefix))]
+        if !beyond.isEmpty { object["also"] = .array(beyond.sorted().map { .int(Int64($0)) }) }
+        if let file, let index {
+            object["file"] = file
+            object["file_at"] = .int(Int64(index))
+        }
+        return .object(object)
+    }
+
+    private func advancePrefix() {
+        while prefix < done.count && done[prefix] {
+            beyond.remove(prefix)
+            prefix += 1
+        }
+    }
+}
+
+/// Hands out indices to worker threads, each once.
+private final class Cursor: @unchecked Sendable {
+    private let lock = Lock()
+    private let items: [Int]
+    private var position = 0
+
+    init(_ items: [Int]) { self.items = items }
+
+    func next() -> Int? {
+        lock.withLock {
+            guard position < items.count else { return nil }
+            defer { position += 1 }
+            return items[position]
+        }
     }
 }

@@ -19,6 +19,7 @@ struct UploadStep: StepDefinition {
         "source":{"type":"string","minLength":1,"description":"local file or directory"},
         "destination":{"type":"string","minLength":1,"description":"remote path, relative to remote_root"},
         "remote_root":{"type":"string","default":".","description":"remote directory the destination may not leave"},
+        "parallel":{"type":"integer","minimum":1,"maximum":64,"default":8,"description":"files of a tree in flight at once over the connection"},
         "sha256":{"type":"string","description":"expected SHA-256 of the (single) source file"},
         \(TransferOptions.schemaProperties),
         \(ConnectionParameters.schemaProperties)}}
@@ -44,7 +45,8 @@ struct UploadStep: StepDefinition {
                 ? try LocalFile.walk(source).map { .init(relative: $0.relative, size: $0.size) }
                 : [.init(relative: "", size: info.size)]
             let guardRoot = RootGuard(root: root, fs: fs)
-            let result = try TreeTransfer(step: step, session: session, options: options).run(entries, connection: connection) {
+            let tree = TreeTransfer(step: step, session: session, options: options, parallel: Int(try step.optionalInt("parallel") ?? 8))
+            let result = try tree.run(entries, connection: connection) {
                 transfer, conn, entry, state throws(StepError) in
                 let local = entry.relative.isEmpty ? source : source + "/" + entry.relative
                 let remote = entry.relative.isEmpty ? target : target + "/" + entry.relative
