@@ -4,7 +4,7 @@ import OrchestrateTestSupport
 import Testing
 
 /// workflows/sftp-persistent.yaml against a real sshd: 200 paths added while it runs, 8 in
-/// parallel, one unreadable, killed halfway and resumed: every readable file exactly once,
+/// parallel over one connection, one unreadable, killed halfway and resumed: every readable file exactly once,
 /// byte-identical; the unreadable one fails alone with its own event.
 @Suite(.serialized) struct PersistentSessionTests {
     let peer: SSHDPeer
@@ -79,6 +79,11 @@ import Testing
             if event["type"]?.stringValue == "item.finished" { inFlight -= 1 }
         }
         #expect(peak >= 8, "peak parallelism \(peak)")
+        // ...over the one connection: one login per process (the run, then its resume), not one
+        // per worker.
+        let log = (try? String(contentsOfFile: peer.dir.file("sshd.log").path, encoding: .utf8)) ?? ""
+        let logins = log.components(separatedBy: "Accepted publickey").count - 1
+        #expect(logins == 2, "\(logins) logins:\n\(log)")
     }
 
     func arrived() -> [String] {
