@@ -105,16 +105,23 @@ final class FileTransfer: @unchecked Sendable {
         try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
             let file = try RemoteFS(connection: conn, step: self.step).open(partial, write: true, truncate: truncateFirst)
             var position = range[1]
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 4096)
+            // Read in 1 MiB pieces: the window (`chunk`) is what keeps the link full, and the
+            // bytes in flight already sit in the queued requests.
+            let piece = min(chunk, 1 << 20)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece, alignment: 4096)
             defer { buffer.deallocate() }
+            var reported = position
             // Reported positions are acknowledged ones: up to `chunk` more bytes are in flight.
             while position < range[2] {
-                let want = Int(min(Int64(chunk), range[2] - position))
+                let want = Int(min(Int64(piece), range[2] - position))
                 let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< want]), at: position)
                 if n == 0 { throw .retryable("\(local) shrank while it was being uploaded", code: "source_changed") }
                 try file.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< n]), at: position, window: chunk)
                 position += Int64(n)
-                if file.confirmed > range[1] { try report(file.confirmed) }
+                if file.confirmed >= reported + Int64(chunk) {
+                    reported = file.confirmed
+                    try report(reported)
+                }
             }
             try file.flush()
             try report(position)
@@ -162,25 +169,15 @@ final class FileTransfer: @unchecked Sendable {
         let chunk = options.chunk
         try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
             let file = try RemoteFS(connection: conn, step: self.step).open(remote, write: false)
-            var position = range[1]
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 4096)
-            defer { buffer.deallocate() }
-            var filled = 0
-            // Pieces arrive in order; they are gathered into `chunk`-sized local writes.
-            try file.read(from: position, to: range[2], window: chunk) { bytes, _ throws(StepError) in
-                var used = 0
-                while used < bytes.count {
-                    let n = min(bytes.count - used, chunk - filled)
-                    UnsafeMutableRawBufferPointer(rebasing: buffer[filled ..< filled + n])
-                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[used ..< used + n]))
-                    used += n
-                    filled += n
-                    if filled == chunk || position + Int64(filled) == range[2] {
-                        try target.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< filled]), at: position)
-                        position += Int64(filled)
-                        filled = 0
-                        try report(position)
-                    }
+            var reported = range[1]
+            // Pieces arrive in order and are written where they belong; progress and the range
+            // checkpoint follow every `chunk`.
+            try file.read(from: range[1], to: range[2], window: chunk) { bytes, offset throws(StepError) in
+                try target.write(bytes, at: offset)
+                let end = offset + Int64(bytes.count)
+                if end - reported >= Int64(chunk) || end == range[2] {
+                    reported = end
+                    try report(end)
                 }
             }
             try file.close()

@@ -210,7 +210,7 @@ final class SFTPChannel: @unchecked Sendable {
     private func run() {
         var current: Request?
         var pending = Pending.none
-        var inbox = [UInt8](repeating: 0, count: 1 << 20)
+        var inbox = [UInt8](repeating: 0, count: 512 << 10)  // grows for a bigger packet
         var filled = 0
         var lastProgress = Connection.now()
         var stopDeadline = Double.infinity
