@@ -20,7 +20,9 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     private let lock = NSLock()
     private var lastProgressShown = 0.0
     private var lastProgressJournaled = 0.0
-    private var handedOutItems: Set<String> = []
+    /// Items are handed out in the order they were added, each once per attempt: every queued
+    /// item up to this sequence number has been handed out.
+    private var handedOutThrough: Int64 = 0
     private var itemProgressJournaled: [String: Double] = [:]
 
     init(runID: String, instanceID: String, declaredStep: String, store: any StateStore, redactor: Redactor,
@@ -85,15 +87,12 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     }
 
     private func takeQueuedItem() -> NextItem? {
-        guard let items = try? store.items(runID: runID, stepID: declaredStep) else { return nil }
-        return lock.withLock {
-            for item in items where item.status == .queued && !handedOutItems.contains(item.id) {
-                handedOutItems.insert(item.id)
-                sink.attemptEvent(type: EventType.itemStarted, step: instanceID,
-                                  data: ["item": .string(item.id), "value": (try? JSONValue(parsing: item.json)) ?? .null])
-                return .item(id: item.id, json: item.json, checkpoint: item.checkpoint)
-            }
-            return nil
+        lock.withLock {
+            guard let item = try? store.nextQueuedItem(runID: runID, stepID: declaredStep, after: handedOutThrough) else { return nil }
+            handedOutThrough = item.seq
+            sink.attemptEvent(type: EventType.itemStarted, step: instanceID,
+                              data: ["item": .string(item.id), "value": (try? JSONValue(parsing: item.json)) ?? .null])
+            return .item(id: item.id, json: item.json, checkpoint: item.checkpoint)
         }
     }
 

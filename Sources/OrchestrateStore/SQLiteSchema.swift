@@ -110,6 +110,11 @@ enum SQLiteSchema {
             // The run's bandwidth cap in bytes per second (`--max-rate`), NULL for none.
             try db.execute(sql: "ALTER TABLE runs ADD COLUMN max_rate INTEGER")
         }
+        migrator.registerMigration("v4 item order") { db in
+            // Items in the order they were added: the next queued one, and the next sequence
+            // number, without reading every item of the step (a session may hold thousands).
+            try db.execute(sql: "CREATE INDEX items_order ON items(run_id, step_id, seq)")
+        }
         return migrator
     }
 }

@@ -317,12 +317,22 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     public func items(runID: String, stepID: String) throws -> [ItemRecord] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM items WHERE run_id = ? AND step_id = ? ORDER BY seq",
-                             arguments: [runID, stepID]).map { row in
-                ItemRecord(runID: row["run_id"], stepID: row["step_id"], id: row["id"], seq: row["seq"], json: row["json"],
-                           status: ItemRecord.Status(rawValue: row["status"]) ?? .queued, error: row["error"],
-                           checkpoint: (row["checkpoint"] as Data?).map { [UInt8]($0) })
-            }
+                             arguments: [runID, stepID]).map(Self.itemRecord)
         }
+    }
+
+    public func nextQueuedItem(runID: String, stepID: String, after seq: Int64) throws -> ItemRecord? {
+        try read { db in
+            try Row.fetchOne(db, sql: """
+                SELECT * FROM items WHERE run_id = ? AND step_id = ? AND seq > ? AND status = 'queued' ORDER BY seq LIMIT 1
+                """, arguments: [runID, stepID, seq]).map(Self.itemRecord)
+        }
+    }
+
+    private static func itemRecord(_ row: Row) -> ItemRecord {
+        ItemRecord(runID: row["run_id"], stepID: row["step_id"], id: row["id"], seq: row["seq"], json: row["json"],
+                   status: ItemRecord.Status(rawValue: row["status"]) ?? .queued, error: row["error"],
+                   checkpoint: (row["checkpoint"] as Data?).map { [UInt8]($0) })
     }
 
     public func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?) throws {

@@ -98,6 +98,9 @@ public protocol StateStore: AnyObject, Sendable {
     // MARK: Items of long-lived steps
     func addItem(runID: String, stepID: String, id: String, json: String) throws
     func items(runID: String, stepID: String) throws -> [ItemRecord]
+    /// The first item still queued whose sequence number is above `seq` (items are numbered in
+    /// the order they were added), or nil.
+    func nextQueuedItem(runID: String, stepID: String, after seq: Int64) throws -> ItemRecord?
     /// Marks an item finished and journals `event` (its `item.finished`) in the same transaction,
     /// so a crash cannot keep one without the other.
     func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?) throws

@@ -5,15 +5,20 @@ In one run, over loopback, to one OpenSSH sshd started here (own host key, user 
   * upload:   `sftp.upload` of one big file (default 1 GiB)  vs  `sftp -b` with `put`
   * download: `sftp.download` of it                        vs  `sftp -b` with `get`
   * tree:     `sftp.upload` of 1,000 small files           vs  `sftp -b` (`put -r`) and `scp -r`
+  * session:  workflows/sftp-persistent.yaml taking the same 1,000 files as added paths
+              (`orchestrate add-path --from`), 8 at a time over its one connection, timed from
+              add-path until the last file is in place, vs `sftp -b` with one `put` per file
 
-Each pair runs --repeat times, alternating; the median wall time and peak RSS are reported with
-orchestrate/OpenSSH ratios (goal: <= 1.0, RSS under 64 MiB). orchestrate's time is the whole
+Each pair runs --repeat times, alternating; the median wall time, the client's CPU time (user +
+system) and peak RSS are reported with orchestrate/OpenSSH ratios (goal: <= 1.0, RSS under
+64 MiB). orchestrate's time is the whole
 `orchestrate run` (start-up, validation, journal, connect, host-key check included).
 
     swift build -c release    # orchestrate and liborchestrate-plugin-sftp.so in one directory
     python3 bench/sftp/bench.py --bin .build/release [--mib 1024] [--files 1000] [--repeat 3]
 """
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -24,7 +29,20 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import free_port, timed  # noqa: E402
+from benchlib import free_port  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def timed(args):
+    """Wall time (s), peak RSS (MiB) and CPU time (s) of one command, which must succeed."""
+    start = time.monotonic()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.monotonic() - start
+    if status != 0:
+        raise SystemExit(f"failed ({status}): {' '.join(args)}\n{proc.stderr.read().decode()[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def start_sshd(work):
@@ -138,6 +156,44 @@ steps:
         up = workflow("up", "sftp.upload", big, "big.bin")
         down = workflow("down", "sftp.download", "src.bin", f"{work}/down.bin")
         tree_up = workflow("tree", "sftp.upload", tree, "tree")
+        tree_files = sorted(os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs)
+
+        def session():
+            """The persistent session: run, and once it accepts paths, add every tree file as a
+            path. Timed from `add-path` until the last file is in place (the session itself lives
+            on until `close`); RSS and CPU are the whole run's."""
+            state = tempfile.mkdtemp(prefix="state-", dir=work)
+            paths = batch("".join(json.dumps({"source": f, "destination": "session/" + os.path.relpath(f, tree)}) + "\n"
+                                  for f in tree_files))
+            log = open(f"{state}/run.log", "w")
+            proc = subprocess.Popen([orchestrate, "run", f"{ROOT}/workflows/sftp-persistent.yaml", "--state", state,
+                                     "--input", "host=127.0.0.1", "--input", f"port={port}", "--input", f"user={user}",
+                                     "--input", f"key_file={work}/user_key", "--input", f"known_hosts={work}/known_hosts",
+                                     "--input", f"remote_root={remote}"], stdout=log, stderr=subprocess.STDOUT)
+            run_id = None
+            while run_id is None or "accepting paths" not in open(f"{state}/run.log").read():
+                time.sleep(0.01)
+                if run_id is None:
+                    listed = subprocess.run([orchestrate, "list", "--json", "--state", state], capture_output=True, text=True).stdout
+                    run_id = next((json.loads(l)["id"] for l in listed.splitlines() if l.strip()), None)
+            start = time.monotonic()
+            subprocess.run([orchestrate, "add-path", run_id, "--from", paths, "--state", state], check=True, stdout=subprocess.DEVNULL)
+            while arrived(f"{remote}/session") < len(tree_files):
+                if proc.poll() is not None:
+                    raise SystemExit(f"persistent session ended early: {open(f'{state}/run.log').read()[-2000:]}")
+                time.sleep(0.005)
+            elapsed = time.monotonic() - start
+            subprocess.run([orchestrate, "close", run_id, "--state", state], check=True, stdout=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)
+            if status != 0:
+                raise SystemExit(f"persistent session failed: {open(f'{state}/run.log').read()[-2000:]}")
+            return elapsed, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
+
+        def arrived(directory):
+            return sum(1 for _, _, fs in os.walk(directory) for f in fs if not f.endswith(".partial"))
+
+        session_puts = "".join(f"put {f} {remote}/session-ssh/{os.path.relpath(f, tree)}\n" for f in tree_files)
+        session_dirs = "".join(f"-mkdir {remote}/session-ssh/d{i}\n" for i in range(min(10, args.files)))
         sftp = ["sftp", "-q"] + ssh_opts
         cases = [
             ("upload 1 file", lambda: orch(up),
@@ -147,6 +203,9 @@ steps:
             (f"{args.files} small files", lambda: orch(tree_up),
              [("sftp -b put -r", lambda: sftp + ["-b", batch(f"put -r {tree} {remote}/tree\n"), f"{user}@127.0.0.1"]),
               ("scp -r", lambda: ["scp", "-q", "-r"] + ssh_opts + [tree, f"{user}@127.0.0.1:{remote}/tree"])]),
+            (f"persistent session, {args.files} paths", None,
+             [("sftp -b put each", lambda: sftp + ["-b", batch(f"-mkdir {remote}/session-ssh\n" + session_dirs + session_puts),
+                                                   f"{user}@127.0.0.1"])]),
         ]
         print(f"sftp bench: {args.mib} MiB file, {args.files} small files, {args.repeat} runs each, "
               f"loopback to OpenSSH sshd, orchestrate connections={args.connections}")
@@ -159,15 +218,15 @@ steps:
                     clean()
                     if name.startswith("download"):
                         os.link(big, f"{remote}/src.bin")
-                    results[label].append(timed(make()))
-            base = statistics.median(t for t, _ in results["orchestrate"])
-            rss = max(r for _, r in results["orchestrate"])
+                    results[label].append(session() if make is None else timed(make()))
+            base = statistics.median(t for t, _, _ in results["orchestrate"])
             print(f"\n{name}:")
-            print(f"  {'orchestrate':<16} {base:8.2f} s   peak RSS {rss:6.1f} MiB")
-            for label, _ in theirs:
-                t = statistics.median(x for x, _ in results[label])
-                r = max(x for _, x in results[label])
-                print(f"  {label:<16} {t:8.2f} s   peak RSS {r:6.1f} MiB   orchestrate/{label} = {base / t:.2f}")
+            for label in results:
+                t = statistics.median(x for x, _, _ in results[label])
+                r = max(x for _, x, _ in results[label])
+                cpu = statistics.median(x for _, _, x in results[label])
+                ratio = "" if label == "orchestrate" else f"   orchestrate/{label} = {base / t:.2f}"
+                print(f"  {label:<16} {t:8.2f} s   CPU {cpu:6.2f} s   peak RSS {r:6.1f} MiB{ratio}")
     finally:
         sshd.terminate()
         sshd.wait()
