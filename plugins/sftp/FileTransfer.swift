@@ -6,8 +6,8 @@ import OrchestratePluginKit
 
 /// How files move: chunk size, and how many connections share one big file.
 struct TransferOptions {
-    /// Bytes read from or written to the local file at a time, and the most bytes of SFTP
-    /// requests in flight per file (or per range): a resume re-sends at most this much.
+    /// What a resume may re-send per range at most: half of it is in flight per file (or per
+    /// range), and the acknowledged position is checkpointed every half.
     var chunk = 4 << 20
     /// Connections (each with its own handle) writing different ranges of one big file.
     var connections = 4
@@ -21,7 +21,7 @@ struct TransferOptions {
         "connections":{"type":"integer","minimum":1,"maximum":16,"default":4,"description":"connections writing ranges of one big file in parallel"},
         "parallel_threshold_mib":{"type":"integer","minimum":1,"default":64,"description":"files at least this big (MiB) are split into ranges"},
         "limit_kibps":{"type":"integer","minimum":0,"default":0,"description":"bandwidth cap per file in KiB/s (0: none)"},
-        "chunk_kib":{"type":"integer","minimum":32,"maximum":65536,"default":4096,"description":"bytes in flight per file or range (KiB); a resume re-sends at most this much"}
+        "chunk_kib":{"type":"integer","minimum":64,"maximum":65536,"default":4096,"description":"KiB a resume may re-send per range at most; half of it is in flight per file or range (raise it on long fat links)"}
         """#
 
     init() {}
@@ -40,8 +40,9 @@ struct TransferOptions {
 
 /// One file moved through `NAME.partial` and renamed into place, resumable:
 /// - one stream: the partial's size is where it resumes (stat, then write from there);
-/// - several ranges: each range's confirmed position is checkpointed after every chunk (saved
-///   before the first byte is written), so a resume re-sends at most one chunk per range.
+/// - several ranges: each range's acknowledged position is checkpointed every half chunk (saved
+///   before the first byte is written) with half a chunk in flight, so a resume re-sends less
+///   than one chunk per range.
 final class FileTransfer: @unchecked Sendable {
     struct Result { var size: Int64; var sha256: String?; var resumedFrom: Int64 }
 
@@ -102,23 +103,26 @@ final class FileTransfer: @unchecked Sendable {
         let resumedFrom = ranges.reduce(0) { $0 + $1[1] - $1[0] }
         if resumedFrom > 0 { step.log(.info, "resuming \(remote) at \(resumedFrom) of \(size) bytes") }
         let chunk = options.chunk
+        // Half a chunk in flight, checkpointed every half chunk: what the server holds beyond a
+        // range's checkpoint (re-sent on resume) stays under one chunk.
+        let half = max(chunk / 2, 32 << 10)
         try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
             let file = try RemoteFS(connection: conn, step: self.step).open(partial, write: true, truncate: truncateFirst)
             var position = range[1]
-            // Read in 1 MiB pieces: the window (`chunk`) is what keeps the link full, and the
-            // bytes in flight already sit in the queued requests.
-            let piece = min(chunk, 1 << 20)
+            // Read in pieces of at most 1 MiB: the window (`half`) is what keeps the link full,
+            // and the bytes in flight already sit in the queued requests.
+            let piece = min(half, 1 << 20)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece, alignment: 4096)
             defer { buffer.deallocate() }
             var reported = position
-            // Reported positions are acknowledged ones: up to `chunk` more bytes are in flight.
+            // Reported positions are acknowledged ones: up to `half` more bytes are in flight.
             while position < range[2] {
                 let want = Int(min(Int64(piece), range[2] - position))
                 let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< want]), at: position)
                 if n == 0 { throw .retryable("\(local) shrank while it was being uploaded", code: "source_changed") }
-                try file.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< n]), at: position, window: chunk)
+                try file.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< n]), at: position, window: half)
                 position += Int64(n)
-                if file.confirmed >= reported + Int64(chunk) {
+                if file.confirmed >= reported + Int64(half) {
                     reported = file.confirmed
                     try report(reported)
                 }
@@ -166,16 +170,16 @@ final class FileTransfer: @unchecked Sendable {
         }
         let resumedFrom = ranges.reduce(0) { $0 + $1[1] - $1[0] }
         if resumedFrom > 0 { step.log(.info, "resuming \(local) at \(resumedFrom) of \(size) bytes") }
-        let chunk = options.chunk
+        let half = max(options.chunk / 2, 32 << 10)
         try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
             let file = try RemoteFS(connection: conn, step: self.step).open(remote, write: false)
             var reported = range[1]
             // Pieces arrive in order and are written where they belong; progress and the range
-            // checkpoint follow every `chunk`.
-            try file.read(from: range[1], to: range[2], window: chunk) { bytes, offset throws(StepError) in
+            // checkpoint follow every half chunk.
+            try file.read(from: range[1], to: range[2], window: half) { bytes, offset throws(StepError) in
                 try target.write(bytes, at: offset)
                 let end = offset + Int64(bytes.count)
-                if end - reported >= Int64(chunk) || end == range[2] {
+                if end - reported >= Int64(half) || end == range[2] {
                     reported = end
                     try report(end)
                 }
