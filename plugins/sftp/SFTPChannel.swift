@@ -57,6 +57,9 @@ final class SFTPChannel: @unchecked Sendable {
     private var nextID: UInt32 = 16
     private var failure: StepError?
     private var stopping = false
+    /// Sent packets kept for reuse by big requests (writes): a fresh 255 KiB array per request
+    /// costs page faults each (measured: a sixth of the CPU of an upload).
+    private var spare: [[UInt8]] = []
     private var thread = pthread_t()
     private var running = false
 
@@ -137,8 +140,9 @@ final class SFTPChannel: @unchecked Sendable {
         }
         let id = nextID
         nextID = nextID == UInt32.max ? 16 : nextID + 1
+        let buffer = capacity > 4096 ? spare.popLast() ?? [] : []
         pthread_mutex_unlock(mutex)
-        var writer = WireWriter(type, id: id, capacity: capacity)
+        var writer = WireWriter(type, id: id, capacity: capacity, reusing: buffer)
         fill(&writer)
         request = Request(id: id, packet: writer.finish())
         let failed = locked { () -> StepError? in
@@ -234,8 +238,10 @@ final class SFTPChannel: @unchecked Sendable {
                     request.sent += n
                     progressed = true
                     if request.sent == request.packet.count {
+                        let packet = request.packet
                         request.packet = []
                         current = nil
+                        if packet.capacity > 4096 { locked { if spare.count < 16 { spare.append(packet) } } }
                     }
                 }
             }

@@ -46,8 +46,11 @@ enum SFTP {
 struct WireWriter {
     private(set) var bytes: [UInt8]
 
-    init(_ type: SFTP.Packet, id: UInt32?, capacity: Int = 64) {
-        bytes = []
+    /// `buffer`: a spare packet to write into (its capacity is kept), so big packets do not
+    /// cost a fresh allocation, and page faults, each.
+    init(_ type: SFTP.Packet, id: UInt32?, capacity: Int = 64, reusing buffer: [UInt8] = []) {
+        bytes = buffer
+        bytes.removeAll(keepingCapacity: true)
         bytes.reserveCapacity(capacity + 13)
         bytes += [0, 0, 0, 0, type.rawValue]
         if let id { u32(id) }
@@ -64,11 +67,10 @@ struct WireWriter {
     }
 
     /// The finished packet, its length field filled in.
-    func finish() -> [UInt8] {
-        var out = bytes
-        let length = UInt32(out.count - 4)
-        out[0] = UInt8(length >> 24); out[1] = UInt8(length >> 16 & 0xff); out[2] = UInt8(length >> 8 & 0xff); out[3] = UInt8(length & 0xff)
-        return out
+    mutating func finish() -> [UInt8] {
+        let length = UInt32(bytes.count - 4)
+        bytes[0] = UInt8(length >> 24); bytes[1] = UInt8(length >> 16 & 0xff); bytes[2] = UInt8(length >> 8 & 0xff); bytes[3] = UInt8(length & 0xff)
+        return bytes
     }
 }
 
