@@ -162,7 +162,7 @@ final class SFTPChannel: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         while true {
             if let reply = request.reply { return reply }
-            if let failure { return try Self.rethrow(failure) }
+            if let failure { throw failure }
             if let step, step.isCancelled {
                 abandonLocked(request)
                 throw .cancelled("sftp transfer cancelled")
@@ -190,8 +190,6 @@ final class SFTPChannel: @unchecked Sendable {
             waiting[request.id] = nil
         }
     }
-
-    private static func rethrow(_ error: StepError) throws(StepError) -> Reply { throw error }
 
     // MARK: - Stopping
 
