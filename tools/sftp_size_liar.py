@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""An SFTP server that lies about file sizes, for the malicious-server tests (issue 6).
+"""An SFTP server that lies, for the malicious-server tests (issues 4 and 6).
 
 Used as sshd's sftp subsystem in front of the real OpenSSH sftp-server:
 
-    Subsystem sftp /usr/bin/python3 tools/sftp_size_liar.py DELTA /usr/lib/openssh/sftp-server
+    Subsystem sftp /usr/bin/python3 tools/sftp_size_liar.py LIE /usr/lib/openssh/sftp-server
 
-It relays the client's requests unchanged and the server's replies too, except that every
-SSH_FXP_ATTRS reply (stat, lstat, fstat) that carries a size reports size + DELTA bytes (DELTA may
-be negative; never below 0). The data itself is the real file's: a client that trusts the size
-reads past the end (DELTA > 0) or stops short (DELTA < 0).
+It relays the client's requests unchanged and the server's replies too, except for the lie:
+  * an integer DELTA: every SSH_FXP_ATTRS reply (stat, lstat, fstat) that carries a size reports
+    size + DELTA bytes (DELTA may be negative; never below 0). The data itself is the real
+    file's: a client that trusts the size reads past the end (DELTA > 0) or stops short (< 0);
+  * `huge-packet`: the first SSH_FXP_DATA reply claims to be 2 GiB long (a client that believes
+    length fields allocates that much, or waits for bytes that never come);
+  * `overlong-data`: every SSH_FXP_DATA reply carries 1,000 bytes more than were asked for.
 """
 import os
 import struct
@@ -16,6 +19,7 @@ import subprocess
 import sys
 import threading
 
+SSH_FXP_DATA = 103
 SSH_FXP_ATTRS = 105
 SSH_FILEXFER_ATTR_SIZE = 0x00000001
 
@@ -31,7 +35,9 @@ def read_exactly(stream, n):
 
 
 def main():
-    delta = int(sys.argv[1])
+    lie = sys.argv[1]
+    delta = int(lie) if lie.lstrip("-").isdigit() else 0
+    lied_once = False
     server = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     client_in, client_out = sys.stdin.buffer, sys.stdout.buffer
 
@@ -60,6 +66,14 @@ def main():
             if flags & SSH_FILEXFER_ATTR_SIZE:
                 (size,) = struct.unpack(">Q", body[9:17])
                 body = body[:9] + struct.pack(">Q", max(0, size + delta)) + body[17:]
+        if body[0] == SSH_FXP_DATA and lie == "overlong-data":
+            # DATA: type(1) id(4) string data
+            (count,) = struct.unpack(">I", body[5:9])
+            body = body[:5] + struct.pack(">I", count + 1000) + body[9:] + b"\x00" * 1000
+            header = struct.pack(">I", len(body))
+        if body[0] == SSH_FXP_DATA and lie == "huge-packet" and not lied_once:
+            lied_once = True
+            header = struct.pack(">I", 0x7FFFFFFF)
         client_out.write(header + body)
         client_out.flush()
     server.wait()

@@ -3,15 +3,18 @@ import OrchestrateJSON
 import OrchestrateTestSupport
 import Testing
 
-/// An SFTP server that lies about file sizes (tools/sftp_size_liar.py as sshd's sftp subsystem,
-/// in front of the real sftp-server): downloads end with a clear error and no destination file,
-/// never with a torn or padded one.
+/// An SFTP server that lies (tools/sftp_size_liar.py as sshd's sftp subsystem, in front of the
+/// real sftp-server) about sizes or in its packets' own length fields: downloads end with a clear
+/// error and no destination file, never with a torn or padded one, and never wait or allocate
+/// what a length field claims.
 @Suite(.serialized) struct LyingServerTests {
     let h = Harness()
 
-    func liar(delta: Int) throws -> SSHDPeer {
+    func liar(delta: Int) throws -> SSHDPeer { try liar("\(delta)") }
+
+    func liar(_ lie: String) throws -> SSHDPeer {
         let tool = TestPaths.packageRoot.appendingPathComponent("tools/sftp_size_liar.py").path
-        return try SSHDPeer(sftpSubsystem: "/usr/bin/python3 \(tool) \(delta) /usr/lib/openssh/sftp-server")
+        return try SSHDPeer(sftpSubsystem: "/usr/bin/python3 \(tool) \(lie) /usr/lib/openssh/sftp-server")
     }
 
     func download(_ peer: SSHDPeer, file: String, sha256: String? = nil) throws -> ProcessResult {
@@ -39,6 +42,19 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stdout.contains("shrank while it was being downloaded"), "\(result.stdout.suffix(2000))")
         #expect(!FileManager.default.fileExists(atPath: h.path("got/claims-more.bin")), "no destination file")
+    }
+
+    /// Lies in the SFTP framing itself, which the plugin parses (it is its own SFTP client).
+    @Test(arguments: [("huge-packet", "SFTP packet of 2147483647 bytes"), ("overlong-data", "malformed SFTP packet")])
+    func aLyingPacketIsAClearErrorAndNoFile(lie: String, message: String) throws {
+        let peer = try liar(lie)
+        Harness.randomFile("\(peer.remoteRoot)/framed.bin", size: 300_000, seed: 23)
+        let started = Date()
+        let result = try download(peer, file: "framed.bin")
+        #expect(result.status == 1)
+        #expect(result.stdout.contains(message), "\(result.stdout.suffix(2000))")
+        #expect(Date().timeIntervalSince(started) < 30, "no wait for bytes a length field promised")
+        #expect(!FileManager.default.fileExists(atPath: h.path("got/framed.bin")), "no destination file")
     }
 
     @Test func aSizeSmallerThanTheDataIsCaughtByTheChecksum() throws {
