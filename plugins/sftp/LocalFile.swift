@@ -21,7 +21,34 @@ final class LocalFile: @unchecked Sendable {
         if fd < 0 { throw .posix("cannot create \(path)") }
     }
 
-    deinit { close(fd) }
+    deinit {
+        writeBack.withLock { writeBackThread }?.join()
+        close(fd)
+    }
+
+    // Early write-back: every 64 MiB written, an fdatasync on a thread of its own (one at a
+    // time), so the fsync before a download's rename waits for the last few MiB, not the file.
+    private static let writeBackStep: Int64 = 64 << 20
+    private let writeBack = Lock()
+    private var unsynced: Int64 = 0
+    private var writeBackThread: Worker?
+    private let writeBackBusy = WriteBackFlag()
+
+    private func noteWritten(_ count: Int) {
+        let start = writeBack.withLock { () -> (Worker?)? in
+            unsynced += Int64(count)
+            guard unsynced >= Self.writeBackStep, writeBackBusy.claim() else { return nil }
+            unsynced = 0
+            return .some(writeBackThread)
+        }
+        guard let start else { return }
+        start?.join()  // finished: it released the flag
+        let worker = Worker { [fd, writeBackBusy] in
+            _ = fdatasync(fd)
+            writeBackBusy.release()
+        }
+        writeBack.withLock { writeBackThread = worker }
+    }
 
     var size: Int64 {
         var st = Glibc.stat()
@@ -44,6 +71,7 @@ final class LocalFile: @unchecked Sendable {
             if n < 0 { if errno == EINTR { continue }; throw .posix("cannot write \(path)") }
             done += n
         }
+        noteWritten(bytes.count)
     }
 
     func truncate(_ length: Int64) { _ = ftruncate(fd, off_t(length)) }
@@ -94,6 +122,16 @@ final class LocalFile: @unchecked Sendable {
         try visit(root, "")
         return out
     }
+}
+
+/// Whether a write-back is running (shared with its thread, which does not keep the file alive).
+private final class WriteBackFlag: @unchecked Sendable {
+    private let lock = Lock()
+    private var busy = false
+
+    /// True if it was free and is now taken.
+    func claim() -> Bool { lock.withLock { busy ? false : { busy = true; return true }() } }
+    func release() { lock.withLock { busy = false } }
 }
 
 /// Runs `body` on a new thread; `join` waits for it. (No Foundation in plugins: it is heavy to load.)
