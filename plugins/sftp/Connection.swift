@@ -66,7 +66,8 @@ final class Connection: @unchecked Sendable {
         try call("SSH handshake", step) { libssh2_session_handshake(session, sock) }
         try verifyHostKey(step)
         try authenticate(step)
-        if parameters.keepalive > 0 { libssh2_keepalive_config(session, 1, UInt32(parameters.keepalive)) }
+        // No reply wanted: libssh2 would keep every reply in its packet list for good.
+        if parameters.keepalive > 0 { libssh2_keepalive_config(session, 0, UInt32(parameters.keepalive)) }
         // A receive window far above libssh2's 2 MiB default, so pipelined reads are not held
         // back by window adjustments.
         let ssh = try pointer("SFTP channel", step) {
@@ -74,6 +75,8 @@ final class Connection: @unchecked Sendable {
         }
         sshChannel = ssh
         try call("SFTP subsystem", step) { libssh2_channel_process_startup(ssh, "subsystem", 9, "sftp", 4) }
+        // The server's stderr is dropped as it comes (unread, it would fill the window).
+        try call("SFTP channel setup", step) { libssh2_channel_handle_extended_data2(ssh, LIBSSH2_CHANNEL_EXTENDED_DATA_IGNORE) }
         channel = SFTPChannel(session: session, channel: ssh, socket: socket, parameters: parameters)
         extensions = try channel.start(step)
         if supports("limits@openssh.com") {

@@ -88,8 +88,10 @@ final class FileTransfer: @unchecked Sendable {
                 ranges = saved
             } else {
                 ranges = FileTransfer.plan(size: size, count: options.connections)
-                try fs.open(partial, write: true, truncate: true).close()
+                // The fresh plan is saved first: a kill between the two must not leave an older
+                // plan's positions beside the emptied partial.
                 onCheckpoint(FileTransfer.state(ranges, size: size))
+                try fs.open(partial, write: true, truncate: true).close()
             }
         } else {
             var offset = existing?.size ?? 0
@@ -159,8 +161,8 @@ final class FileTransfer: @unchecked Sendable {
                 target = try LocalFile(writing: partialPath, truncate: false)
             } else {
                 ranges = FileTransfer.plan(size: size, count: options.connections)
+                onCheckpoint(FileTransfer.state(ranges, size: size))  // before the partial is emptied
                 target = try LocalFile(writing: partialPath, truncate: true)
-                onCheckpoint(FileTransfer.state(ranges, size: size))
             }
         } else {
             var offset = existing?.size ?? 0

@@ -216,6 +216,13 @@ final class RemoteFile {
             try fs.expectOK("write \(path)", try channel.wait(request, fs.step))
         } catch {
             abandonWrites()
+            // The server refused a write (no space…) but may have taken later ones, already
+            // sent: cut the file back to what is known good, so a resume from its size leaves
+            // no hole. (It applies requests in order, so this comes after them.)
+            if error.code != "connection_lost" && error.kind != .cancelled {
+                let good = confirmed
+                _ = try? channel.send(.fsetstat) { $0.string(handle); $0.u32(0x1); $0.u64(UInt64(good)) }
+            }
             throw error
         }
         writes.removeFirst()  // at most window / piece entries
@@ -289,7 +296,12 @@ final class RemoteFile {
     func close() throws(StepError) {
         guard open else { return }
         open = false
-        try flush()
+        do {
+            try flush()
+        } catch {
+            fs.closeQuietly(handle)
+            throw error
+        }
         try fs.expectOK("close \(path)", try channel.call(.close, fs.step) { $0.string(handle) })
     }
 

@@ -116,7 +116,7 @@ final class SFTPChannel: @unchecked Sendable {
         }
         wake()
         var reply = try wait(request, step)
-        guard reply.type == SFTP.Packet.version.rawValue, try reply.reader.u32() >= 3 else { throw WireReader.malformed }
+        guard reply.type == SFTP.Packet.version.rawValue, try reply.reader.u32() == 3 else { throw WireReader.malformed }
         var extensions: [String: [UInt8]] = [:]
         while !reply.reader.atEnd {
             let name = try reply.reader.string()
@@ -134,7 +134,7 @@ final class SFTPChannel: @unchecked Sendable {
     func send(_ type: SFTP.Packet, capacity: Int = 64, _ fill: (inout WireWriter) -> Void) throws(StepError) -> Request {
         let request: Request
         pthread_mutex_lock(mutex)
-        if let failure {
+        if let failure = failure ?? (stopping ? .retryable("the connection to \(host) is closing", code: "connection_lost") : nil) {
             pthread_mutex_unlock(mutex)
             throw failure
         }
@@ -185,7 +185,8 @@ final class SFTPChannel: @unchecked Sendable {
 
     private func abandonLocked(_ request: Request) {
         request.abandoned = true
-        if request.sent == 0, let index = queue[queueHead...].firstIndex(where: { $0 === request }) {
+        // Still queued means not started (the I/O thread takes a request out before sending it).
+        if let index = queue[queueHead...].firstIndex(where: { $0 === request }) {
             queue.remove(at: index)
             waiting[request.id] = nil
         }
@@ -210,6 +211,8 @@ final class SFTPChannel: @unchecked Sendable {
     private enum Pending { case none, read, write }
 
     private func run() {
+        // However the thread ends, nobody may wait for it afterwards.
+        defer { die(.retryable("the connection to \(host) was closed", code: "connection_lost")) }
         var current: Request?
         var pending = Pending.none
         var inbox = [UInt8](repeating: 0, count: 512 << 10)  // grows for a bigger packet
@@ -233,6 +236,7 @@ final class SFTPChannel: @unchecked Sendable {
                     }
                     if n < 0 { return fail("send", Int32(truncatingIfNeeded: n)) }
                     pending = .none
+                    if n == 0 { break }  // no window: wait for the server's adjustment
                     request.sent += n
                     progressed = true
                     if request.sent == request.packet.count {
@@ -254,7 +258,9 @@ final class SFTPChannel: @unchecked Sendable {
                         break
                     }
                     if n < 0 { return fail("receive", Int32(truncatingIfNeeded: n)) }
-                    pending = .none
+                    // A read that returns data may still have left a reply of libssh2's own
+                    // (to a server request) half sent: the next call must be a read then.
+                    pending = outboundBlocked ? .read : .none
                     if n == 0 {
                         if libssh2_channel_eof(channel) != 0 {
                             return die(.retryable("\(host) closed the SFTP channel", code: "connection_lost"))
@@ -297,7 +303,20 @@ final class SFTPChannel: @unchecked Sendable {
             let now = Connection.now()
             let (busy, stop) = locked { () -> (Bool, Bool) in
                 for (id, reply) in replies {
-                    if let request = waiting.removeValue(forKey: id), !request.abandoned { request.reply = reply }
+                    guard let request = waiting.removeValue(forKey: id) else { continue }
+                    if !request.abandoned {
+                        request.reply = reply
+                    } else if reply.type == SFTP.Packet.handle.rawValue {
+                        // An abandoned open succeeded after all: close what it opened (the
+                        // reply to that is dropped too: nobody waits for its id).
+                        var reader = reply.reader
+                        guard let handle = try? reader.data() else { continue }
+                        let closeID = nextID
+                        nextID = nextID == UInt32.max ? 16 : nextID + 1
+                        var writer = WireWriter(.close, id: closeID)
+                        writer.string(handle)
+                        queue.append(Request(id: closeID, packet: writer.finish()))
+                    }
                 }
                 if !replies.isEmpty { pthread_cond_broadcast(replied) }
                 return (!waiting.isEmpty || current != nil || queueHead < queue.count, stopping)
@@ -339,7 +358,7 @@ final class SFTPChannel: @unchecked Sendable {
                 queue.removeFirst(queueHead)
                 queueHead = 0
             }
-            if let request, !request.abandoned || request.sent > 0 { return request }
+            if let request, !request.abandoned { return request }
         }
         return nil
     }

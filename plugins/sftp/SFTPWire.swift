@@ -7,7 +7,7 @@ import OrchestratePluginKit
 /// want posix-rename, limits and large pipelined requests, which its SFTP layer lacks.
 enum SFTP {
     enum Packet: UInt8 {
-        case initialise = 1, version = 2, open = 3, close = 4, read = 5, write = 6, lstat = 7, fstat = 8
+        case initialise = 1, version = 2, open = 3, close = 4, read = 5, write = 6, lstat = 7, fstat = 8, fsetstat = 10
         case opendir = 11, readdir = 12, remove = 13, mkdir = 14, realpath = 16, stat = 17, rename = 18
         case status = 101, handle = 102, data = 103, name = 104, attributes = 105
         case extended = 200, extendedReply = 201

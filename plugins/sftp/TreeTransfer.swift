@@ -5,9 +5,11 @@ import OrchestratePluginKit
 /// session's one shared connection (their requests interleave, so a tree of small files is not
 /// one round trip after another); then the big files, one at a time, each split into ranges.
 ///
-/// The step checkpoint is `{"done": k, "also": [i…], "file": <range state>, "file_at": j}` over
-/// that processing order: the first k files and those listed in `also` are in place (a resume
-/// skips them), and file j is a ranged file in progress.
+/// The step checkpoint is `{"order": f, "done": k, "also": [i…], "file": <range state>,
+/// "file_at": j}` over that processing order: the first k files and those listed in `also` are
+/// in place (a resume skips them), and file j is a ranged file in progress. `f` fingerprints the
+/// order (paths and sizes, in order): if the tree or the inputs changed since, the order may have
+/// too, and the checkpoint is ignored (files already there are sent again).
 struct TreeTransfer {
     let step: StepContext
     let session: Session
@@ -27,7 +29,13 @@ struct TreeTransfer {
         let ranged = { (entry: Entry) in options.connections > 1 && entry.size >= options.parallelThreshold }
         let order = entries.filter { !ranged($0) } + entries.filter(ranged)
         let smallCount = order.count - entries.filter(ranged).count
-        let state = TreeState(order: order, saved: step.loadCheckpointJSON())
+        let fingerprint = TreeTransfer.fingerprint(order)
+        var saved = step.loadCheckpointJSON()
+        if let checkpoint = saved, checkpoint["order"]?.stringValue != fingerprint {
+            step.log(.info, "the tree changed since the checkpoint: starting it over")
+            saved = nil
+        }
+        let state = TreeState(order: order, saved: saved, fingerprint: fingerprint)
         let total = order.reduce(0) { $0 + $1.size }
         let alreadyDone = state.doneCount
         if alreadyDone > 0 { step.log(.info, "\(alreadyDone) of \(order.count) files already transferred") }
@@ -80,6 +88,19 @@ struct TreeTransfer {
     }
 }
 
+extension TreeTransfer {
+    /// FNV-1a (64 bits) of every path and size in processing order.
+    static func fingerprint(_ order: [Entry]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for entry in order {
+            for byte in entry.relative.utf8 + [0] + String(entry.size).utf8 + [10] {
+                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            }
+        }
+        return String(hash, radix: 16)
+    }
+}
+
 /// Which files of a tree are done, shared by the threads moving them.
 private final class TreeState: @unchecked Sendable {
     private let lock = Lock()
@@ -96,8 +117,10 @@ private final class TreeState: @unchecked Sendable {
     private var _error: StepError?
     private let savedFile: JSONValue?
     private let savedFileAt: Int
+    private let fingerprint: String
 
-    init(order: [TreeTransfer.Entry], saved: JSONValue?) {
+    init(order: [TreeTransfer.Entry], saved: JSONValue?, fingerprint: String) {
+        self.fingerprint = fingerprint
         sizes = order.map(\.size)
         done = Array(repeating: false, count: order.count)
         let k = min(Int(saved?["done"]?.intValue ?? 0), order.count)
@@ -154,7 +177,7 @@ private final class TreeState: @unchecked Sendable {
     func checkpoint(file: JSONValue?, at index: Int) -> JSONValue { lock.withLock { checkpointLocked(file: file, at: index) } }
 
     private func checkpointLocked(file: JSONValue?, at index: Int?) -> JSONValue {
-        var object: [String: JSONValue] = ["done": .int(Int64(prefix))]
+        var object: [String: JSONValue] = ["order": .string(fingerprint), "done": .int(Int64(prefix))]
         if !beyond.isEmpty { object["also"] = .array(beyond.sorted().map { .int(Int64($0)) }) }
         if let file, let index {
             object["file"] = file

@@ -61,10 +61,12 @@ struct UploadStep: StepDefinition {
     }
 }
 
-/// Refuses remote parents that the server resolves (through symlinks) outside the root.
-final class RootGuard {
+/// Refuses remote parents that the server resolves (through symlinks) outside the root. The
+/// threads of a tree use one at once.
+final class RootGuard: @unchecked Sendable {
     let root: RemoteRoot
     let fs: RemoteFS
+    private let lock = Lock()
     private var checked: Set<String> = []
     private var realRoot: String?
 
@@ -75,14 +77,17 @@ final class RootGuard {
 
     func check(parentOf path: String) throws(StepError) {
         let parent = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        guard !checked.contains(parent), let existing = try fs.stat(parent), existing.isDirectory else { return }
-        if realRoot == nil { realRoot = (try? fs.realpath(root.root.isEmpty ? "/" : root.root)) ?? root.root }
+        guard !lock.withLock({ checked.contains(parent) }), let existing = try fs.stat(parent), existing.isDirectory else { return }
+        let knownRoot = lock.withLock { realRoot }
+        let rootPath = knownRoot ?? ((try? fs.realpath(root.root.isEmpty ? "/" : root.root)) ?? root.root)
         let real = try fs.realpath(parent)
-        let confined = RemoteRootPrefix(realRoot!).contains(real)
-        guard confined else {
+        guard RemoteRootPrefix(rootPath).contains(real) else {
             throw StepError.invalidInput("\(parent) resolves to \(real) on the server, outside remote_root \(root.root)", code: "path_escape")
         }
-        checked.insert(parent)
+        lock.withLock {
+            realRoot = rootPath
+            checked.insert(parent)
+        }
     }
 }
 
