@@ -269,6 +269,48 @@ import Testing
         #expect(left == ["over.bin"], "nothing beside the file: \(left)")
     }
 
+    /// A tree killed while its big file is half sent, then changed before the resume so that its
+    /// processing order changes (a small file grows into a ranged one, sorting after the big
+    /// one): the old checkpoint's positions now name other files, so it must be ignored, never
+    /// used to skip the unfinished big file or to lend its ranges to the grown one.
+    @Test func aTreeThatChangedBeforeItsResumeIsNotSkippedByTheOldCheckpoint() throws {
+        let tree = h.path("changing")
+        for i in 1 ... 5 { Harness.randomFile("\(tree)/s\(i).bin", size: 10_000, seed: UInt64(40 + i)) }
+        Harness.randomFile("\(tree)/m.bin", size: 2 << 20, seed: 46)
+        let wf = h.workflow("""
+            version: 1
+            name: changing-tree
+            steps:
+              up:
+                uses: sftp.upload
+                with:
+                  source: \(tree)
+                  destination: changing
+                  remote_root: \(peer.remoteRoot)
+                  connections: 2
+                  parallel_threshold_mib: 1
+                  chunk_kib: 128
+                  limit_kibps: 256
+                  \(peer.connection(knownHosts: known))
+            """, name: "changing-tree.yaml")
+        let process = try h.start(["run", wf, "--json"])
+        let remote = "\(peer.remoteRoot)/changing"
+        #expect(h.waitFor { (1 ... 5).allSatisfy { FileManager.default.fileExists(atPath: "\(remote)/s\($0).bin") }
+                            && Harness.size("\(remote)/m.bin.partial") > 0 })
+        Thread.sleep(forTimeInterval: 1)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(!FileManager.default.fileExists(atPath: "\(remote)/m.bin"), "killed before the big file was done")
+        // s1 grows past the threshold, as big as m: the order was s1…s5, m; it is now s2…s5, m, s1.
+        Harness.randomFile("\(tree)/s1.bin", size: 2 << 20, seed: 47)
+        let runID = try #require(try h.runIDs().last)
+        let resume = try h.orchestrate(["resume", runID])
+        #expect(resume.status == 0, "\(resume.stdout.suffix(2000))\n\(resume.stderr)")
+        for name in ["s1", "s2", "s3", "s4", "s5", "m"] {
+            #expect(Harness.sameBytes("\(tree)/\(name).bin", "\(remote)/\(name).bin"), "\(name).bin")
+        }
+    }
+
     @Test func cancelStopsABlockedTransferWithinASecond() throws {
         let source = Harness.randomFile(h.path("cancel.bin"), size: 16 << 20, seed: 5)
         let remote = "\(peer.remoteRoot)/cancel.bin"
