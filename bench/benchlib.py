@@ -10,13 +10,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def timed(args, env=None):
     """Wall time (s) and peak RSS (MiB) of one command; fails loudly if it fails."""
+    return timed_usage(args, env)[:2]
+
+
+def timed_usage(args, env=None):
+    """Wall time (s), peak RSS (MiB) and CPU time (user + system, s; reaped children included)
+    of one command; fails loudly if it fails."""
     start = time.monotonic()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.monotonic() - start
     if status != 0:
         raise SystemExit(f"failed ({status}): {' '.join(args)}\n{proc.stderr.read().decode()[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024.0
+    return elapsed, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def free_port():

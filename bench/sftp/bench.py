@@ -29,20 +29,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import free_port  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def timed(args):
-    """Wall time (s), peak RSS (MiB) and CPU time (s) of one command, which must succeed."""
-    start = time.monotonic()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.monotonic() - start
-    if status != 0:
-        raise SystemExit(f"failed ({status}): {' '.join(args)}\n{proc.stderr.read().decode()[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
+from benchlib import ROOT, free_port, timed_usage as timed  # noqa: E402
 
 
 def start_sshd(work):
