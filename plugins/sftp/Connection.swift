@@ -23,7 +23,7 @@ final class Connection: @unchecked Sendable {
     /// every SFTP server must accept.
     private(set) var maximumRead = 32 << 10
     private(set) var maximumWrite = 32 << 10
-    /// Set when the handshake failed mid-way or a libssh2 call was abandoned.
+    /// Set when opening failed mid-way (the session is left mid-operation).
     private var handshakeBroken = false
     private var lastActivity = Connection.now()
 

@@ -79,18 +79,12 @@ struct WireReader {
     let bytes: [UInt8]
     private(set) var position: Int
 
-    init(_ bytes: [UInt8], at position: Int = 0) {
+    init(_ bytes: [UInt8]) {
         self.bytes = bytes
-        self.position = position
+        position = 0
     }
 
     var atEnd: Bool { position >= bytes.count }
-
-    mutating func u8() throws(StepError) -> UInt8 {
-        guard position < bytes.count else { throw WireReader.malformed }
-        defer { position += 1 }
-        return bytes[position]
-    }
 
     mutating func u32() throws(StepError) -> UInt32 {
         guard position + 4 <= bytes.count else { throw WireReader.malformed }
