@@ -42,6 +42,8 @@ let package = Package(
         // The C libraries behind the HTTP and SFTP plugins, from Debian's -dev packages.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CLibSSH2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
+        // PostgreSQL's client library, for the state store several machines share.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // SHA-256 for the plugins that verify what they move.
         .target(name: "OrchestrateDigest", dependencies: ["CLibCrypto"]),
@@ -51,8 +53,10 @@ let package = Package(
         .target(name: "OrchestrateModel", dependencies: [
             "OrchestrateJSON", .product(name: "Yams", package: "Yams"),
         ]),
+        // The durable journal: the StateStore protocol, SQLite (one machine) and PostgreSQL
+        // (several machines sharing one queue).
         .target(name: "OrchestrateStore", dependencies: [
-            "OrchestrateJSON", .product(name: "GRDB", package: "GRDB.swift"),
+            "OrchestrateJSON", "CLibPQ", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // The token bucket behind every bandwidth cap (host and plugins alike); no dependencies.
         .target(name: "OrchestrateTokenBucket"),

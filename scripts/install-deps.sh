@@ -8,6 +8,7 @@ packages=(
   libsqlite3-dev sqlite3            # the state store (GRDB links the system SQLite); sqlite3 for the bench baseline
   libcurl4-openssl-dev              # the HTTP plugin
   libssh2-1-dev                     # the SFTP plugin
+  libpq-dev postgresql              # the PostgreSQL state store; a throwaway server for its tests
   openssh-server openssh-client     # a real sshd on loopback for the SFTP tests
   nginx-light                       # a real HTTP server on loopback for the HTTP tests
   tmux                              # terminal tests of the progress display

@@ -10,7 +10,9 @@ struct AddPathCommand: ParsableCommand {
         discussion: """
             The path is stored durably in the run's queue: the session transfers it while it runs, \
             and after a crash or a `resume` every path not yet finished is transferred. Works \
-            whether or not the run is executing right now.
+            whether or not the run is executing right now, and from any machine sharing the \
+            store: the node that holds the run takes the path, and SOURCE is a path on *that* \
+            node (made absolute here only when the run is on this node).
 
             Examples:
               orchestrate add-path RUN ~/renders/a.mov incoming/a.mov
@@ -47,16 +49,16 @@ struct AddPathCommand: ParsableCommand {
 
     func run() throws {
         let store = try global.openStore()
-        guard let run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(global.resolvedStateDirectory())") }
+        guard let run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(try global.storeLocation().redacted)") }
         guard !run.status.isFinished else { throw CLIFailure.usage("run \(runID) already finished (\(run.status.rawValue))") }
         let stepID = try sessionStep(of: run)
         var added = 0
         for (source, destination) in try pairs() {
-            let item: JSONValue = ["source": .string(absolute(source)), "destination": .string(destination)]
+            let item: JSONValue = ["source": .string(try sourcePath(source, run: run)), "destination": .string(destination)]
             let id = "p-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-            try store.addItem(runID: runID, stepID: stepID, id: id, json: item.jsonText)
-            try store.appendEvents([EventRecord(runID: runID, time: Date().timeIntervalSince1970, type: "item.added",
-                                                step: stepID, data: ["item": .string(id), "value": item])])
+            try store.addItem(runID: runID, stepID: stepID, id: id, json: item.jsonText,
+                              event: EventRecord(runID: runID, time: Date().timeIntervalSince1970, type: .itemAdded,
+                                                 step: stepID, data: ["item": .string(id), "value": item]))
             if !global.json { Terminal.line("\(id) \(source) -> \(destination)") } else {
                 Terminal.line(JSONValue.object(["id": .string(id), "step": .string(stepID), "item": item]).jsonText)
             }
@@ -108,6 +110,17 @@ struct AddPathCommand: ParsableCommand {
             result.append((source, destination))
         }
         return result
+    }
+
+    /// SOURCE as the node holding the run will read it: made absolute against this directory,
+    /// unless the run is held on another node, where this directory means nothing.
+    private func sourcePath(_ path: String, run: RunRecord) throws -> String {
+        if let owner = run.owner, run.ownerIsLive, owner.node != NodeName.current,
+           !path.hasPrefix("/") && !path.hasPrefix("~")
+        {
+            throw CLIFailure.usage("run \(runID) is held by node \(owner.node): give SOURCE as an absolute path on that node, not '\(path)'")
+        }
+        return absolute(path)
     }
 
     private func absolute(_ path: String) -> String {

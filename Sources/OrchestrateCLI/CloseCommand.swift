@@ -16,7 +16,7 @@ struct CloseCommand: ParsableCommand {
         let store = try global.openStore()
         guard let run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID)") }
         guard !run.status.isFinished else { throw CLIFailure.usage("run \(runID) already finished (\(run.status.rawValue))") }
-        try store.requestControl(runID, control: "close")
+        try store.requestControl(runID, control: .close)
         Terminal.line("close requested for \(runID)")
     }
 }

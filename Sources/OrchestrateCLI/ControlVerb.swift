@@ -6,7 +6,7 @@ enum ControlVerb {
     static func run(_ verb: QueueControl.Verb, runID: String, global: GlobalOptions) throws {
         let store = try global.openStore()
         do {
-            Terminal.line(try QueueControl(store: store).apply(verb, to: runID))
+            Terminal.line(try QueueControl(store: store, stateDirectory: global.resolvedStateDirectory()).apply(verb, to: runID))
         } catch let refusal as QueueControl.Refusal {
             throw CLIFailure.usage(refusal.description)
         }

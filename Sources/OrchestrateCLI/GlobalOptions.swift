@@ -11,6 +11,17 @@ struct GlobalOptions: ParsableArguments {
         "The state directory (default: $ORCHESTRATE_STATE, else $XDG_STATE_HOME/orchestrate).", valueName: "dir"))
     var stateDirectory: String?
 
+    @Option(name: .customLong("store"), help: ArgumentHelp(
+        "Where the state lives: sqlite:DIR (the default, the state directory), or a PostgreSQL URL or libpq "
+            + "key=value string shared by several machines (default: $ORCHESTRATE_STORE). Keep its password in "
+            + "a password file (PGPASSFILE), not here.", valueName: "url"))
+    var store: String?
+
+    @Option(name: .customLong("node"), help: ArgumentHelp(
+        "This machine's name among those sharing a store (default: $ORCHESTRATE_NODE, else the host name).",
+        valueName: "name"))
+    var node: String?
+
     @Option(name: .customLong("plugin-path"), help: ArgumentHelp(
         "Another plugin library or directory of plugins, searched after the standard places (repeatable).",
         valueName: "path"))
@@ -35,6 +46,7 @@ struct GlobalOptions: ParsableArguments {
             options.defaultIsolation = value
         }
         if let limit = env["ORCHESTRATE_RUNNER_MEMORY_LIMIT"].flatMap(Int64.init) { options.runnerMemoryLimit = limit }
+        options.stateDirectory = resolvedStateDirectory()
         return options
     }
 
@@ -48,13 +60,39 @@ struct GlobalOptions: ParsableArguments {
         return (base as NSString).appendingPathComponent("orchestrate")
     }
 
-    func openStore() throws -> SQLiteStateStore {
-        let sync: SQLiteStateStore.Synchronous = ProcessInfo.processInfo.environment["ORCHESTRATE_SYNC"] == "full" ? .full : .normal
+    /// The store `--store`, `$ORCHESTRATE_STORE` or the state directory names.
+    func storeLocation() throws -> StoreLocation {
+        let env = ProcessInfo.processInfo.environment
+        guard let text = store ?? env["ORCHESTRATE_STORE"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+            return .sqlite(directory: resolvedStateDirectory())
+        }
         do {
-            return try SQLiteStateStore(directory: resolvedStateDirectory(), synchronous: sync)
+            return try StoreLocation.parse(text)
+        } catch {
+            throw CLIFailure.usage("\(error)")
+        }
+    }
+
+    /// Opens the store (creating or migrating its schema) as this node.
+    func openStore() throws -> any StateStore {
+        applyNode()
+        let location = try storeLocation()
+        if location.hasInlinePassword && store != nil {
+            Terminal.warning("the --store URL holds a password, which `ps` shows to every local user: "
+                + "use a password file (PGPASSFILE or passfile=) instead")
+        }
+        let sync: StoreOpening.Synchronous = ProcessInfo.processInfo.environment["ORCHESTRATE_SYNC"] == "full" ? .full : .normal
+        do {
+            return try StoreOpening.open(location, synchronous: sync)
         } catch {
             throw CLIFailure(status: ExitStatus.runFailed, message: "\(error)")
         }
+    }
+
+    /// `--node NAME` becomes `$ORCHESTRATE_NODE`, which `NodeName.current` reads on first use
+    /// (and plugin runners inherit).
+    func applyNode() {
+        if let node, !node.isEmpty { setenv(NodeName.environmentVariable, node, 1) }
     }
 
     /// Loads the plugins from the standard search path; refusals are printed as warnings (by

@@ -18,6 +18,9 @@ struct ListCommand: ParsableCommand {
     @Option(name: .customLong("id"), help: ArgumentHelp("Only runs whose id starts with this (repeatable).", valueName: "id"))
     var ids: [String] = []
 
+    @Option(name: .customLong("queue"), help: ArgumentHelp("Only runs of this named queue (repeatable).", valueName: "name"))
+    var queues: [String] = []
+
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
@@ -26,7 +29,7 @@ struct ListCommand: ParsableCommand {
             throw CLIFailure.usage("unknown status '\(status)'; one of \(known.sorted().joined(separator: ", "))")
         }
         let store = try global.openStore()
-        let runs = try store.listRuns(RunFilter(labels: try InputParsing.labels(labels)))
+        let runs = try store.listRuns(RunFilter(labels: try InputParsing.labels(labels), queues: queues.isEmpty ? nil : Set(queues)))
             .filter { statuses.isEmpty || statuses.contains(RunDisplay.effectiveStatus($0)) }
             .filter { run in ids.isEmpty || ids.contains { run.id.hasPrefix($0) } }
         for run in runs {
@@ -38,7 +41,9 @@ struct ListCommand: ParsableCommand {
                 }
                 Terminal.line(json.jsonText)
             } else {
-                Terminal.line("\(run.id)  \(RunDisplay.effectiveStatus(run).padding(12)) \(run.workflowName.padding(20)) \(RunDisplay.time(run.createdAt))")
+                let node = run.ownerIsLive ? run.owner?.node ?? "-" : "-"
+                Terminal.line("\(run.id)  \(RunDisplay.effectiveStatus(run).padding(12)) \(run.workflowName.padding(20)) "
+                    + "\(RunDisplay.time(run.createdAt))  \(run.queue.padding(10)) \(node)")
             }
         }
     }

@@ -25,7 +25,7 @@ struct ResumeCommand: ParsableCommand {
 
     func run() throws {
         let store = try global.openStore()
-        guard var run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(global.resolvedStateDirectory())") }
+        guard var run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(try global.storeLocation().redacted)") }
         guard !run.status.isFinished else {
             throw CLIFailure(status: run.status == .succeeded ? ExitStatus.success : ExitStatus.runFailed,
                              message: "run \(runID) already finished: \(run.status.rawValue)")

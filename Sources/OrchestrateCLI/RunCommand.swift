@@ -51,7 +51,7 @@ struct RunCommand: ParsableCommand {
         let resolvedInputs = try InputParsing.resolve(workflow: workflow, pairs: inputs, file: inputsFile)
         try InputParsing.checkSecrets(workflow)
         let store = try global.openStore()
-        let run = try RunLauncher(store: store, stateDirectory: global.resolvedStateDirectory())
+        let run = try RunLauncher(store: store)
             .create(workflow, inputs: resolvedInputs, labels: try InputParsing.labels(labels),
                     maxRate: maxRate?.bytesPerSecond)
         try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry,

@@ -8,10 +8,7 @@ import OrchestrateStore
 enum RunDisplay {
     static func effectiveStatus(_ run: RunRecord) -> String {
         guard run.status == .running || run.status == .compensating else { return run.status.rawValue }
-        guard let owner = run.owner else { return "interrupted" }
-        let leaseValid = (run.leaseUntil ?? 0) > Date().timeIntervalSince1970
-        let alive = owner.host == OwnerIdentity.current.host ? owner.isAliveLocally : leaseValid
-        return alive ? run.status.rawValue : "interrupted"
+        return run.ownerIsLive ? run.status.rawValue : "interrupted"
     }
 
     static func json(_ run: RunRecord, steps: [StepRecord]? = nil) -> JSONValue {
@@ -25,7 +22,11 @@ enum RunDisplay {
         if let t = run.finishedAt { object["finished_at"] = .double(t) }
         if let e = run.error { object["error"] = .string(e) }
         if let o = run.outputs { object["outputs"] = o }
-        if let owner = run.owner { object["owner"] = ["host": .string(owner.host), "pid": .int(Int64(owner.pid))] }
+        object["queue"] = .string(run.queue)
+        if let owner = run.owner, run.ownerIsLive {
+            object["node"] = .string(owner.node)
+            object["owner"] = ["node": .string(owner.node), "pid": .int(Int64(owner.pid))]
+        }
         if let steps {
             object["steps"] = .array(steps.sorted(by: stepOrder).map { s in
                 var step: [String: JSONValue] = ["id": .string(s.id), "status": .string(s.status.rawValue),
@@ -36,6 +37,7 @@ enum RunDisplay {
                 if let key = s.idempotencyKey { step["idempotency_key"] = .string(key) }
                 if let t = s.startedAt { step["started_at"] = .double(t) }
                 if let t = s.finishedAt { step["finished_at"] = .double(t) }
+                if let node = s.node { step["node"] = .string(node) }
                 return .object(step)
             })
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import OrchestrateEngine
+import OrchestrateStore
 import OrchestrateTokenBucket
 
 struct ServeCommand: ParsableCommand {
@@ -15,7 +16,17 @@ struct ServeCommand: ParsableCommand {
             runs in flight (they stay queued, in their place, and resume from their checkpoints) and \
             exits 0.
 
-            --max-rate caps the bandwidth of everything this process transfers, together; a run             submitted with its own --max-rate is held to both caps.
+            --max-rate caps the bandwidth of everything this process transfers, together; a run \
+            submitted with its own --max-rate is held to both caps.
+
+            Several machines share one queue through a PostgreSQL store: each serves the named \
+            queues it is given, as its node. A node that dies, or is cut off from the database \
+            longer than its lease (15 s), loses its runs to another node serving their queue.
+
+            Examples:
+              orchestrate serve --max-parallel 8
+              orchestrate serve --store postgresql://orc@db.internal/orchestrate --queue uploads --node edit-bay-3
+              orchestrate serve --queue uploads --queue exports --max-rate 50M
             """)
 
     @Option(name: .customLong("max-parallel"), help: ArgumentHelp("Runs executing at once (default 4).", valueName: "n"))
@@ -24,16 +35,23 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("max-rate"), help: ByteRate.help("all the runs this serve executes, together"))
     var maxRate: ByteRate?
 
+    @Option(name: .customLong("queue"), help: ArgumentHelp(
+        "A named queue to take runs from (repeatable; default: default).", valueName: "name"))
+    var queues: [String] = []
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1") }
+        if let bad = queues.first(where: { !QueueName.isValid($0) }) { throw ValidationError("--queue \(bad): \(QueueName.rule)") }
     }
 
     func run() throws {
         let registry = global.loadPlugins()
         let store = try global.openStore()
         var options = QueueWorker.Options(maxRuns: maxParallel)
+        options.queues = queues.isEmpty ? ["default"] : queues
+        options.warn = { Terminal.warning($0) }
         options.engine = try global.engineOptions()
         options.engine.bandwidth = maxRate?.bytesPerSecond.map { TokenBucket(bytesPerSecond: $0) }
         let worker = QueueWorker(store: store, registry: registry, options: options,

@@ -28,11 +28,12 @@ final class ServePrinter: RunObserver, @unchecked Sendable {
             Terminal.line("\(time) \(run) \(d["status"]?.stringValue ?? "finished")" + (d["error"]?.stringValue.map { ": \($0)" } ?? ""))
         case EventType.stepRetrying:
             Terminal.line("\(time) \(run) \(event.step ?? "") retrying in \(d["delay_ms"]?.intValue ?? 0)ms: \(d["reason"]?.stringValue ?? "")")
-        case "queue.preempted":
+        case EventType.queuePreempted:
             Terminal.line("\(time) pre-empted \(d["run"]?.stringValue ?? "") for \(d["for"]?.stringValue ?? "")")
-        case "worker.started":
-            Terminal.line("\(time) serving (pid \(d["pid"]?.intValue ?? 0), up to \(d["max_parallel"]?.intValue ?? 0) runs at once)")
-        case "worker.stopped":
+        case EventType.workerStarted:
+            let queues = d["queues"]?.arrayValue?.compactMap(\.stringValue).joined(separator: ", ") ?? "default"
+            Terminal.line("\(time) serving queue \(queues) as node \(d["node"]?.stringValue ?? "?") (pid \(d["pid"]?.intValue ?? 0), up to \(d["max_parallel"]?.intValue ?? 0) runs at once)")
+        case EventType.workerStopped:
             Terminal.line("\(time) stopped")
         default:
             break

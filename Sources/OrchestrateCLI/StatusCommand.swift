@@ -24,7 +24,7 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let store = try global.openStore()
-        guard try store.run(runID) != nil else { throw CLIFailure.usage("no run \(runID) in \(global.resolvedStateDirectory())") }
+        guard try store.run(runID) != nil else { throw CLIFailure.usage("no run \(runID) in \(try global.storeLocation().redacted)") }
         guard watch else { return try show(store) }
         while true {
             if Terminal.stdoutIsTTY { Terminal.write("\u{1B}[H\u{1B}[2J") }
@@ -57,6 +57,9 @@ struct StatusCommand: ParsableCommand {
         }
         Terminal.line(Terminal.styled("run \(run.id)", .bold) + "  \(RunDisplay.effectiveStatus(run))")
         Terminal.line("workflow  \(run.workflowName) (\(run.workflowFile))")
+        var placement = "queue     \(run.queue)"
+        if let owner = run.owner, run.ownerIsLive { placement += "   held by node \(owner.node) (pid \(owner.pid))" }
+        Terminal.line(placement)
         Terminal.line("created   \(RunDisplay.time(run.createdAt))   started \(RunDisplay.time(run.startedAt))   finished \(RunDisplay.time(run.finishedAt))")
         if !run.labels.isEmpty { Terminal.line("labels    " + run.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")) }
         if let rate = run.maxRate { Terminal.line("max rate  " + ProgressFormat.bytes(rate) + "/s") }
@@ -65,6 +68,7 @@ struct StatusCommand: ParsableCommand {
         Terminal.line("")
         for step in steps.sorted(by: RunDisplay.stepOrder) {
             var line = "  \(step.id.padding(24)) \(step.status.rawValue.padding(13)) attempt \(step.attempt)"
+            if let node = step.node { line += " on \(node)" }
             if let message = step.errorMessage, step.status != .succeeded { line += "  \(step.errorKind ?? "error"): \(message)" }
             Terminal.line(line)
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateStore
 
 struct SubmitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,6 +28,10 @@ struct SubmitCommand: ParsableCommand {
 
     @Option(help: "Higher runs first (default 0).") var priority: Int = 0
 
+    @Option(help: ArgumentHelp("The named queue: only a `serve --queue NAME` takes the run (default: default).",
+                               valueName: "name"))
+    var queue: String = "default"
+
     @Option(name: .customLong("max-rate"), help: ByteRate.help("this run (all its transfers together)"))
     var maxRate: ByteRate?
 
@@ -48,6 +53,7 @@ struct SubmitCommand: ParsableCommand {
             throw ValidationError("--id must be non-empty, without '/' or spaces")
         }
         if id != nil && batch != nil { throw ValidationError("--id names one run; it cannot be used with --batch") }
+        if !QueueName.isValid(queue) { throw ValidationError(QueueName.rule) }
     }
 
     func run() throws {
@@ -55,7 +61,8 @@ struct SubmitCommand: ParsableCommand {
         let workflow = try WorkflowLoading.load(path: file, registry: registry)
         let store = try global.openStore()
         if let id, try store.run(id) != nil { throw CLIFailure.usage("a run named \(id) already exists") }
-        let launcher = RunLauncher(store: store, stateDirectory: global.resolvedStateDirectory())
+        // A run submitted here may execute on another node: its paths are that node's paths.
+        let launcher = RunLauncher(store: store)
         let labels = try InputParsing.labels(labels)
         // Validate every run's inputs before queueing any: a bad line queues nothing.
         var runs: [JSONValue] = []
@@ -72,7 +79,7 @@ struct SubmitCommand: ParsableCommand {
         }
         for resolved in runs {
             let run = try launcher.create(workflow, inputs: resolved, status: .queued, id: id, labels: labels, priority: priority,
-                                           maxRate: maxRate?.bytesPerSecond)
+                                           maxRate: maxRate?.bytesPerSecond, queue: queue)
             Terminal.line(global.json ? "{\"id\":\"\(run.id)\"}" : run.id)
         }
     }

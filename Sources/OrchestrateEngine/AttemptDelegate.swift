@@ -134,7 +134,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
 
 /// The executor's side of `AttemptDelegate`.
 protocol AttemptEventSink: AnyObject, Sendable {
-    func attemptEvent(type: String, step: String, data: JSONValue)
+    func attemptEvent(type: EventType, step: String, data: JSONValue)
     /// An event the attempt already journaled itself: only to be shown.
     func attemptJournaledEvent(_ event: EventRecord)
     func attemptProgress(step: String, progress: ProgressSnapshot)

@@ -4,10 +4,19 @@ import OrchestrateStore
 /// Keeps a run's ownership alive while it executes: renews the run's lease and its
 /// concurrency slots every `heartbeatInterval`, and picks up control verbs other processes
 /// left in the store (`orchestrate cancel RUN`, `orchestrate close RUN`).
+///
+/// On a store shared between nodes (`fencesByLease`), a heartbeat that could not renew the
+/// lease before it ran out (by this process's own monotonic clock, counted from the last
+/// renewal the store confirmed) stops the run here: another node may be executing it already,
+/// and two nodes must never transfer the same file at once. The store refuses its commits
+/// from then on anyway; this stops its transfers too.
 final class Heartbeat: @unchecked Sendable {
     private unowned let executor: RunExecutor
     private let stopped = NSCondition()
     private var isStopped = false
+    /// When the store last confirmed the lease (monotonic seconds); the claim, just before the
+    /// heartbeat starts, counts as the first.
+    private var lastRenewed = Monotonic.now()
     private var thread: Thread?
 
     init(executor: RunExecutor) {
@@ -29,19 +38,36 @@ final class Heartbeat: @unchecked Sendable {
         while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.001) }
     }
 
+    /// True when the lease may have run out without a renewal: the executor checks it every
+    /// round too, since a renewal can itself hang on a dead network.
+    var isOverdue: Bool {
+        let last = stopped.withLock { lastRenewed }
+        return Monotonic.now() - last >= executor.options.leaseDuration - executor.options.heartbeatInterval
+    }
+
+    private func renewed(at time: Double) {
+        stopped.withLock { lastRenewed = max(lastRenewed, time) }
+    }
+
     private func beat() {
         let interval = executor.options.heartbeatInterval
+        let selfFencing = executor.store.fencesByLease
         while true {
             let stop = stopped.withLock {
                 if !isStopped { _ = stopped.wait(until: Date().addingTimeInterval(interval)) }
                 return isStopped
             }
             if stop { return }
-            let until = Date().timeIntervalSince1970 + executor.options.leaseDuration
+            let lease = executor.options.leaseDuration
             let store = executor.store
-            guard let (owned, control) = try? store.renewLease(executor.run.id, owner: executor.owner, leaseUntil: until)
-            else { continue }  // a busy store: try again next beat, the lease has slack
-            try? store.renewLeases(owner: executor.owner, expiresAt: until)
+            let asked = Monotonic.now()
+            guard let (owned, control) = try? store.renewLease(executor.run.id, owner: executor.owner, lease: lease) else {
+                // A busy or unreachable store: try again next beat while the lease has slack.
+                if selfFencing && isOverdue { executor.loseOwnership() }
+                continue
+            }
+            renewed(at: asked)
+            try? store.renewLeases(owner: executor.owner, lease: lease)
             if !owned {
                 // Another process took the run over after our lease expired: stop acting on it
                 // and write nothing (cancelling would run compensations on its run).

@@ -26,17 +26,21 @@ public struct QueueControl: Sendable {
     }
 
     let store: any StateStore
+    /// This node's state directory, where `delete` removes the run's directory (other nodes'
+    /// copies stay: they are on other disks).
+    let stateDirectory: String
 
-    public init(store: any StateStore) {
+    public init(store: any StateStore, stateDirectory: String) {
         self.store = store
+        self.stateDirectory = stateDirectory
     }
 
     /// Applies `verb` to run `id` and returns what happened, for people.
     public func apply(_ verb: Verb, to id: String) throws -> String {
         guard let run = try store.run(id) else { throw Refusal(description: "no run \(id)") }
-        let live = isOwnedByLiveProcess(run)
+        let live = run.ownerIsLive
         let now = Date().timeIntervalSince1970
-        func event(_ type: String, _ data: JSONValue = [:]) throws {
+        func event(_ type: EventType, _ data: JSONValue = [:]) throws {
             try store.appendEvents([EventRecord(runID: id, time: now, type: type,
                                                 data: ["verb": .string(verb.rawValue), "data": data])])
         }
@@ -44,15 +48,15 @@ public struct QueueControl: Sendable {
         case .cancel:
             guard !run.status.isFinished else { throw Refusal(description: "run \(id) already finished (\(run.status.rawValue))") }
             if live || run.status == .paused {
-                try store.requestControl(id, control: "cancel")
-                try event("queue.changed")
+                try store.requestControl(id, control: .cancel)
+                try event(.queueChanged)
                 return live ? "cancel requested for \(id)" : "cancel requested for \(id); it takes effect when a worker picks it up"
             }
             if try store.steps(ofRun: id).contains(where: { $0.status == .succeeded }) {
                 // Something ran: its compensations must run, which takes an executor.
-                try store.requestControl(id, control: "cancel")
+                try store.requestControl(id, control: .cancel)
                 try store.updateQueueFields(id, status: .queued, queueOrder: nil, runNow: true)
-                try event("queue.changed")
+                try event(.queueChanged)
                 return "cancel requested for \(id); its compensations run when a worker or `resume` picks it up"
             }
             var cancelled = run
@@ -67,47 +71,47 @@ public struct QueueControl: Sendable {
         case .stop:
             guard !run.status.isFinished else { throw Refusal(description: "run \(id) already finished (\(run.status.rawValue))") }
             try store.updateQueueFields(id, status: live && run.status != .paused ? nil : .queued, queueOrder: now, runNow: false)
-            if live { try store.requestControl(id, control: run.status == .paused ? "unhold" : "stop") }
-            try event("queue.changed")
+            if live { try store.requestControl(id, control: run.status == .paused ? .unhold : .stop) }
+            try event(.queueChanged)
             return "stopped \(id): back in the queue, behind the others"
         case .pause:
             guard run.status == .running || run.status == .queued else {
                 throw Refusal(description: "run \(id) is \(run.status.rawValue); only a queued or running run can be paused")
             }
-            if live { try store.requestControl(id, control: "pause") } else {
+            if live { try store.requestControl(id, control: .pause) } else {
                 try store.updateQueueFields(id, status: .paused, queueOrder: nil, runNow: nil)
             }
-            try event("queue.changed")
+            try event(.queueChanged)
             return "paused \(id)"
         case .unpause:
             guard run.status == .paused else { throw Refusal(description: "run \(id) is not paused (\(run.status.rawValue))") }
-            if live { try store.requestControl(id, control: "unpause") } else {
+            if live { try store.requestControl(id, control: .unpause) } else {
                 try store.updateQueueFields(id, status: .queued, queueOrder: nil, runNow: nil)
             }
-            try event("queue.changed")
+            try event(.queueChanged)
             return "unpaused \(id)"
         case .runNow:
             if run.status == .running || run.status == .compensating {
                 throw Refusal(description: "run \(id) is already \(run.status.rawValue)")
             }
             if run.status == .failed || run.status == .cancelled { try resetForRetry(run) }
-            if live { try store.requestControl(id, control: "unhold") }
+            if live { try store.requestControl(id, control: .unhold) }
             try store.updateQueueFields(id, status: .queued, queueOrder: -now, runNow: true)
-            try event("queue.changed")
+            try event(.queueChanged)
             return "\(id) starts now"
         case .retry:
             guard run.status == .failed || run.status == .cancelled else {
                 throw Refusal(description: "only a failed or cancelled run can be retried; \(id) is \(run.status.rawValue)")
             }
             try resetForRetry(run)
-            try event("queue.changed")
+            try event(.queueChanged)
             return "\(id) queued again; only what did not succeed runs"
         case .delete:
             guard run.status.isFinished else {
                 throw Refusal(description: "run \(id) is \(run.status.rawValue); cancel it first, then delete it")
             }
             try store.deleteRun(id)
-            try? FileManager.default.removeItem(atPath: run.runDir)
+            try? FileManager.default.removeItem(atPath: run.localRunDirectory(stateDirectory: stateDirectory))
             return "deleted \(id)"
         }
     }
@@ -146,11 +150,5 @@ public struct QueueControl: Sendable {
         batch.runUpdates = [queued]
         try store.commit(batch)
         try store.requestControl(run.id, control: nil)
-    }
-
-    func isOwnedByLiveProcess(_ run: RunRecord) -> Bool {
-        guard let owner = run.owner else { return false }
-        if owner.host == OwnerIdentity.current.host { return owner.isAliveLocally }
-        return (run.leaseUntil ?? 0) > Date().timeIntervalSince1970
     }
 }

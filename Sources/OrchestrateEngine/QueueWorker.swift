@@ -4,14 +4,19 @@ import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
 
-/// `orchestrate serve`: executes the durable queue of a state store, up to `maxRuns` runs at
-/// once, until `shutdown()`.
+/// `orchestrate serve`: executes the durable queue of a state store (the named queues it
+/// serves), up to `maxRuns` runs at once, until `shutdown()`.
 ///
-/// Every `pollInterval` it applies the control verbs left for its runs, honours a passive queue,
+/// Each round it applies the control verbs left for its runs, honours a passive queue,
 /// pre-empts for `run-now`, and claims the next runs (the store's claim is atomic, so several
-/// workers on one store never run the same run). Runs left unfinished by a dead process are
-/// claimed first, so a worker started after a crash finishes them. A paused run keeps its slot
-/// while the worker holds it.
+/// workers on one store, on one node or many, never run the same run). Runs left unfinished by
+/// a dead process, or by a node whose lease ran out, are claimed first, so a worker finishes
+/// them. A paused run keeps its slot while the worker holds it. A round starts when the store
+/// says there is work (PostgreSQL's NOTIFY), when a run ends, or every `pollInterval`.
+///
+/// A store that fails (a database restarting) does not stop the worker: it logs, waits and
+/// tries again; runs whose executor stopped on the failure are given up in the store and
+/// claimed again, resuming from their journal.
 ///
 /// ```swift
 /// let worker = QueueWorker(store: store, registry: registry, options: .init(maxRuns: 4))
@@ -21,8 +26,15 @@ public final class QueueWorker: @unchecked Sendable {
     public struct Options: Sendable {
         /// Runs executing at once (the `--max-parallel` of `serve`); a held paused run counts.
         public var maxRuns: Int
+        /// The named queues this worker takes runs from.
+        public var queues: [String] = ["default"]
+        /// Between rounds when nothing wakes the worker: short for a store that cannot wake it
+        /// (SQLite), a safety net for one that can.
         public var pollInterval: Double = 0.2
+        public var wokenPollInterval: Double = 2
         public var engine = EngineOptions()
+        /// Told about store failures the worker rides out (the CLI prints them).
+        public var warn: @Sendable (String) -> Void = { _ in }
 
         public init(maxRuns: Int) {
             self.maxRuns = maxRuns
@@ -38,12 +50,17 @@ public final class QueueWorker: @unchecked Sendable {
     private let signal = NSCondition()
     private var shuttingDown = false
     private var finished: [String] = []
+    private var strandedByStore: [String] = []
+    private var woken = false
 
     // Owned by the loop.
     private var executing: [String: (executor: RunExecutor, started: Double)] = [:]
     private var held: Set<String> = []
     private var interruptedForPassive: Set<String> = []
     private var lastHeldRenewal = 0.0
+    /// Runs whose executor stopped on a store failure, to be given up once the store answers.
+    private var toRelease: Set<String> = []
+    private var storeFailing = false
 
     public init(store: any StateStore, registry: PluginRegistry, options: Options, observer: (any RunObserver)? = nil) {
         self.store = store
@@ -63,32 +80,64 @@ public final class QueueWorker: @unchecked Sendable {
         }
     }
 
-    /// Runs the queue until `shutdown()`. Throws only if the store fails.
+    /// Runs the queue until `shutdown()`. Throws only if the store cannot be watched at start.
     public func run() throws {
-        emitQueueEvent("worker.started", ["pid": .int(Int64(owner.pid)), "max_parallel": .int(Int64(options.maxRuns))])
+        let watch = try store.watchForWork { [self] in
+            signal.withLock {
+                woken = true
+                signal.signal()
+            }
+        }
+        defer { watch?.cancel() }
+        let pollInterval = watch == nil ? options.pollInterval : options.wokenPollInterval
+        emitQueueEvent(.workerStarted, ["pid": .int(Int64(owner.pid)), "node": .string(owner.node),
+                                        "queues": .array(options.queues.map { .string($0) }),
+                                        "max_parallel": .int(Int64(options.maxRuns))])
         while true {
-            let (stopping, done) = signal.withLock { () -> (Bool, [String]) in
-                defer { finished.removeAll() }
-                return (shuttingDown, finished)
+            let (stopping, done, stranded) = signal.withLock { () -> (Bool, [String], [String]) in
+                defer {
+                    finished.removeAll()
+                    strandedByStore.removeAll()
+                }
+                return (shuttingDown, finished, strandedByStore)
             }
             for id in done { executing.removeValue(forKey: id) }
+            toRelease.formUnion(stranded)
             if stopping {
                 for (_, entry) in executing { entry.executor.interrupt(leaving: .queued) }
                 if executing.isEmpty {
-                    for id in held { try? store.releaseRun(id, owner: owner) }
-                    emitQueueEvent("worker.stopped", [:])
+                    for id in held.union(toRelease) { try? store.releaseRun(id, owner: owner) }
+                    emitQueueEvent(.workerStopped, [:])
                     return
                 }
             } else {
-                try applyControls()
-                try fillSlots()
-                try renewHeld()
-            }
-            signal.withLock {
-                if finished.isEmpty && !shuttingDown {
-                    _ = signal.wait(until: Date().addingTimeInterval(options.pollInterval))
+                do {
+                    try releaseAfterFailures()
+                    try applyControls()
+                    try fillSlots()
+                    try renewHeld()
+                    if storeFailing { options.warn("the state store answers again") }
+                    storeFailing = false
+                } catch {
+                    if !storeFailing { options.warn("the state store failed (\(error)); retrying") }
+                    storeFailing = true
                 }
             }
+            signal.withLock {
+                if finished.isEmpty && !shuttingDown && !woken {
+                    _ = signal.wait(until: Date().addingTimeInterval(storeFailing ? 1 : pollInterval))
+                }
+                woken = false
+            }
+        }
+    }
+
+    /// Gives up the runs whose executor stopped on a store failure, so that they are claimed
+    /// (by this worker or another) and resume from their journal.
+    private func releaseAfterFailures() throws {
+        for id in toRelease {
+            try store.releaseRun(id, owner: owner)
+            toRelease.remove(id)
         }
     }
 
@@ -100,15 +149,15 @@ public final class QueueWorker: @unchecked Sendable {
                 entry.executor.apply(control: control)
             } else if held.contains(id) {
                 switch control {
-                case "unpause":
+                case .unpause:
                     held.remove(id)
                     try store.updateQueueFields(id, status: .running, queueOrder: nil, runNow: nil)
                     if let run = try store.run(id) { start(run) }
-                case "cancel":
+                case .cancel:
                     // A paused run being cancelled: its compensations need an executor.
                     held.remove(id)
                     if let run = try store.run(id) { start(run, cancelAtOnce: true) }
-                case "unhold":
+                case .unhold:
                     held.remove(id)
                     try store.releaseRun(id, owner: owner)
                 default:
@@ -119,7 +168,6 @@ public final class QueueWorker: @unchecked Sendable {
     }
 
     private func fillSlots() throws {
-        let leaseUntil = Date().timeIntervalSince1970 + options.engine.leaseDuration
         if try store.isQueuePassive() {
             // A passive queue: interrupt what runs (it keeps its place) and start nothing.
             for (id, entry) in executing where !interruptedForPassive.contains(id) {
@@ -129,14 +177,14 @@ public final class QueueWorker: @unchecked Sendable {
             return
         }
         interruptedForPassive.removeAll()
-        held.formUnion(try store.claimPausedRuns(owner: owner, leaseUntil: leaseUntil).map(\.id))
+        held.formUnion(try store.claimPausedRuns(owner: owner, queues: options.queues, lease: options.engine.leaseDuration).map(\.id))
         var free = options.maxRuns - executing.count - held.count
         if free <= 0 {
             try preemptForRunNow()
             return
         }
-        for run in try store.claimNextRuns(owner: owner, limit: free, leaseUntil: leaseUntil) {
-            start(run, cancelAtOnce: run.requestedControl == "cancel")
+        for run in try store.claimNextRuns(owner: owner, queues: options.queues, limit: free, lease: options.engine.leaseDuration) {
+            start(run, cancelAtOnce: run.requestedControl == .cancel)
             free -= 1
         }
     }
@@ -144,13 +192,13 @@ public final class QueueWorker: @unchecked Sendable {
     /// At the limit with a `run-now` waiting: interrupt the newest running run; it goes back to
     /// the queue just behind the one that pre-empted it, so it resumes right after.
     private func preemptForRunNow() throws {
-        let waiting = try store.listRuns(RunFilter(statuses: [.queued])).filter(\.runNow)
+        let waiting = try store.listRuns(RunFilter(statuses: [.queued], queues: Set(options.queues))).filter(\.runNow)
         guard let first = waiting.min(by: { $0.queueOrder < $1.queueOrder }) else { return }
         let alreadyYielding = executing.values.contains { $0.executor.isInterrupting }
         guard !alreadyYielding, let newest = executing.max(by: { $0.value.started < $1.value.started }) else { return }
         try store.updateQueueFields(newest.key, status: nil, queueOrder: first.queueOrder + 0.001, runNow: nil)
         newest.value.executor.interrupt(leaving: .queued)
-        emitQueueEvent("queue.preempted", ["run": .string(newest.key), "for": .string(first.id)])
+        emitQueueEvent(.queuePreempted, ["run": .string(newest.key), "for": .string(first.id)])
     }
 
     private func renewHeld() throws {
@@ -158,7 +206,7 @@ public final class QueueWorker: @unchecked Sendable {
         guard !held.isEmpty, now - lastHeldRenewal >= options.engine.heartbeatInterval else { return }
         lastHeldRenewal = now
         for id in held {
-            _ = try store.renewLease(id, owner: owner, leaseUntil: now + options.engine.leaseDuration)
+            _ = try store.renewLease(id, owner: owner, lease: options.engine.leaseDuration)
         }
     }
 
@@ -186,8 +234,13 @@ public final class QueueWorker: @unchecked Sendable {
         }
         executing[run.id] = (executor, Date().timeIntervalSince1970)
         let thread = Thread { [self] in
-            _ = executor.execute()
+            let final = executor.execute()
+            // Stopped by a store failure (not finished, not taken over): its ownership could
+            // not be given up; the loop does that once the store answers.
+            let stranded = !final.status.isFinished && final.error?.hasPrefix("state store error") == true
+                && !executor.lostOwnership
             signal.withLock {
+                if stranded { strandedByStore.append(run.id) }
                 finished.append(run.id)
                 signal.signal()
             }
@@ -210,7 +263,7 @@ public final class QueueWorker: @unchecked Sendable {
         if let observer { for event in batch.events { observer.runEvent(event) } }
     }
 
-    private func emitQueueEvent(_ type: String, _ data: JSONValue) {
+    private func emitQueueEvent(_ type: EventType, _ data: JSONValue) {
         let event = EventRecord(runID: nil, time: Date().timeIntervalSince1970, type: type, data: data)
         try? store.appendEvents([event])
         observer?.runEvent(event)

@@ -15,7 +15,7 @@ extension RunExecutor {
         let hooks = workflow.onFinish.enumerated().filter { $0.element.when.contains(status) }
         guard !hooks.isEmpty else { return }
         var context = evaluationContext(item: nil, attempt: 1, secrets: resolveSecrets())
-        context.run = ["id": .string(run.id), "dir": .string(run.runDir), "attempt": 1, "status": .string(status),
+        context.run = ["id": .string(run.id), "dir": .string(runDirectory), "attempt": 1, "status": .string(status),
                        "error": run.error.map(JSONValue.string) ?? .null]
         for (index, hook) in hooks {
             let name = "on_finish[\(index)]"
@@ -42,7 +42,7 @@ extension RunExecutor {
             return .failure(StepFailure(kind: .permanent, code: "unknown_step_type",
                                         message: "no loaded plugin provides step type '\(hook.uses)'", retryAfter: nil))
         }
-        let request = StepRequest(runID: run.id, stepID: name, inputs: inputs, idempotencyKey: nil, runDir: run.runDir,
+        let request = StepRequest(runID: run.id, stepID: name, inputs: inputs, idempotencyKey: nil, runDir: runDirectory,
                                   attempt: 1, timeout: hook.timeout ?? Self.defaultHookTimeout, checkpoint: nil)
         let delegate = AttemptDelegate(runID: run.id, instanceID: name, declaredStep: name, store: store,
                                        redactor: redactor, sink: self)

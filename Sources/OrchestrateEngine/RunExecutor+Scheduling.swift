@@ -31,7 +31,10 @@ extension RunExecutor {
         for step in workflow.steps {
             for need in step.needs { dependents[need, default: []].append(step.id) }
         }
-        if resumed { reopenSessionsOnResume() }
+        if resumed {
+            reopenSessionsOnResume()
+            redoStepsFromOtherNodes()
+        }
         for step in workflow.steps {
             let instance = instances[step.id]!
             if instance.record.status.isFinished {
@@ -233,7 +236,7 @@ extension RunExecutor {
         let holder = "\(run.id)/\(instance.id)"
         if !keys.isEmpty {
             let acquired = (try? store.tryAcquireLeases(keys, holder: holder, owner: owner,
-                                                        expiresAt: now() + options.leaseDuration)) ?? false
+                                                        lease: options.leaseDuration)) ?? false
             guard acquired else {
                 if !instance.blockedOnKeys {
                     instance.blockedOnKeys = true
@@ -251,6 +254,7 @@ extension RunExecutor {
         let checkpoint = instance.record.attempt > 0 ? try? store.checkpoint(runID: run.id, stepID: instance.id) : nil
         instance.record.status = .running
         instance.record.attempt = attemptNumber
+        instance.record.node = owner.node
         instance.record.nextAttemptAt = nil
         instance.record.startedAt = now()
         batch.stepUpserts.append(instance.record)
@@ -260,7 +264,7 @@ extension RunExecutor {
 
         nextToken += 1
         let request = StepRequest(runID: run.id, stepID: instance.id, inputs: inputs,
-                                  idempotencyKey: instance.record.idempotencyKey, runDir: run.runDir,
+                                  idempotencyKey: instance.record.idempotencyKey, runDir: runDirectory,
                                   attempt: attemptNumber, timeout: instance.spec.timeout, checkpoint: checkpoint,
                                   bandwidth: bandwidth)
         let delegate = AttemptDelegate(runID: run.id, instanceID: instance.id, declaredStep: instance.record.step,

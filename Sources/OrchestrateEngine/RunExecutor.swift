@@ -32,6 +32,9 @@ public struct EngineOptions: Sendable {
     /// A bandwidth cap shared by every run this process executes (`serve --max-rate`), on top
     /// of each run's own cap (`RunRecord.maxRate`).
     public var bandwidth: TokenBucket?
+    /// This node's state directory: run directories are `runs/ID` under it (each node has its
+    /// own disk, so a run taken over from another node gets a new, empty one here).
+    public var stateDirectory: String = FileManager.default.currentDirectoryPath
 
     public init() {}
 }
@@ -44,7 +47,7 @@ public enum ExecutionError: Error, CustomStringConvertible {
         switch self {
         case .alreadyFinished(let id, let status): return "run \(id) already finished (\(status.rawValue))"
         case .ownedElsewhere(let id, let owner):
-            return "run \(id) is being executed by process \(owner.pid) on \(owner.host); cancel it there, or wait"
+            return "run \(id) is being executed by process \(owner.pid) on node \(owner.node); cancel it there, or wait"
         }
     }
 }
@@ -73,6 +76,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     let observer: (any RunObserver)?
     let owner = OwnerIdentity.current
     var run: RunRecord
+    /// The run's directory on this node (`${{ run.dir }}`).
+    let runDirectory: String
     /// What the run's network bytes count against: its own cap and the process's, or nil.
     let bandwidth: BandwidthCaps?
 
@@ -88,6 +93,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private var ownershipLost = false
 
     private let threads: AttemptThreads
+    /// Set by `execute`; read by the loop to stop at once when the lease may be gone.
+    private var heartbeat: Heartbeat?
 
     // Owned by the scheduling loop.
     var instances: [String: Instance] = [:]
@@ -135,13 +142,17 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.options = options
         self.observer = observer
         self.run = run
+        self.runDirectory = run.localRunDirectory(stateDirectory: options.stateDirectory)
         self.bandwidth = BandwidthCaps([run.maxRate.map { TokenBucket(bytesPerSecond: $0) }, options.bandwidth])
         self.threads = AttemptThreads(name: "steps of \(run.id)")
         guard !run.status.isFinished else { throw ExecutionError.alreadyFinished(run.id, run.status) }
-        guard try store.claimRun(run.id, owner: owner, leaseUntil: Date().timeIntervalSince1970 + options.leaseDuration)
+        guard try store.claimRun(run.id, owner: owner, lease: options.leaseDuration)
         else {
             throw ExecutionError.ownedElsewhere(run.id, try store.run(run.id)?.owner ?? owner)
         }
+        // A run submitted elsewhere, or taken over from another node, has no directory here yet.
+        try FileManager.default.createDirectory(atPath: runDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
     }
 
     /// Asks the run to stop: running steps are cancelled, compensations run, the run ends
@@ -166,14 +177,15 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     }
 
     /// Acts on a control verb another process left in the store (`orchestrate cancel|stop|
-    /// pause|close RUN`). Unknown verbs are ignored.
-    public func apply(control: String) {
+    /// pause|close RUN`). `unpause` and `unhold` are for a worker holding a paused run, which
+    /// has no executor: nothing to do here.
+    public func apply(control: RunControl) {
         switch control {
-        case "cancel": cancel()
-        case "close": closeSessions()
-        case "stop": interrupt(leaving: .queued)
-        case "pause": interrupt(leaving: .paused)
-        default: break
+        case .cancel: cancel()
+        case .close: closeSessions()
+        case .stop: interrupt(leaving: .queued)
+        case .pause: interrupt(leaving: .paused)
+        case .unpause, .unhold: break
         }
     }
 
@@ -205,6 +217,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// (disk full, database gone), returns early with the run still resumable and `error` set.
     public func execute() -> RunRecord {
         let heartbeat = Heartbeat(executor: self)
+        self.heartbeat = heartbeat
         heartbeat.start()
         defer {
             closeAllSessions()  // normally done by `finish`; this covers a store failure
@@ -228,6 +241,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     private func loop() throws {
         while true {
+            if store.fencesByLease, heartbeat?.isOverdue == true { loseOwnership() }
             if signal.withLock({ ownershipLost }) { throw StoreError.ownershipLost(runID: run.id) }
             let (newCompletions, newEvents, cancelNow, interruptTo, probes) = takeSignals()
             batch.events.append(contentsOf: newEvents)
@@ -381,7 +395,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         context.inputs = run.inputs
         context.secrets = secrets
         context.steps = stepsContext
-        context.run = ["id": .string(run.id), "dir": .string(run.runDir), "attempt": .int(Int64(attempt))]
+        context.run = ["id": .string(run.id), "dir": .string(runDirectory), "attempt": .int(Int64(attempt))]
         context.item = item
         context.env = options.environment
         return context
@@ -389,11 +403,11 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     // MARK: Events
 
-    func emit(_ type: String, step: String?, data: JSONValue) {
+    func emit(_ type: EventType, step: String?, data: JSONValue) {
         batch.events.append(EventRecord(runID: run.id, time: now(), type: type, step: step, data: data))
     }
 
-    func attemptEvent(type: String, step: String, data: JSONValue) {
+    func attemptEvent(type: EventType, step: String, data: JSONValue) {
         signal.withLock {
             threadEvents.append(EventRecord(runID: run.id, time: now(), type: type, step: step, data: data))
             if threadEvents.count == 1 { signal.signal() }

@@ -3,37 +3,35 @@ import OrchestrateJSON
 import OrchestrateModel
 import OrchestrateStore
 
-/// Creates runs: an id, a private run directory, and the journaled run record.
+/// Creates runs: an id and the journaled run record.
 ///
 /// ```swift
-/// let launcher = RunLauncher(store: store, stateDirectory: dir)
+/// let launcher = RunLauncher(store: store)
 /// let run = try launcher.create(workflow, inputs: inputs)
 /// let final = try RunExecutor(...).execute()
 /// ```
 public struct RunLauncher: Sendable {
     public let store: any StateStore
-    public let stateDirectory: String
 
-    public init(store: any StateStore, stateDirectory: String) {
+    public init(store: any StateStore) {
         self.store = store
-        self.stateDirectory = stateDirectory
     }
 
     /// Journals a new run of `workflow` with already validated `inputs`. `status` is `.queued`
     /// for `submit`, `.running` for `run` (which then executes it at once).
     public func create(_ workflow: Workflow, inputs: JSONValue, status: RunStatus = .running, id: String? = nil,
-                       labels: [String: String] = [:], priority: Int = 0, maxRate: Int64? = nil) throws -> RunRecord
+                       labels: [String: String] = [:], priority: Int = 0, maxRate: Int64? = nil,
+                       queue: String = "default") throws -> RunRecord
     {
         let runID = id ?? RunIDs.make()
-        let runDir = (stateDirectory as NSString).appendingPathComponent("runs/\(runID)")
-        try FileManager.default.createDirectory(atPath: runDir, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        // The directory itself is made by the node that executes the run (RunExecutor).
         let now = Date().timeIntervalSince1970
         var run = RunRecord(id: runID, workflowName: workflow.name, workflowFile: workflow.file,
                             workflowSource: workflow.source, inputs: inputs, status: status, createdAt: now,
-                            runDir: runDir, priority: priority, labels: labels)
+                            runDir: RunRecord.runDirectory(for: runID), priority: priority, labels: labels)
         run.maxRate = maxRate
-        let added = EventRecord(runID: runID, time: now, type: "run.added",
+        run.queue = queue
+        let added = EventRecord(runID: runID, time: now, type: .runAdded,
                                 data: ["workflow": .string(workflow.name), "file": .string(workflow.file)])
         try store.createRun(run, events: [added])
         return run

@@ -34,6 +34,12 @@ public struct Expression: Sendable, CustomStringConvertible {
         Set(root.contextReferences().compactMap { $0.context == .steps ? $0.name : nil })
     }
 
+    /// Whether the expression may read `run.dir` (or the whole `run` context): such a step's
+    /// files are on the node that ran it.
+    public var readsRunDirectory: Bool {
+        root.contextReferences().contains { $0.context == .run && ($0.name == nil || $0.name == "dir") }
+    }
+
     /// Every reference into a context, for validation.
     var contextReferences: [ContextReference] { root.contextReferences() }
 }

@@ -64,6 +64,9 @@ public indirect enum Template: Sendable {
     }
 
     /// Every expression in the template, in no particular order.
+    /// Whether any expression in the template may read `run.dir`.
+    public var readsRunDirectory: Bool { expressions.contains(where: \.readsRunDirectory) }
+
     public var expressions: [Expression] {
         switch self {
         case .literal: return []

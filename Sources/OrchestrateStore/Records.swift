@@ -52,17 +52,19 @@ public enum StepKind: String, Sendable {
     case compensation
 }
 
-/// The process that owns a run or a concurrency lease. A run whose owner is dead (same host,
-/// no such process) or whose lease expired (any host) can be taken over.
+/// The process that owns a run or a concurrency lease. A run whose owner is dead (same node,
+/// no such process) or whose lease expired (any node) can be taken over; `isLive(leaseValid:)`
+/// in NodeIdentity.swift is the one place that rule is written.
 public struct OwnerIdentity: Sendable, Hashable {
-    public var host: String
+    /// The node (`--node`, default the host name) the process runs on.
+    public var node: String
     public var pid: Int32
     /// The process start time (clock ticks since boot, from /proc), so a recycled pid is not
     /// mistaken for the owner.
     public var startTime: Int64
 
-    public init(host: String, pid: Int32, startTime: Int64) {
-        self.host = host
+    public init(node: String, pid: Int32, startTime: Int64) {
+        self.node = node
         self.pid = pid
         self.startTime = startTime
     }
@@ -82,15 +84,24 @@ public struct RunRecord: Sendable {
     public var createdAt: Double
     public var startedAt: Double?
     public var finishedAt: Double?
+    /// Where the run's files live: relative to the executing node's state directory
+    /// (`runs/ID`), since every node has its own disk. Runs journaled before nodes existed hold
+    /// an absolute path. See `localRunDirectory(stateDirectory:)`.
     public var runDir: String
+    /// The named queue (`submit --queue`, default `default`): only a worker serving it runs it.
+    public var queue: String = "default"
     public var priority: Int
     public var labels: [String: String]
     public var owner: OwnerIdentity?
+    /// When the owner's lease ends, by the store's clock.
     public var leaseUntil: Double?
+    /// Whether `owner` still holds the run, judged by the store when it read the record (see
+    /// `OwnerIdentity.isLive`). False when there is no owner.
+    public var ownerIsLive = false
     public var error: String?
     public var outputs: JSONValue?
     /// Set by another process (`orchestrate cancel`) for the owner to act on.
-    public var requestedControl: String?
+    public var requestedControl: RunControl?
     /// Position in the queue (lower runs first, after priority).
     public var queueOrder: Double = 0
     /// `run-now` asked for it to start at once.
@@ -113,6 +124,15 @@ public struct RunRecord: Sendable {
         self.labels = labels
         self.queueOrder = createdAt
     }
+
+    /// The run directory on this node: `runDir` under `stateDirectory` (or `runDir` itself
+    /// when it is absolute, as in runs journaled before nodes existed).
+    public func localRunDirectory(stateDirectory: String) -> String {
+        runDir.hasPrefix("/") ? runDir : stateDirectory + "/" + runDir
+    }
+
+    /// The relative run directory of a new run.
+    public static func runDirectory(for id: String) -> String { "runs/\(id)" }
 }
 
 public struct StepRecord: Sendable {
@@ -141,6 +161,9 @@ public struct StepRecord: Sendable {
     public var finishedAt: Double?
     /// Position in the run's order of successful completions (for compensations in reverse).
     public var completionSeq: Int?
+    /// The node that ran the latest attempt: a succeeded step whose results live in the run
+    /// directory is run again when another node takes the run over.
+    public var node: String?
 
     public init(runID: String, id: String, step: String, kind: StepKind, status: StepStatus = .pending) {
         self.runID = runID
@@ -158,11 +181,11 @@ public struct EventRecord: Sendable {
     public var seq: Int64
     public var runID: String?
     public var time: Double
-    public var type: String
+    public var type: EventType
     public var step: String?
     public var data: JSONValue
 
-    public init(seq: Int64 = 0, runID: String?, time: Double, type: String, step: String? = nil, data: JSONValue = [:]) {
+    public init(seq: Int64 = 0, runID: String?, time: Double, type: EventType, step: String? = nil, data: JSONValue = [:]) {
         self.seq = seq
         self.runID = runID
         self.time = time
@@ -173,7 +196,7 @@ public struct EventRecord: Sendable {
 
     /// The event as one JSON object, the format of `--json` output.
     public var json: JSONValue {
-        var object: [String: JSONValue] = ["seq": .int(seq), "time": .double(time), "type": .string(type)]
+        var object: [String: JSONValue] = ["seq": .int(seq), "time": .double(time), "type": .string(type.rawValue)]
         if let runID { object["run"] = .string(runID) }
         if let step { object["step"] = .string(step) }
         if case .object(let extra) = data, !extra.isEmpty { object["data"] = data }

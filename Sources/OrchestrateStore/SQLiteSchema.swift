@@ -115,6 +115,15 @@ enum SQLiteSchema {
             // number, without reading every item of the step (a session may hold thousands).
             try db.execute(sql: "CREATE INDEX items_order ON items(run_id, step_id, seq)")
         }
+        migrator.registerMigration("v5 nodes and queues") { db in
+            try db.execute(sql: """
+                -- The named queue a run belongs to (`submit --queue`); only its workers take it.
+                ALTER TABLE runs ADD COLUMN queue TEXT NOT NULL DEFAULT 'default';
+                CREATE INDEX runs_queue ON runs(queue, status);
+                -- The node that ran a step's latest attempt (owner_host columns hold node names).
+                ALTER TABLE steps ADD COLUMN node TEXT;
+                """)
+        }
         return migrator
     }
 }

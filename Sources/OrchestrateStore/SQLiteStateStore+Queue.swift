@@ -4,50 +4,48 @@ import GRDB
 /// The queue's side of the SQLite store. Claims happen in one immediate transaction, so two
 /// workers on one store never take the same run.
 extension SQLiteStateStore {
-    public func claimNextRuns(owner: OwnerIdentity, limit: Int, leaseUntil: Double) throws -> [RunRecord] {
-        guard limit > 0 else { return [] }
+    public func claimNextRuns(owner: OwnerIdentity, queues: [String], limit: Int, lease: Double) throws -> [RunRecord] {
+        guard limit > 0, !queues.isEmpty else { return [] }
         return try write { db in
-            let now = Date().timeIntervalSince1970
+            let leaseUntil = try now() + lease
             let rows = try Row.fetchAll(db, sql: """
-                SELECT * FROM runs WHERE status IN ('queued', 'running', 'compensating')
-                ORDER BY CASE WHEN status = 'queued' THEN 1 ELSE 0 END, run_now DESC, priority DESC, queue_order, created_at
-                """)
+                SELECT * FROM runs WHERE status IN (?, ?, ?) AND queue IN (\(queues.map { _ in "?" }.joined(separator: ",")))
+                ORDER BY CASE WHEN status = ? THEN 1 ELSE 0 END, run_now DESC, priority DESC, queue_order, created_at
+                """, arguments: StatementArguments([RunStatus.queued.rawValue, RunStatus.running.rawValue,
+                                                    RunStatus.compensating.rawValue] + queues + [RunStatus.queued.rawValue]))
             var claimed: [RunRecord] = []
             for row in rows {
                 guard claimed.count < limit else { break }
                 let run = Self.runRecord(row)
-                if let current = run.owner {
-                    // Ours already (executing), or a live process's: not to be taken.
-                    if current == owner { continue }
-                    let sameHost = current.host == owner.host
-                    let alive = sameHost ? current.isAliveLocally : (run.leaseUntil ?? 0) > now
-                    if alive { continue }
-                }
+                // Ours already (executing), or a live process's: not to be taken.
+                if run.owner == owner || run.ownerIsLive { continue }
                 try db.execute(sql: """
                     UPDATE runs SET owner_host = ?, owner_pid = ?, owner_start = ?, lease_until = ?, run_now = 0 WHERE id = ?
-                    """, arguments: [owner.host, owner.pid, owner.startTime, leaseUntil, run.id])
+                    """, arguments: [owner.node, owner.pid, owner.startTime, leaseUntil, run.id])
                 var taken = run
                 taken.owner = owner
                 taken.leaseUntil = leaseUntil
+                taken.runNow = false
+                taken.ownerIsLive = true
                 claimed.append(taken)
             }
             return claimed
         }
     }
 
-    public func claimPausedRuns(owner: OwnerIdentity, leaseUntil: Double) throws -> [RunRecord] {
-        try write { db in
-            let now = Date().timeIntervalSince1970
+    public func claimPausedRuns(owner: OwnerIdentity, queues: [String], lease: Double) throws -> [RunRecord] {
+        guard !queues.isEmpty else { return [] }
+        return try write { db in
+            let leaseUntil = try now() + lease
             var claimed: [RunRecord] = []
-            for row in try Row.fetchAll(db, sql: "SELECT * FROM runs WHERE status = 'paused' ORDER BY queue_order") {
+            for row in try Row.fetchAll(db, sql: """
+                SELECT * FROM runs WHERE status = ? AND queue IN (\(queues.map { _ in "?" }.joined(separator: ","))) ORDER BY queue_order
+                """, arguments: StatementArguments([RunStatus.paused.rawValue] + queues))
+            {
                 let run = Self.runRecord(row)
-                if let current = run.owner {
-                    if current == owner { continue }
-                    let alive = current.host == owner.host ? current.isAliveLocally : (run.leaseUntil ?? 0) > now
-                    if alive { continue }
-                }
+                if run.owner == owner || run.ownerIsLive { continue }
                 try db.execute(sql: "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_start = ?, lease_until = ? WHERE id = ?",
-                               arguments: [owner.host, owner.pid, owner.startTime, leaseUntil, run.id])
+                               arguments: [owner.node, owner.pid, owner.startTime, leaseUntil, run.id])
                 claimed.append(run)
             }
             return claimed
@@ -62,18 +60,20 @@ extension SQLiteStateStore {
         }
     }
 
-    public func takeControls(owner: OwnerIdentity) throws -> [(runID: String, control: String)] {
+    public func takeControls(owner: OwnerIdentity) throws -> [(runID: String, control: RunControl)] {
         try write { db in
             let rows = try Row.fetchAll(db, sql: """
                 SELECT id, requested_control FROM runs
                 WHERE requested_control IS NOT NULL AND owner_host = ? AND owner_pid = ? AND owner_start = ?
-                """, arguments: [owner.host, owner.pid, owner.startTime])
+                """, arguments: [owner.node, owner.pid, owner.startTime])
             guard !rows.isEmpty else { return [] }
             try db.execute(sql: """
                 UPDATE runs SET requested_control = NULL
                 WHERE requested_control IS NOT NULL AND owner_host = ? AND owner_pid = ? AND owner_start = ?
-                """, arguments: [owner.host, owner.pid, owner.startTime])
-            return rows.map { (runID: $0["id"], control: $0["requested_control"]) }
+                """, arguments: [owner.node, owner.pid, owner.startTime])
+            return rows.compactMap { row in
+                (row["requested_control"] as String?).flatMap(RunControl.init(rawValue:)).map { (runID: row["id"], control: $0) }
+            }
         }
     }
 
@@ -95,4 +95,7 @@ extension SQLiteStateStore {
             try db.execute(sql: "DELETE FROM runs WHERE id = ?", arguments: [id])
         }
     }
+
+    /// SQLite cannot tell another process's writes as they happen: workers poll.
+    public func watchForWork(_ wake: @escaping @Sendable () -> Void) throws -> (any WorkWatch)? { nil }
 }

@@ -16,7 +16,9 @@ import OrchestrateJSON
 /// every commit (`ORCHESTRATE_SYNC=full`).
 ///
 /// Several processes may share the directory: writes take the database's write lock
-/// (`BEGIN IMMEDIATE`) and wait for it up to `busyTimeout`.
+/// (`BEGIN IMMEDIATE`) and wait for it up to `busyTimeout`. They are on one machine, so the
+/// store's clock is this machine's clock, and they are one node: a lease is never the only
+/// sign of life (an owner's pid is), so a commit is fenced by ownership alone.
 public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     public enum Synchronous: String, Sendable { case normal = "NORMAL", full = "FULL" }
 
@@ -84,17 +86,31 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") ?? "no answer" }
     }
 
+    public func now() throws -> Double { Date().timeIntervalSince1970 }
+
+    /// One machine: an owner's pid, not its lease, says whether it lives.
+    public var fencesByLease: Bool { false }
+
+    /// Whether the owner in `row` still holds what it owns.
+    static func ownerIsLive(_ owner: OwnerIdentity?, leaseUntil: Double?) -> Bool {
+        guard let owner else { return false }
+        return owner.isLive(leaseValid: (leaseUntil ?? 0) > Date().timeIntervalSince1970)
+    }
+
     // MARK: Runs
 
     public func createRun(_ run: RunRecord, events: [EventRecord]) throws {
         try write { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM runs WHERE id = ?", arguments: [run.id]) == true {
+                throw StoreError.duplicateRun(run.id)
+            }
             try db.execute(sql: """
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status,
-                                  created_at, run_dir, priority, labels_json, queue_order, max_rate)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  created_at, run_dir, priority, labels_json, queue_order, max_rate, queue)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [run.id, run.workflowName, run.workflowFile, run.workflowSource,
                                  run.inputs.jsonText, run.status.rawValue, run.createdAt, run.runDir,
-                                 run.priority, Self.labelsJSON(run.labels), run.queueOrder, run.maxRate])
+                                 run.priority, Self.labelsJSON(run.labels), run.queueOrder, run.maxRate, run.queue])
             try Self.insertEvents(events, db)
         }
     }
@@ -106,11 +122,15 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     public func listRuns(_ filter: RunFilter) throws -> [RunRecord] {
-        var sql = "SELECT * FROM runs"
+        var sql = "SELECT * FROM runs WHERE 1"
         var arguments: StatementArguments = []
         if let statuses = filter.statuses, !statuses.isEmpty {
-            sql += " WHERE status IN (\(statuses.map { _ in "?" }.joined(separator: ",")))"
+            sql += " AND status IN (\(statuses.map { _ in "?" }.joined(separator: ",")))"
             for s in statuses.sorted(by: { $0.rawValue < $1.rawValue }) { arguments += [s.rawValue] }
+        }
+        if let queues = filter.queues, !queues.isEmpty {
+            sql += " AND queue IN (\(queues.map { _ in "?" }.joined(separator: ",")))"
+            for q in queues.sorted() { arguments += [q] }
         }
         sql += " ORDER BY created_at, id"
         let rows = try read { db in try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.runRecord) }
@@ -119,34 +139,28 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         return matching
     }
 
-    public func claimRun(_ id: String, owner: OwnerIdentity, leaseUntil: Double) throws -> Bool {
+    public func claimRun(_ id: String, owner: OwnerIdentity, lease: Double) throws -> Bool {
         try write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]) else {
                 return false
             }
             let run = Self.runRecord(row)
-            // A live owner on this host is never displaced; on another host (which we cannot
-            // see) its lease decides.
-            if let current = run.owner, current != owner {
-                let sameHost = current.host == owner.host
-                let leaseValid = (run.leaseUntil ?? 0) > Date().timeIntervalSince1970
-                if sameHost ? current.isAliveLocally : leaseValid { return false }
-            }
+            if let current = run.owner, current != owner, run.ownerIsLive { return false }
             try db.execute(sql: """
                 UPDATE runs SET owner_host = ?, owner_pid = ?, owner_start = ?, lease_until = ? WHERE id = ?
-                """, arguments: [owner.host, owner.pid, owner.startTime, leaseUntil, id])
+                """, arguments: [owner.node, owner.pid, owner.startTime, try now() + lease, id])
             return true
         }
     }
 
-    public func renewLease(_ id: String, owner: OwnerIdentity, leaseUntil: Double) throws -> (owned: Bool, control: String?) {
+    public func renewLease(_ id: String, owner: OwnerIdentity, lease: Double) throws -> (owned: Bool, control: RunControl?) {
         try write { db in
             try db.execute(sql: """
                 UPDATE runs SET lease_until = ? WHERE id = ? AND owner_host = ? AND owner_pid = ? AND owner_start = ?
-                """, arguments: [leaseUntil, id, owner.host, owner.pid, owner.startTime])
+                """, arguments: [try now() + lease, id, owner.node, owner.pid, owner.startTime])
             let owned = db.changesCount > 0
             let control = try String.fetchOne(db, sql: "SELECT requested_control FROM runs WHERE id = ?", arguments: [id])
-            return (owned, control)
+            return (owned, control.flatMap(RunControl.init(rawValue:)))
         }
     }
 
@@ -155,15 +169,15 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             try db.execute(sql: """
                 UPDATE runs SET owner_host = NULL, owner_pid = NULL, owner_start = NULL, lease_until = NULL
                 WHERE id = ? AND owner_host = ? AND owner_pid = ? AND owner_start = ?
-                """, arguments: [id, owner.host, owner.pid, owner.startTime])
+                """, arguments: [id, owner.node, owner.pid, owner.startTime])
             try db.execute(sql: "DELETE FROM leases WHERE owner_host = ? AND owner_pid = ? AND owner_start = ? AND holder LIKE ?",
-                           arguments: [owner.host, owner.pid, owner.startTime, id + "/%"])
+                           arguments: [owner.node, owner.pid, owner.startTime, id + "/%"])
         }
     }
 
-    public func requestControl(_ id: String, control: String?) throws {
+    public func requestControl(_ id: String, control: RunControl?) throws {
         try write { db in
-            try db.execute(sql: "UPDATE runs SET requested_control = ? WHERE id = ?", arguments: [control, id])
+            try db.execute(sql: "UPDATE runs SET requested_control = ? WHERE id = ?", arguments: [control?.rawValue, id])
         }
     }
 
@@ -175,7 +189,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             if let (runID, owner) = batch.fence {
                 let row = try Row.fetchOne(db, sql: "SELECT owner_host, owner_pid, owner_start FROM runs WHERE id = ?",
                                            arguments: [runID])
-                guard let row, row["owner_host"] as String? == owner.host, row["owner_pid"] as Int32? == owner.pid,
+                guard let row, row["owner_host"] as String? == owner.node, row["owner_pid"] as Int32? == owner.pid,
                       row["owner_start"] as Int64? == owner.startTime
                 else { throw StoreError.ownershipLost(runID: runID) }
             }
@@ -184,14 +198,14 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                 let statement = try db.cachedStatement(sql: """
                     INSERT OR REPLACE INTO steps (run_id, id, step, kind, item_index, item_json, status, attempt, failures,
                         next_attempt_at, idempotency_key, outputs_json, error_kind, error_code, error_message,
-                        started_at, finished_at, completion_seq)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        started_at, finished_at, completion_seq, node)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
                 for s in batch.stepUpserts {
                     try statement.execute(arguments: [
                         s.runID, s.id, s.step, s.kind.rawValue, s.itemIndex, s.item?.jsonText, s.status.rawValue,
                         s.attempt, s.failures, s.nextAttemptAt, s.idempotencyKey, s.outputs?.jsonText, s.errorKind,
-                        s.errorCode, s.errorMessage, s.startedAt, s.finishedAt, s.completionSeq,
+                        s.errorCode, s.errorMessage, s.startedAt, s.finishedAt, s.completionSeq, s.node,
                     ])
                 }
             }
@@ -232,18 +246,19 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     // MARK: Concurrency leases
 
     public func tryAcquireLeases(_ keys: [(key: String, limit: Int)], holder: String, owner: OwnerIdentity,
-                                 expiresAt: Double) throws -> Bool
+                                 lease: Double) throws -> Bool
     {
         try write { db in
-            let now = Date().timeIntervalSince1970
+            let now = try self.now()
+            let expiresAt = now + lease
             for (key, limit) in keys {
                 let rows = try Row.fetchAll(db, sql: "SELECT * FROM leases WHERE key = ? AND holder != ?",
                                             arguments: [key, holder])
                 var live = 0
                 for row in rows {
-                    let leaseOwner = OwnerIdentity(host: row["owner_host"], pid: row["owner_pid"], startTime: row["owner_start"])
+                    let leaseOwner = OwnerIdentity(node: row["owner_host"], pid: row["owner_pid"], startTime: row["owner_start"])
                     let expires: Double = row["expires_at"]
-                    if expires > now && leaseOwner.isAliveLocally {
+                    if leaseOwner.isLive(leaseValid: expires > now) {
                         live += 1
                     } else {
                         // A dead owner's slot: free it for everyone.
@@ -258,16 +273,16 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                 VALUES (?, ?, ?, ?, ?, ?)
                 """)
             for (key, _) in keys {
-                try statement.execute(arguments: [key, holder, owner.host, owner.pid, owner.startTime, expiresAt])
+                try statement.execute(arguments: [key, holder, owner.node, owner.pid, owner.startTime, expiresAt])
             }
             return true
         }
     }
 
-    public func renewLeases(owner: OwnerIdentity, expiresAt: Double) throws {
+    public func renewLeases(owner: OwnerIdentity, lease: Double) throws {
         try write { db in
             try db.execute(sql: "UPDATE leases SET expires_at = ? WHERE owner_host = ? AND owner_pid = ? AND owner_start = ?",
-                           arguments: [expiresAt, owner.host, owner.pid, owner.startTime])
+                           arguments: [try now() + lease, owner.node, owner.pid, owner.startTime])
         }
     }
 
@@ -296,16 +311,17 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try read { db in
             try Row.fetchAll(db, sql: """
                 SELECT * FROM events WHERE seq IN (
-                    SELECT MAX(seq) FROM events WHERE run_id = ? AND type = 'step.progress' GROUP BY step)
+                    SELECT MAX(seq) FROM events WHERE run_id = ? AND type = ? GROUP BY step)
                 ORDER BY seq
-                """, arguments: [runID]).map(Self.eventRecord)
+                """, arguments: [runID, EventType.stepProgress.rawValue]).map(Self.eventRecord)
         }
     }
 
     // MARK: Items
 
-    public func addItem(runID: String, stepID: String, id: String, json: String) throws {
+    public func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws {
         try write { db in
+            if let event { try Self.insertEvents([event], db) }
             let seq = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) + 1 FROM items WHERE run_id = ? AND step_id = ?",
                                          arguments: [runID, stepID]) ?? 1
             try db.execute(sql: """
@@ -354,7 +370,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     // MARK: Row mapping
 
     static func eventRecord(_ row: Row) -> EventRecord {
-        EventRecord(seq: row["seq"], runID: row["run_id"], time: row["time"], type: row["type"],
+        EventRecord(seq: row["seq"], runID: row["run_id"], time: row["time"], type: EventType(rawValue: row["type"]),
                     step: row["step"], data: (try? JSONValue(parsing: row["data_json"] as String)) ?? [:])
     }
 
@@ -362,7 +378,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         guard !events.isEmpty else { return }
         let statement = try db.cachedStatement(sql: "INSERT INTO events (run_id, time, type, step, data_json) VALUES (?, ?, ?, ?, ?)")
         for e in events {
-            try statement.execute(arguments: [e.runID, e.time, e.type, e.step, e.data.jsonText])
+            try statement.execute(arguments: [e.runID, e.time, e.type.rawValue, e.step, e.data.jsonText])
         }
     }
 
@@ -393,14 +409,16 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         run.finishedAt = row["finished_at"]
         run.error = row["error"]
         run.outputs = (row["outputs_json"] as String?).flatMap { try? JSONValue(parsing: $0) }
-        run.requestedControl = row["requested_control"]
+        run.requestedControl = (row["requested_control"] as String?).flatMap(RunControl.init(rawValue:))
+        run.queue = row["queue"] ?? "default"
         run.queueOrder = row["queue_order"] ?? run.createdAt
         run.runNow = (row["run_now"] as Int?) == 1
         run.maxRate = row["max_rate"]
         run.leaseUntil = row["lease_until"]
-        if let host = row["owner_host"] as String? {
-            run.owner = OwnerIdentity(host: host, pid: row["owner_pid"], startTime: row["owner_start"])
+        if let node = row["owner_host"] as String? {
+            run.owner = OwnerIdentity(node: node, pid: row["owner_pid"], startTime: row["owner_start"])
         }
+        run.ownerIsLive = ownerIsLive(run.owner, leaseUntil: run.leaseUntil)
         return run
     }
 
@@ -421,20 +439,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         s.startedAt = row["started_at"]
         s.finishedAt = row["finished_at"]
         s.completionSeq = row["completion_seq"]
+        s.node = row["node"]
         return s
-    }
-}
-
-public enum StoreError: Error, CustomStringConvertible {
-    case cannotOpen(path: String, reason: String)
-    /// A fenced commit found the run owned by another process (see `JournalBatch.fence`).
-    case ownershipLost(runID: String)
-
-    public var description: String {
-        switch self {
-        case .cannotOpen(let path, let reason): return "cannot open the state store \(path): \(reason)"
-        case .ownershipLost(let runID):
-            return "another process took run \(runID) over (this one's lease had expired); this process stopped without writing"
-        }
     }
 }

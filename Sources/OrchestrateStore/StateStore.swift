@@ -2,16 +2,17 @@ import OrchestrateJSON
 
 /// A set of journal writes committed in one transaction: the engine gathers every transition of
 /// a scheduling round (steps finished, steps started, events) and commits them together before
-/// acting on any of them. One fsync-able commit per round is what makes the engine fast.
+/// acting on any of them. One commit per round is what makes the engine fast.
 public struct JournalBatch: Sendable {
     public var runUpdates: [RunRecord] = []
     public var stepUpserts: [StepRecord] = []
     public var events: [EventRecord] = []
     public var releasedLeases: [String] = []  // holders whose concurrency leases end
     public var deletedSteps: [(runID: String, id: String)] = []  // e.g. compensations undone by `retry`
-    /// When set, the batch commits only if this process still owns the run; otherwise commit
-    /// throws `StoreError.ownershipLost` and writes nothing. An executor whose lease expired and
-    /// whose run another process took over can then never write over the new owner's journal.
+    /// When set, the batch commits only if this process still holds the run (see
+    /// `StateStore.commit`); otherwise commit throws `StoreError.ownershipLost` and writes
+    /// nothing. An executor whose lease expired and whose run another process took over can
+    /// then never write over the new owner's journal.
     public var fence: (runID: String, owner: OwnerIdentity)?
 
     public init() {}
@@ -21,88 +22,157 @@ public struct JournalBatch: Sendable {
     }
 }
 
-/// Filters for `listRuns`.
+/// Filters for `listRuns`; every field given must match.
 public struct RunFilter: Sendable {
     public var statuses: Set<RunStatus>?
     public var labels: [String: String]
+    public var queues: Set<String>?
+    /// At most this many runs: the newest ones, still returned oldest first.
     public var limit: Int?
 
-    public init(statuses: Set<RunStatus>? = nil, labels: [String: String] = [:], limit: Int? = nil) {
+    public init(statuses: Set<RunStatus>? = nil, labels: [String: String] = [:], queues: Set<String>? = nil,
+                limit: Int? = nil)
+    {
         self.statuses = statuses
         self.labels = labels
+        self.queues = queues
         self.limit = limit
     }
 }
 
-/// The durable journal behind every run. The SQLite implementation (`SQLiteStateStore`) is the
-/// default; the interface is small so that a PostgreSQL store can let several machines share
-/// one queue.
+/// The durable journal behind every run: one interface, two implementations.
+/// `SQLiteStateStore` (one machine, the default) and `PostgresStateStore` (several machines
+/// sharing one queue). `StoreLocation` opens either from `--store URL`.
 ///
-/// Every method is synchronous, thread-safe, and durable when it returns (to the store's
-/// configured synchronous level).
+/// ```swift
+/// let store = try StoreLocation.parse("postgresql://orc@db/orchestrate").open()
+/// try store.createRun(run, events: [EventRecord(runID: run.id, time: try store.now(), type: .runAdded)])
+/// let mine = try store.claimNextRuns(owner: .current, queues: ["default"], limit: 4, lease: 15)
+/// ```
+///
+/// What every implementation guarantees, and every caller may rely on:
+///
+/// - **Synchronous and thread-safe.** Every method may be called from any thread and is durable
+///   when it returns (to the store's configured level: SQLite `synchronous`, PostgreSQL
+///   `synchronous_commit`). A method that throws wrote nothing.
+/// - **One clock.** Leases, heartbeats and liveness are judged by the store's clock (the
+///   database server's, for PostgreSQL), never by the caller's: callers pass durations
+///   (`lease:` in seconds from now), and `now()` reads that clock. Event and record times the
+///   caller fills in (`EventRecord.time`, `startedAt`…) are for people, not for decisions.
+/// - **Nodes.** An `OwnerIdentity` names a node and a process on it. An owner on the calling
+///   process's node is judged by its pid; an owner on another node by its lease
+///   (`OwnerIdentity.isLive`). `RunRecord.ownerIsLive` is that verdict, made by the store.
+/// - **Event order.** Events get increasing `seq` numbers, and become visible in `seq` order:
+///   once a reader has seen event N it will never later see a new event with a seq below N. So
+///   `events(afterSeq:)` with the last seq seen misses nothing (SQLite: its single writer;
+///   PostgreSQL: event appends are serialized until commit).
+/// - **Vocabulary.** Statuses, event types and control verbs are the typed values of
+///   Records.swift and Vocabulary.swift, stored as their raw strings.
 public protocol StateStore: AnyObject, Sendable {
+    /// The store's clock, in seconds since 1970.
+    func now() throws -> Double
+
+    /// True when another node may take a run over once its owner's lease runs out (a store
+    /// shared between machines). An owner that could not renew its lease in time must then
+    /// stop acting on the run by itself: another node may be executing it already.
+    var fencesByLease: Bool { get }
+
     // MARK: Runs
+
+    /// Journals a new run (`RunRecord.owner` is ignored: a new run has none) with its first
+    /// events, in one transaction. Throws if a run with that id exists. Wakes idle workers.
     func createRun(_ run: RunRecord, events: [EventRecord]) throws
+    /// The run, or nil. `ownerIsLive` is judged now.
     func run(_ id: String) throws -> RunRecord?
+    /// The runs matching `filter`, oldest first.
     func listRuns(_ filter: RunFilter) throws -> [RunRecord]
 
-    /// Makes `owner` the owner of run `id` with a lease until `leaseUntil`, if the run has no
-    /// live owner (none, dead on this host, or lease expired). Returns false if someone else
-    /// holds it.
-    func claimRun(_ id: String, owner: OwnerIdentity, leaseUntil: Double) throws -> Bool
-    /// Extends the lease; returns false if the run is no longer owned by `owner`. Also returns
-    /// the control verb another process asked for, if any (cancel, stop, pause).
-    func renewLease(_ id: String, owner: OwnerIdentity, leaseUntil: Double) throws -> (owned: Bool, control: String?)
+    /// Makes `owner` the owner of run `id` for `lease` seconds, unless another live owner holds
+    /// it. Returns false if one does (or there is no such run).
+    func claimRun(_ id: String, owner: OwnerIdentity, lease: Double) throws -> Bool
+    /// Extends `owner`'s lease by `lease` seconds from now and returns the control verb another
+    /// process asked for, if any. `owned` is false when the run is no longer `owner`'s, or,
+    /// on a store shared between nodes, when its lease had already run out: the caller must
+    /// stop acting on the run (it is fenced).
+    func renewLease(_ id: String, owner: OwnerIdentity, lease: Double) throws -> (owned: Bool, control: RunControl?)
+    /// Gives the run up (no owner), with the concurrency leases `owner` held for it. Does
+    /// nothing if `owner` does not own it.
     func releaseRun(_ id: String, owner: OwnerIdentity) throws
-    /// Asks the owner of a run to act (`cancel`); it sees it at its next lease renewal.
-    func requestControl(_ id: String, control: String?) throws
+    /// Leaves `control` for the run's owner (nil clears it). Wakes idle workers.
+    func requestControl(_ id: String, control: RunControl?) throws
 
     // MARK: Journal
+
+    /// Commits `batch` in one transaction. With a `fence`, the batch commits only if
+    /// `fence.owner` owns the run and, on a store shared between nodes, its lease has not run
+    /// out by the store's clock; otherwise it throws `StoreError.ownershipLost` and writes
+    /// nothing.
     func commit(_ batch: JournalBatch) throws
     func steps(ofRun runID: String) throws -> [StepRecord]
 
     // MARK: Checkpoints (never secrets: the engine does not redact them)
+
     func saveCheckpoint(runID: String, stepID: String, data: [UInt8]) throws
     func checkpoint(runID: String, stepID: String) throws -> [UInt8]?
 
     // MARK: Keyed concurrency limits, shared by every process using this store
-    /// Atomically takes one slot of each `(key, limit)` for `holder`, or none if any key is
-    /// full. Leases of dead owners do not count. Returns whether it took them.
+
+    /// Atomically takes one slot of each `(key, limit)` for `holder` for `lease` seconds, or
+    /// none if any key is full. Slots of owners that are not live do not count (and are freed).
+    /// Returns whether it took them.
     func tryAcquireLeases(_ keys: [(key: String, limit: Int)], holder: String, owner: OwnerIdentity,
-                          expiresAt: Double) throws -> Bool
-    /// Extends every lease held by `owner` (called with the run's heartbeat).
-    func renewLeases(owner: OwnerIdentity, expiresAt: Double) throws
+                          lease: Double) throws -> Bool
+    /// Extends every slot held by `owner` to `lease` seconds from now (with the run's heartbeat).
+    func renewLeases(owner: OwnerIdentity, lease: Double) throws
 
     // MARK: Events
+
     func appendEvents(_ events: [EventRecord]) throws
+    /// Up to `limit` events with a seq above `afterSeq`, in seq order; of one run, or of all
+    /// runs and the queue when `runID` is nil. See "Event order" above.
     func events(runID: String?, afterSeq: Int64, limit: Int) throws -> [EventRecord]
     /// The latest `step.progress` event of each step of a run (for transfer statistics).
     func latestProgress(runID: String) throws -> [EventRecord]
 
     // MARK: The queue (`submit`, `serve`, control verbs)
-    /// Atomically takes up to `limit` runs for `owner`, first those left unfinished by a dead
-    /// owner (running, compensating), then queued runs by `run-now`, priority (higher first) and
-    /// queue position. Paused runs are never taken here.
-    func claimNextRuns(owner: OwnerIdentity, limit: Int, leaseUntil: Double) throws -> [RunRecord]
-    /// Paused runs without a live owner, which a worker holds (they keep their slot).
-    func claimPausedRuns(owner: OwnerIdentity, leaseUntil: Double) throws -> [RunRecord]
-    /// Changes a run's place in the queue; nil leaves a field as it is.
+
+    /// Atomically takes up to `limit` runs of `queues` for `owner` for `lease` seconds: first
+    /// those left unfinished by an owner that is not live (running, compensating), then queued
+    /// runs by `run-now`, priority (higher first) and queue position. Paused runs and runs
+    /// `owner` already holds are never taken here. Two callers never get the same run.
+    func claimNextRuns(owner: OwnerIdentity, queues: [String], limit: Int, lease: Double) throws -> [RunRecord]
+    /// Paused runs of `queues` without a live owner, which a worker holds (they keep their slot).
+    func claimPausedRuns(owner: OwnerIdentity, queues: [String], lease: Double) throws -> [RunRecord]
+    /// Changes a run's place in the queue; nil leaves a field as it is. Wakes idle workers.
     func updateQueueFields(_ id: String, status: RunStatus?, queueOrder: Double?, runNow: Bool?) throws
     /// Runs owned by `owner` with a pending control verb, and clears them.
-    func takeControls(owner: OwnerIdentity) throws -> [(runID: String, control: String)]
+    func takeControls(owner: OwnerIdentity) throws -> [(runID: String, control: RunControl)]
+    /// A passive queue starts nothing and interrupts what runs (`orchestrate queue stop`).
     func setQueuePassive(_ passive: Bool) throws
     func isQueuePassive() throws -> Bool
     /// Removes a run and everything journaled about it.
     func deleteRun(_ id: String) throws
+    /// Calls `wake` (on a thread of the store's) soon after another process submits a run,
+    /// asks for a control verb or changes the queue, until the returned watch is cancelled.
+    /// Returns nil when the store cannot tell (SQLite): the caller then polls.
+    func watchForWork(_ wake: @escaping @Sendable () -> Void) throws -> (any WorkWatch)?
 
     // MARK: Items of long-lived steps
-    func addItem(runID: String, stepID: String, id: String, json: String) throws
+
+    /// Adds an item to a step's durable queue, with its `item.added` event, in one transaction.
+    /// Items are numbered in the order they were added. Wakes idle workers.
+    func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws
     func items(runID: String, stepID: String) throws -> [ItemRecord]
-    /// The first item still queued whose sequence number is above `seq` (items are numbered in
-    /// the order they were added), or nil.
+    /// The first item still queued whose sequence number is above `seq`, or nil.
     func nextQueuedItem(runID: String, stepID: String, after seq: Int64) throws -> ItemRecord?
     /// Marks an item finished and journals `event` (its `item.finished`) in the same transaction,
     /// so a crash cannot keep one without the other.
     func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?) throws
     func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8]) throws
+}
+
+/// A subscription made by `StateStore.watchForWork`.
+public protocol WorkWatch: Sendable {
+    /// Stops the calls; returns once none is in progress.
+    func cancel()
 }

@@ -1,0 +1,197 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection, used by one thread at a time (the pool hands it out). Statements take
+/// their parameters as text (`PQexecParams`), so nothing is ever spliced into SQL.
+final class PGConnection: @unchecked Sendable {  // used by one thread at a time, handed over whole
+    /// A failed statement or connection. `sqlState` is PostgreSQL's error code (`40P01`…).
+    struct Failure: Error, CustomStringConvertible {
+        let message: String
+        let sqlState: String?
+        /// The connection is gone (server restarted, network cut): it must not be reused.
+        let connectionLost: Bool
+        var description: String { message }
+    }
+
+    private let handle: OpaquePointer
+
+    /// Defaults that keep a dead network from hanging a statement for the kernel's TCP timeout
+    /// (many minutes): a node cut off must notice within its lease. Settings in the user's
+    /// connection string win over these.
+    static let defaults: [(String, String)] = [
+        ("connect_timeout", "5"), ("tcp_user_timeout", "5000"), ("keepalives", "1"), ("keepalives_idle", "5"),
+        ("keepalives_interval", "2"), ("keepalives_count", "3"), ("application_name", "orchestrate"),
+    ]
+
+    /// Connects with libpq's own rules (URL or key=value string, `PG*` variables, password
+    /// file). The error never holds the password: libpq does not echo it.
+    init(_ connection: String) throws {
+        // `dbname` last and expanded: the user's URL or key=value string overrides the defaults.
+        let keywords = PGConnection.defaults.map(\.0) + ["dbname"]
+        let values = PGConnection.defaults.map(\.1) + [connection]
+        let made: OpaquePointer? = keywords.withCStringArray { k in values.withCStringArray { v in PQconnectdbParams(k, v, 1) } }
+        guard let conn = made else {
+            throw Failure(message: "out of memory", sqlState: nil, connectionLost: true)
+        }
+        guard PQstatus(conn) == CONNECTION_OK else {
+            let message = PGConnection.text(PQerrorMessage(conn))
+            PQfinish(conn)
+            throw Failure(message: message, sqlState: nil, connectionLost: true)
+        }
+        handle = conn
+        // Notices (e.g. "relation already exists, skipping") are not for the user's terminal.
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
+    }
+
+    deinit { PQfinish(handle) }
+
+    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// The socket, for waiting on notifications.
+    var socket: Int32 { PQsocket(handle) }
+
+    /// Runs one statement with `$1…` parameters (nil is SQL NULL) and returns its rows.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [String?] = []) throws -> PGRows {
+        let result: OpaquePointer? = withCStrings(parameters) { values in
+            PQexecParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        guard let result else { throw failure(nil) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+            return PGRows(result)
+        default:
+            let error = failure(result)
+            PQclear(result)
+            throw error
+        }
+    }
+
+    /// Runs several statements separated by `;` (no parameters): migrations.
+    func executeScript(_ sql: String) throws {
+        guard let result = PQexec(handle, sql) else { throw failure(nil) }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw failure(result) }
+    }
+
+    /// Reads what the server sent and returns the channels of the notifications received.
+    func takeNotifications() throws -> [String] {
+        guard PQconsumeInput(handle) == 1 else { throw failure(nil) }
+        var channels: [String] = []
+        while let notify = PQnotifies(handle) {
+            channels.append(String(cString: notify.pointee.relname))
+            PQfreemem(notify)
+        }
+        return channels
+    }
+
+    private func failure(_ result: OpaquePointer?) -> Failure {
+        let message = result.map { PGConnection.text(PQresultErrorMessage($0)) } ?? PGConnection.text(PQerrorMessage(handle))
+        let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) }
+        return Failure(message: message.isEmpty ? "connection lost" : message, sqlState: state,
+                       connectionLost: PQstatus(handle) != CONNECTION_OK)
+    }
+
+    static func text(_ pointer: UnsafePointer<CChar>?) -> String {
+        guard let pointer else { return "" }
+        return String(cString: pointer).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Calls `body` with a C array of the parameters' C strings (NULL for nil).
+    private func withCStrings<T>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
+        defer { for p in pointers { free(p) } }
+        return pointers.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(buffer.count, 1)) {
+                body(strings.isEmpty ? nil : UnsafePointer($0))
+            }
+        }
+    }
+}
+
+extension Array where Element == String {
+    /// A NULL-terminated C array of the strings, valid during `body`.
+    func withCStringArray<T>(_ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
+        var pointers: [UnsafePointer<CChar>?] = map { UnsafePointer(strdup($0)) } + [nil]
+        defer { for p in pointers { free(UnsafeMutablePointer(mutating: p)) } }
+        return pointers.withUnsafeMutableBufferPointer { body(UnsafePointer($0.baseAddress!)) }
+    }
+}
+
+/// The rows of a result, read by column name, in text format.
+final class PGRows {
+    private let result: OpaquePointer
+    let count: Int
+    private let columns: [String: Int32]
+
+    init(_ result: OpaquePointer) {
+        self.result = result
+        count = Int(PQntuples(result))
+        var columns: [String: Int32] = [:]
+        for i in 0..<PQnfields(result) { columns[String(cString: PQfname(result, i))] = i }
+        self.columns = columns
+    }
+
+    deinit { PQclear(result) }
+
+    /// Rows changed by an UPDATE/DELETE/INSERT.
+    var affected: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+
+    subscript(row: Int) -> PGRow { PGRow(rows: self, index: Int32(row)) }
+
+    var all: [PGRow] { (0..<count).map { self[$0] } }
+
+    fileprivate func value(_ row: Int32, _ column: String) -> String? {
+        guard let c = columns[column] else { preconditionFailure("no column \(column) in the result") }
+        if PQgetisnull(result, row, c) == 1 { return nil }
+        return String(cString: PQgetvalue(result, row, c))
+    }
+
+    fileprivate func bytes(_ row: Int32, _ column: String) -> [UInt8]? {
+        guard let c = columns[column] else { preconditionFailure("no column \(column) in the result") }
+        if PQgetisnull(result, row, c) == 1 { return nil }
+        var length = 0
+        guard let raw = PQunescapeBytea(PQgetvalue(result, row, c), &length) else { return nil }
+        defer { PQfreemem(raw) }
+        return [UInt8](UnsafeBufferPointer(start: raw, count: length))
+    }
+}
+
+/// One row; typed getters that say what they expect.
+struct PGRow {
+    let rows: PGRows
+    let index: Int32
+
+    func string(_ column: String) -> String? { rows.value(index, column) }
+    func int(_ column: String) -> Int? { string(column).flatMap { Int($0) } }
+    func int64(_ column: String) -> Int64? { string(column).flatMap { Int64($0) } }
+    func double(_ column: String) -> Double? { string(column).flatMap { Double($0) } }
+    func bool(_ column: String) -> Bool? { string(column).map { $0 == "t" } }
+    func bytes(_ column: String) -> [UInt8]? { rows.bytes(index, column) }
+}
+
+/// Parameters as PostgreSQL's text format expects them.
+enum PGText {
+    static func of(_ value: Double?) -> String? { value.map { "\($0)" } }
+    static func of(_ value: Int?) -> String? { value.map(String.init) }
+    static func of(_ value: Int64?) -> String? { value.map(String.init) }
+    static func of(_ value: Int32?) -> String? { value.map { String($0) } }
+    static func of(_ value: Bool) -> String { value ? "true" : "false" }
+    /// bytea in hex format: `\x0102…`.
+    static func bytea(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]("\\x".utf8)
+        text.reserveCapacity(2 + bytes.count * 2)
+        for b in bytes {
+            text.append(digits[Int(b >> 4)])
+            text.append(digits[Int(b & 15)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+    /// A text[] literal for `= ANY($1)`: `{"a","b"}` with quotes and backslashes escaped.
+    static func array(_ values: [String]) -> String {
+        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
+}

@@ -1,0 +1,142 @@
+/// The PostgreSQL schema, as numbered migrations applied in order, each in the transaction that
+/// records it. Append new migrations; never edit a shipped one.
+///
+/// Two nodes starting at once against a new database both try to migrate: a transaction-level
+/// advisory lock makes one wait for the other, which then finds nothing left to do.
+enum PostgresSchema {
+    /// Keys of the advisory locks this store takes (arbitrary, fixed, project-specific).
+    enum LockKey {
+        static let migration: Int64 = 0x6f72_6368_0001
+        /// Held from the first event insert of a transaction to its commit, so events become
+        /// visible in `seq` order (see StateStore, "Event order").
+        static let eventOrder: Int64 = 0x6f72_6368_0002
+    }
+
+    /// The channel `LISTEN`/`NOTIFY` wakes idle workers on.
+    static let workChannel = "orchestrate_work"
+
+    static let migrations: [(version: Int, sql: String)] = [
+        (1, """
+            CREATE TABLE runs (
+                id TEXT PRIMARY KEY,
+                workflow_name TEXT NOT NULL,
+                workflow_file TEXT NOT NULL,
+                workflow_source TEXT NOT NULL,
+                inputs_json TEXT NOT NULL,
+                status TEXT NOT NULL,
+                ending TEXT,
+                created_at DOUBLE PRECISION NOT NULL,
+                started_at DOUBLE PRECISION,
+                finished_at DOUBLE PRECISION,
+                run_dir TEXT NOT NULL,
+                queue TEXT NOT NULL DEFAULT 'default',
+                priority INTEGER NOT NULL DEFAULT 0,
+                labels_json TEXT NOT NULL DEFAULT '{}',
+                owner_node TEXT,
+                owner_pid INTEGER,
+                owner_start BIGINT,
+                -- Seconds since 1970 by the database server's clock: leases are judged by it.
+                lease_until DOUBLE PRECISION,
+                error TEXT,
+                outputs_json TEXT,
+                requested_control TEXT,
+                queue_order DOUBLE PRECISION NOT NULL,
+                run_now BOOLEAN NOT NULL DEFAULT false,
+                max_rate BIGINT
+            );
+            CREATE INDEX runs_claim ON runs (queue, status);
+            CREATE INDEX runs_created ON runs (created_at, id);
+            CREATE INDEX runs_owner ON runs (owner_node) WHERE owner_node IS NOT NULL;
+
+            CREATE TABLE steps (
+                run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                id TEXT NOT NULL,
+                step TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                item_index INTEGER,
+                item_json TEXT,
+                status TEXT NOT NULL,
+                attempt INTEGER NOT NULL DEFAULT 0,
+                failures INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at DOUBLE PRECISION,
+                idempotency_key TEXT,
+                outputs_json TEXT,
+                error_kind TEXT,
+                error_code TEXT,
+                error_message TEXT,
+                started_at DOUBLE PRECISION,
+                finished_at DOUBLE PRECISION,
+                completion_seq INTEGER,
+                node TEXT,
+                PRIMARY KEY (run_id, id)
+            );
+
+            CREATE TABLE checkpoints (
+                run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                step_id TEXT NOT NULL,
+                data BYTEA NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (run_id, step_id)
+            );
+
+            -- No foreign key: queue and worker events have no run.
+            CREATE TABLE events (
+                seq BIGSERIAL PRIMARY KEY,
+                run_id TEXT,
+                time DOUBLE PRECISION NOT NULL,
+                type TEXT NOT NULL,
+                step TEXT,
+                data_json TEXT NOT NULL DEFAULT '{}'
+            );
+            CREATE INDEX events_run ON events (run_id, seq);
+            CREATE INDEX events_progress ON events (run_id, step, seq) WHERE type = 'step.progress';
+
+            CREATE TABLE leases (
+                key TEXT NOT NULL,
+                holder TEXT NOT NULL,
+                owner_node TEXT NOT NULL,
+                owner_pid INTEGER NOT NULL,
+                owner_start BIGINT NOT NULL,
+                expires_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (key, holder)
+            );
+            CREATE INDEX leases_holder ON leases (holder);
+            CREATE INDEX leases_owner ON leases (owner_node, owner_pid, owner_start);
+
+            CREATE TABLE items (
+                run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                step_id TEXT NOT NULL,
+                id TEXT NOT NULL,
+                seq BIGINT NOT NULL,
+                json TEXT NOT NULL,
+                status TEXT NOT NULL,
+                error TEXT,
+                checkpoint BYTEA,
+                added_at DOUBLE PRECISION NOT NULL,
+                finished_at DOUBLE PRECISION,
+                PRIMARY KEY (run_id, step_id, id)
+            );
+            CREATE INDEX items_order ON items (run_id, step_id, seq);
+
+            CREATE TABLE queue_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            """),
+    ]
+
+    /// Applies what is missing, one migration per transaction, under the migration lock.
+    static func migrate(_ pool: PGPool) throws {
+        try pool.transaction { conn in
+            try conn.execute("SELECT pg_advisory_xact_lock($1)", ["\(LockKey.migration)"])
+            try conn.execute("""
+                CREATE TABLE IF NOT EXISTS orchestrate_schema (
+                    version INTEGER PRIMARY KEY,
+                    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                )
+                """)
+            let applied = Set(try conn.execute("SELECT version FROM orchestrate_schema").all.compactMap { $0.int("version") })
+            for (version, sql) in migrations where !applied.contains(version) {
+                try conn.executeScript(sql)
+                try conn.execute("INSERT INTO orchestrate_schema (version) VALUES ($1)", ["\(version)"])
+            }
+        }
+    }
+}

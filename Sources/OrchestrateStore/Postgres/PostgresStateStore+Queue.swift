@@ -1,0 +1,192 @@
+import CLibPQ
+import Foundation
+
+/// The queue's side of the PostgreSQL store: claims that never block on each other, and the
+/// wake-ups that spare idle workers from polling.
+extension PostgresStateStore {
+    public var fencesByLease: Bool { true }
+
+    public func claimNextRuns(owner: OwnerIdentity, queues: [String], limit: Int, lease: Double) throws -> [RunRecord] {
+        guard limit > 0, !queues.isEmpty else { return [] }
+        return try pool.transaction { conn in
+            // Runs whose owner died on this node are free at once (their pid is gone); the
+            // database cannot see pids, so they are found here and released first.
+            let orphans = try conn.execute("""
+                SELECT id, owner_node, owner_pid, owner_start FROM runs
+                WHERE owner_node = $1 AND NOT (owner_pid = $2 AND owner_start = $3)
+                  AND status IN ('running', 'compensating', 'queued') AND queue = ANY($4::text[])
+                FOR UPDATE SKIP LOCKED
+                """, Self.ownerParameters(owner) + [PGText.array(queues)])
+            for row in orphans.all {
+                let previous = OwnerIdentity(node: row.string("owner_node") ?? "", pid: Int32(row.int("owner_pid") ?? 0),
+                                             startTime: row.int64("owner_start") ?? 0)
+                if !previous.isLive(leaseValid: true) {
+                    try conn.execute("UPDATE runs SET lease_until = 0 WHERE id = $1", [row.string("id")])
+                }
+            }
+            let rows = try conn.execute("""
+                WITH candidates AS (
+                    SELECT id, run_now AS asked_now FROM runs
+                    WHERE queue = ANY($1::text[]) AND status IN ('queued', 'running', 'compensating')
+                      AND (owner_node IS NULL OR lease_until IS NULL OR lease_until <= \(Self.serverNow))
+                    ORDER BY (status = 'queued'), run_now DESC, priority DESC, queue_order, created_at
+                    LIMIT $2
+                    FOR UPDATE SKIP LOCKED)
+                UPDATE runs SET owner_node = $3, owner_pid = $4, owner_start = $5,
+                                lease_until = \(Self.serverNow) + $6, run_now = false
+                FROM candidates WHERE runs.id = candidates.id
+                RETURNING runs.*, true AS lease_valid, candidates.asked_now
+                """, [PGText.array(queues), PGText.of(limit)] + Self.ownerParameters(owner) + [PGText.of(lease)])
+            // RETURNING has no order: sort into the claim's, for the caller to start them in.
+            return rows.all.map { (run: Self.runRecord($0), askedNow: $0.bool("asked_now") ?? false) }.sorted { a, b in
+                let ka = (a.run.status == .queued ? 1 : 0, a.askedNow ? 0 : 1, -a.run.priority)
+                let kb = (b.run.status == .queued ? 1 : 0, b.askedNow ? 0 : 1, -b.run.priority)
+                if ka != kb { return ka < kb }
+                return (a.run.queueOrder, a.run.createdAt) < (b.run.queueOrder, b.run.createdAt)
+            }.map(\.run)
+        }
+    }
+
+    public func claimPausedRuns(owner: OwnerIdentity, queues: [String], lease: Double) throws -> [RunRecord] {
+        guard !queues.isEmpty else { return [] }
+        return try pool.transaction { conn in
+            let candidates = try conn.execute("""
+                SELECT *, \(Self.leaseValid) FROM runs WHERE status = 'paused' AND queue = ANY($1::text[])
+                  AND NOT (owner_node IS NOT DISTINCT FROM $2 AND owner_pid IS NOT DISTINCT FROM $3::integer
+                           AND owner_start IS NOT DISTINCT FROM $4::bigint)
+                ORDER BY queue_order
+                FOR UPDATE SKIP LOCKED
+                """, [PGText.array(queues)] + Self.ownerParameters(owner))
+            var claimed: [RunRecord] = []
+            for run in candidates.all.map(Self.runRecord) where !run.ownerIsLive {
+                try conn.execute("""
+                    UPDATE runs SET owner_node = $2, owner_pid = $3, owner_start = $4, lease_until = \(Self.serverNow) + $5
+                    WHERE id = $1
+                    """, [run.id] + Self.ownerParameters(owner) + [PGText.of(lease)])
+                claimed.append(run)
+            }
+            return claimed
+        }
+    }
+
+    public func updateQueueFields(_ id: String, status: RunStatus?, queueOrder: Double?, runNow: Bool?) throws {
+        try pool.transaction { conn in
+            try conn.execute("""
+                UPDATE runs SET status = COALESCE($2, status), queue_order = COALESCE($3::double precision, queue_order),
+                                run_now = COALESCE($4::boolean, run_now)
+                WHERE id = $1
+                """, [id, status?.rawValue, PGText.of(queueOrder), runNow.map(PGText.of)])
+            try Self.notifyWork(conn)
+        }
+    }
+
+    public func takeControls(owner: OwnerIdentity) throws -> [(runID: String, control: RunControl)] {
+        try pool.withConnection { conn in
+            let rows = try conn.execute("""
+                UPDATE runs SET requested_control = NULL
+                FROM (SELECT id, requested_control FROM runs
+                      WHERE requested_control IS NOT NULL AND owner_node = $1 AND owner_pid = $2 AND owner_start = $3
+                      FOR UPDATE) taken
+                WHERE runs.id = taken.id
+                RETURNING taken.id, taken.requested_control
+                """, Self.ownerParameters(owner))
+            return rows.all.compactMap { row in
+                row.string("requested_control").flatMap(RunControl.init(rawValue:)).map { (runID: row.string("id") ?? "", control: $0) }
+            }
+        }
+    }
+
+    public func setQueuePassive(_ passive: Bool) throws {
+        try pool.transaction { conn in
+            try conn.execute("""
+                INSERT INTO queue_state (key, value) VALUES ('passive', $1)
+                ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+                """, [passive ? "1" : "0"])
+            try Self.notifyWork(conn)
+        }
+    }
+
+    public func isQueuePassive() throws -> Bool {
+        try pool.withConnection { conn in
+            let rows = try conn.execute("SELECT value FROM queue_state WHERE key = 'passive'")
+            return rows.count == 1 && rows[0].string("value") == "1"
+        }
+    }
+
+    public func deleteRun(_ id: String) throws {
+        try pool.transaction { conn in
+            try conn.execute("DELETE FROM events WHERE run_id = $1", [id])
+            try conn.execute("DELETE FROM leases WHERE holder LIKE $1", [Self.likePrefix(id + "/")])
+            try conn.execute("DELETE FROM runs WHERE id = $1", [id])
+        }
+    }
+
+    public func watchForWork(_ wake: @escaping @Sendable () -> Void) throws -> (any WorkWatch)? {
+        let watch = NotificationWatch(pool: pool, channel: PostgresSchema.workChannel, wake: wake)
+        try watch.start()
+        return watch
+    }
+}
+
+/// `LISTEN` on a connection of its own, on a thread of its own: calls `wake` for each
+/// notification, and once after each reconnection (notifications sent while it was cut off are
+/// lost, so the worker looks for itself).
+final class NotificationWatch: WorkWatch, @unchecked Sendable {
+    private let pool: PGPool
+    private let channel: String
+    private let wake: @Sendable () -> Void
+    private let state = NSCondition()
+    private var cancelled = false
+    private var running = false
+
+    init(pool: PGPool, channel: String, wake: @escaping @Sendable () -> Void) {
+        self.pool = pool
+        self.channel = channel
+        self.wake = wake
+    }
+
+    /// Listens before returning, so a run submitted right after cannot be missed.
+    func start() throws {
+        let conn = try listen()
+        running = true
+        let thread = Thread { [self] in loop(conn) }
+        thread.name = "store notifications"
+        thread.start()
+    }
+
+    func cancel() {
+        state.withLock {
+            cancelled = true
+            while running { _ = state.wait(until: Date().addingTimeInterval(0.1)) }
+        }
+    }
+
+    private var isCancelled: Bool { state.withLock { cancelled } }
+
+    private func listen() throws -> PGConnection {
+        let conn = try pool.connect()
+        try conn.execute("LISTEN \(channel)")
+        return conn
+    }
+
+    private func loop(_ first: PGConnection) {
+        defer { state.withLock { running = false; state.broadcast() } }
+        var conn: PGConnection? = first
+        while !isCancelled {
+            guard let current = conn else {
+                Thread.sleep(forTimeInterval: 0.5)
+                conn = try? listen()
+                if conn != nil { wake() }
+                continue
+            }
+            var fds = [pollfd(fd: current.socket, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&fds, 1, 200)
+            do {
+                if try !current.takeNotifications().isEmpty { wake() }
+                if !current.isHealthy { conn = nil }
+            } catch {
+                conn = nil
+            }
+        }
+    }
+}

@@ -1,0 +1,462 @@
+import Foundation
+import OrchestrateJSON
+
+/// The state store several machines share: one PostgreSQL database, through libpq.
+///
+/// ```swift
+/// let store = try PostgresStateStore(connection: "postgresql://orc@db.internal/orchestrate")
+/// let runs = try store.claimNextRuns(owner: .current, queues: ["uploads"], limit: 4, lease: 15)
+/// ```
+///
+/// How it keeps the `StateStore` promises across machines:
+/// - **Clock**: every lease time is computed and compared by the server
+///   (`clock_timestamp()`), so the nodes' clocks may disagree.
+/// - **Claims**: `SELECT … FOR UPDATE SKIP LOCKED` in the claiming transaction; two workers
+///   never block on, nor take, the same run.
+/// - **Fencing**: a fenced commit locks the run's row and checks owner and lease first; an
+///   owner whose lease ran out cannot renew it either, it must stop (`fencesByLease`).
+/// - **Event order**: the transaction-level advisory lock `LockKey.eventOrder` is taken just
+///   before a transaction's events are inserted (always its last statement), so events become
+///   visible in `seq` order. It serializes the commits that carry events, which is the price of
+///   a follower that never skips one.
+/// - **Wake-ups**: writes that make work (`createRun`, controls, queue changes, items) send
+///   `NOTIFY orchestrate_work` on commit; `watchForWork` listens on its own connection.
+///
+/// Why libpq rather than PostgresNIO: the `StateStore` protocol is synchronous, called from the
+/// engine's plain threads; libpq is synchronous, is what `psql` uses (so `sslmode`, password
+/// files and `PG*` variables behave exactly as users know them), and adds no event loop.
+public final class PostgresStateStore: StateStore, @unchecked Sendable {
+    let pool: PGPool
+    private let connection: String
+
+    /// Connects (so a bad URL or unreachable server fails here, with the location minus its
+    /// password) and creates or migrates the schema.
+    public init(connection: String) throws {
+        self.connection = connection
+        pool = PGPool(connection: connection, displayName: ConnectionText.redacted(connection))
+        try pool.check()
+        try PostgresSchema.migrate(pool)
+    }
+
+    /// The database server's clock, as SQL (seconds since 1970).
+    static let serverNow = "extract(epoch from clock_timestamp())::double precision"
+
+    public func now() throws -> Double {
+        try pool.withConnection { conn in
+            try conn.execute("SELECT \(Self.serverNow) AS now")[0].double("now") ?? 0
+        }
+    }
+
+    // MARK: Runs
+
+    public func createRun(_ run: RunRecord, events: [EventRecord]) throws {
+        try pool.transaction { conn in
+            let inserted = try conn.execute("""
+                INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status, created_at,
+                                  run_dir, priority, labels_json, queue_order, max_rate, queue)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                ON CONFLICT (id) DO NOTHING
+                """, [run.id, run.workflowName, run.workflowFile, run.workflowSource, run.inputs.jsonText,
+                      run.status.rawValue, PGText.of(run.createdAt), run.runDir, PGText.of(run.priority),
+                      Self.labelsJSON(run.labels), PGText.of(run.queueOrder), PGText.of(run.maxRate), run.queue])
+            guard inserted.affected == 1 else { throw StoreError.duplicateRun(run.id) }
+            try Self.notifyWork(conn)
+            try Self.insertEvents(events, conn)
+        }
+    }
+
+    public func run(_ id: String) throws -> RunRecord? {
+        try pool.withConnection { conn in
+            let rows = try conn.execute("SELECT *, \(Self.leaseValid) FROM runs WHERE id = $1", [id])
+            return rows.count == 0 ? nil : Self.runRecord(rows[0])
+        }
+    }
+
+    public func listRuns(_ filter: RunFilter) throws -> [RunRecord] {
+        var sql = "SELECT *, \(Self.leaseValid) FROM runs WHERE true"
+        var parameters: [String?] = []
+        if let statuses = filter.statuses, !statuses.isEmpty {
+            parameters.append(PGText.array(statuses.map(\.rawValue)))
+            sql += " AND status = ANY($\(parameters.count)::text[])"
+        }
+        if let queues = filter.queues, !queues.isEmpty {
+            parameters.append(PGText.array(Array(queues)))
+            sql += " AND queue = ANY($\(parameters.count)::text[])"
+        }
+        sql += " ORDER BY created_at, id"
+        let runs = try pool.withConnection { conn in try conn.execute(sql, parameters).all.map(Self.runRecord) }
+        let matching = runs.filter { run in filter.labels.allSatisfy { run.labels[$0.key] == $0.value } }
+        if let limit = filter.limit { return Array(matching.suffix(limit)) }
+        return matching
+    }
+
+    public func claimRun(_ id: String, owner: OwnerIdentity, lease: Double) throws -> Bool {
+        try pool.transaction { conn in
+            let rows = try conn.execute("SELECT *, \(Self.leaseValid) FROM runs WHERE id = $1 FOR UPDATE", [id])
+            guard rows.count == 1 else { return false }
+            let run = Self.runRecord(rows[0])
+            if let current = run.owner, current != owner, run.ownerIsLive { return false }
+            try conn.execute("""
+                UPDATE runs SET owner_node = $2, owner_pid = $3, owner_start = $4, lease_until = \(Self.serverNow) + $5
+                WHERE id = $1
+                """, [id] + Self.ownerParameters(owner) + [PGText.of(lease)])
+            return true
+        }
+    }
+
+    public func renewLease(_ id: String, owner: OwnerIdentity, lease: Double) throws -> (owned: Bool, control: RunControl?) {
+        try pool.withConnection { conn in
+            // An expired lease is not renewed: another node may already have taken the run.
+            let rows = try conn.execute("""
+                UPDATE runs SET lease_until = \(Self.serverNow) + $5
+                WHERE id = $1 AND owner_node = $2 AND owner_pid = $3 AND owner_start = $4 AND lease_until > \(Self.serverNow)
+                RETURNING requested_control
+                """, [id] + Self.ownerParameters(owner) + [PGText.of(lease)])
+            guard rows.count == 1 else { return (false, nil) }
+            return (true, rows[0].string("requested_control").flatMap(RunControl.init(rawValue:)))
+        }
+    }
+
+    public func releaseRun(_ id: String, owner: OwnerIdentity) throws {
+        try pool.transaction { conn in
+            let released = try conn.execute("""
+                UPDATE runs SET owner_node = NULL, owner_pid = NULL, owner_start = NULL, lease_until = NULL
+                WHERE id = $1 AND owner_node = $2 AND owner_pid = $3 AND owner_start = $4
+                """, [id] + Self.ownerParameters(owner))
+            try conn.execute("""
+                DELETE FROM leases WHERE owner_node = $2 AND owner_pid = $3 AND owner_start = $4 AND holder LIKE $1
+                """, [Self.likePrefix(id + "/")] + Self.ownerParameters(owner))
+            // Another worker may take it now (a serve shutting down hands its runs over).
+            if released.affected > 0 { try Self.notifyWork(conn) }
+        }
+    }
+
+    public func requestControl(_ id: String, control: RunControl?) throws {
+        try pool.transaction { conn in
+            try conn.execute("UPDATE runs SET requested_control = $2 WHERE id = $1", [id, control?.rawValue])
+            try Self.notifyWork(conn)
+        }
+    }
+
+    // MARK: Journal
+
+    public func commit(_ batch: JournalBatch) throws {
+        guard !batch.isEmpty else { return }
+        try pool.transaction { conn in
+            if let (runID, owner) = batch.fence {
+                let held = try conn.execute("""
+                    SELECT 1 FROM runs WHERE id = $1 AND owner_node = $2 AND owner_pid = $3 AND owner_start = $4
+                                       AND lease_until > \(Self.serverNow)
+                    FOR UPDATE
+                    """, [runID] + Self.ownerParameters(owner))
+                guard held.count == 1 else { throw StoreError.ownershipLost(runID: runID) }
+            }
+            for run in batch.runUpdates {
+                try conn.execute("""
+                    UPDATE runs SET status = $2, ending = $3, started_at = $4, finished_at = $5, error = $6,
+                                    outputs_json = $7, priority = $8, labels_json = $9, max_rate = $10
+                    WHERE id = $1
+                    """, [run.id, run.status.rawValue, run.ending?.rawValue, PGText.of(run.startedAt),
+                          PGText.of(run.finishedAt), run.error, run.outputs?.jsonText, PGText.of(run.priority),
+                          Self.labelsJSON(run.labels), PGText.of(run.maxRate)])
+            }
+            try Self.upsertSteps(batch.stepUpserts, conn)
+            for (runID, id) in batch.deletedSteps {
+                try conn.execute("DELETE FROM steps WHERE run_id = $1 AND id = $2", [runID, id])
+                try conn.execute("DELETE FROM checkpoints WHERE run_id = $1 AND step_id = $2", [runID, id])
+            }
+            if !batch.releasedLeases.isEmpty {
+                try conn.execute("DELETE FROM leases WHERE holder = ANY($1::text[])", [PGText.array(batch.releasedLeases)])
+            }
+            try Self.insertEvents(batch.events, conn)  // last: see "Event order"
+        }
+    }
+
+    public func steps(ofRun runID: String) throws -> [StepRecord] {
+        try pool.withConnection { conn in
+            try conn.execute("SELECT * FROM steps WHERE run_id = $1", [runID]).all.map(Self.stepRecord)
+        }
+    }
+
+    // MARK: Checkpoints
+
+    public func saveCheckpoint(runID: String, stepID: String, data: [UInt8]) throws {
+        try pool.withConnection { conn in
+            try conn.execute("""
+                INSERT INTO checkpoints (run_id, step_id, data, updated_at) VALUES ($1, $2, $3::bytea, \(Self.serverNow))
+                ON CONFLICT (run_id, step_id) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at
+                """, [runID, stepID, PGText.bytea(data)])
+        }
+    }
+
+    public func checkpoint(runID: String, stepID: String) throws -> [UInt8]? {
+        try pool.withConnection { conn in
+            let rows = try conn.execute("SELECT data FROM checkpoints WHERE run_id = $1 AND step_id = $2", [runID, stepID])
+            return rows.count == 0 ? nil : rows[0].bytes("data")
+        }
+    }
+
+    // MARK: Concurrency leases
+
+    public func tryAcquireLeases(_ keys: [(key: String, limit: Int)], holder: String, owner: OwnerIdentity,
+                                 lease: Double) throws -> Bool
+    {
+        try pool.transaction { conn in
+            for (key, limit) in keys {
+                // Serializes acquirers of one key (the rows alone cannot: a new slot is an insert).
+                try conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [key])
+                let rows = try conn.execute("""
+                    SELECT holder, owner_node, owner_pid, owner_start, expires_at > \(Self.serverNow) AS valid
+                    FROM leases WHERE key = $1 AND holder <> $2
+                    """, [key, holder])
+                var live = 0
+                for row in rows.all {
+                    let leaseOwner = OwnerIdentity(node: row.string("owner_node") ?? "", pid: Int32(row.int("owner_pid") ?? 0),
+                                                   startTime: row.int64("owner_start") ?? 0)
+                    if leaseOwner.isLive(leaseValid: row.bool("valid") ?? false) {
+                        live += 1
+                    } else {
+                        try conn.execute("DELETE FROM leases WHERE key = $1 AND holder = $2", [key, row.string("holder")])
+                    }
+                }
+                if live >= limit { return false }
+            }
+            for (key, _) in keys {
+                try conn.execute("""
+                    INSERT INTO leases (key, holder, owner_node, owner_pid, owner_start, expires_at)
+                    VALUES ($1, $2, $3, $4, $5, \(Self.serverNow) + $6)
+                    ON CONFLICT (key, holder) DO UPDATE SET owner_node = EXCLUDED.owner_node, owner_pid = EXCLUDED.owner_pid,
+                        owner_start = EXCLUDED.owner_start, expires_at = EXCLUDED.expires_at
+                    """, [key, holder] + Self.ownerParameters(owner) + [PGText.of(lease)])
+            }
+            return true
+        }
+    }
+
+    public func renewLeases(owner: OwnerIdentity, lease: Double) throws {
+        try pool.withConnection { conn in
+            try conn.execute("""
+                UPDATE leases SET expires_at = \(Self.serverNow) + $4 WHERE owner_node = $1 AND owner_pid = $2 AND owner_start = $3
+                """, Self.ownerParameters(owner) + [PGText.of(lease)])
+        }
+    }
+
+    // MARK: Events
+
+    public func appendEvents(_ events: [EventRecord]) throws {
+        guard !events.isEmpty else { return }
+        try pool.transaction { conn in try Self.insertEvents(events, conn) }
+    }
+
+    public func events(runID: String?, afterSeq: Int64, limit: Int) throws -> [EventRecord] {
+        try pool.withConnection { conn in
+            let rows: PGRows
+            if let runID {
+                rows = try conn.execute("SELECT * FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                                        [runID, PGText.of(afterSeq), PGText.of(limit)])
+            } else {
+                rows = try conn.execute("SELECT * FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
+                                        [PGText.of(afterSeq), PGText.of(limit)])
+            }
+            return rows.all.map(Self.eventRecord)
+        }
+    }
+
+    public func latestProgress(runID: String) throws -> [EventRecord] {
+        try pool.withConnection { conn in
+            try conn.execute("""
+                SELECT * FROM (SELECT DISTINCT ON (step) * FROM events WHERE run_id = $1 AND type = $2 ORDER BY step, seq DESC) latest
+                ORDER BY seq
+                """, [runID, EventType.stepProgress.rawValue]).all.map(Self.eventRecord)
+        }
+    }
+
+    // MARK: Items
+
+    public func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws {
+        try pool.transaction { conn in
+            // The run's row lock orders concurrent adds, so sequence numbers are never shared.
+            try conn.execute("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", [runID])
+            try conn.execute("""
+                INSERT INTO items (run_id, step_id, id, seq, json, status, added_at)
+                SELECT $1, $2, $3, COALESCE(MAX(seq), 0) + 1, $4, 'queued', \(Self.serverNow)
+                FROM items WHERE run_id = $1 AND step_id = $2
+                """, [runID, stepID, id, json])
+            try Self.notifyWork(conn)
+            if let event { try Self.insertEvents([event], conn) }
+        }
+    }
+
+    public func items(runID: String, stepID: String) throws -> [ItemRecord] {
+        try pool.withConnection { conn in
+            try conn.execute("SELECT * FROM items WHERE run_id = $1 AND step_id = $2 ORDER BY seq", [runID, stepID])
+                .all.map(Self.itemRecord)
+        }
+    }
+
+    public func nextQueuedItem(runID: String, stepID: String, after seq: Int64) throws -> ItemRecord? {
+        try pool.withConnection { conn in
+            let rows = try conn.execute("""
+                SELECT * FROM items WHERE run_id = $1 AND step_id = $2 AND seq > $3 AND status = 'queued' ORDER BY seq LIMIT 1
+                """, [runID, stepID, PGText.of(seq)])
+            return rows.count == 0 ? nil : Self.itemRecord(rows[0])
+        }
+    }
+
+    public func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?) throws {
+        try pool.transaction { conn in
+            try conn.execute("""
+                UPDATE items SET status = $4, error = $5, finished_at = \(Self.serverNow) WHERE run_id = $1 AND step_id = $2 AND id = $3
+                """, [runID, stepID, id, error == nil ? ItemRecord.Status.done.rawValue : ItemRecord.Status.failed.rawValue, error])
+            if let event { try Self.insertEvents([event], conn) }
+        }
+    }
+
+    public func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8]) throws {
+        try pool.withConnection { conn in
+            try conn.execute("UPDATE items SET checkpoint = $4::bytea WHERE run_id = $1 AND step_id = $2 AND id = $3",
+                             [runID, stepID, id, PGText.bytea(data)])
+        }
+    }
+}
+
+// MARK: Statements and row mapping shared by the store's files
+
+extension PostgresStateStore {
+    /// `lease_valid`: whether the row's lease runs past now, by the server's clock.
+    static let leaseValid = "COALESCE(lease_until > \(serverNow), false) AS lease_valid"
+
+    static func ownerParameters(_ owner: OwnerIdentity) -> [String?] {
+        [owner.node, PGText.of(owner.pid), PGText.of(owner.startTime)]
+    }
+
+    /// `prefix%` for LIKE, with LIKE's own wildcards in `prefix` escaped.
+    static func likePrefix(_ prefix: String) -> String {
+        prefix.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_") + "%"
+    }
+
+    static func notifyWork(_ conn: PGConnection) throws {
+        try conn.execute("SELECT pg_notify($1, '')", [PostgresSchema.workChannel])
+    }
+
+    /// Inserts events under the event-order lock; must be the transaction's last statement.
+    static func insertEvents(_ events: [EventRecord], _ conn: PGConnection) throws {
+        guard !events.isEmpty else { return }
+        try conn.execute("SELECT pg_advisory_xact_lock($1)", ["\(PostgresSchema.LockKey.eventOrder)"])
+        // Many rows per statement: a round's events cost one round trip per 200.
+        for chunk in stride(from: 0, to: events.count, by: 200).map({ events[$0..<min($0 + 200, events.count)] }) {
+            var values: [String] = []
+            var parameters: [String?] = []
+            for e in chunk {
+                let n = parameters.count
+                values.append("($\(n + 1), $\(n + 2), $\(n + 3), $\(n + 4), $\(n + 5))")
+                parameters += [e.runID, PGText.of(e.time), e.type.rawValue, e.step, e.data.jsonText]
+            }
+            try conn.execute("INSERT INTO events (run_id, time, type, step, data_json) VALUES " + values.joined(separator: ", "),
+                             parameters)
+        }
+    }
+
+    /// Writes step rows; when a batch holds several versions of one step, the last wins (as
+    /// SQLite's INSERT OR REPLACE in order would).
+    static func upsertSteps(_ steps: [StepRecord], _ conn: PGConnection) throws {
+        guard !steps.isEmpty else { return }
+        var latest: [String: Int] = [:]
+        for (i, s) in steps.enumerated() { latest[s.runID + "\u{0}" + s.id] = i }
+        let unique = latest.values.sorted().map { steps[$0] }
+        for chunk in stride(from: 0, to: unique.count, by: 100).map({ unique[$0..<min($0 + 100, unique.count)] }) {
+            var values: [String] = []
+            var parameters: [String?] = []
+            for s in chunk {
+                let n = parameters.count
+                values.append("(" + (1...19).map { "$\(n + $0)" }.joined(separator: ", ") + ")")
+                parameters += [s.runID, s.id, s.step, s.kind.rawValue, PGText.of(s.itemIndex), s.item?.jsonText,
+                               s.status.rawValue, PGText.of(s.attempt), PGText.of(s.failures), PGText.of(s.nextAttemptAt),
+                               s.idempotencyKey, s.outputs?.jsonText, s.errorKind, s.errorCode, s.errorMessage,
+                               PGText.of(s.startedAt), PGText.of(s.finishedAt), PGText.of(s.completionSeq), s.node]
+            }
+            try conn.execute("""
+                INSERT INTO steps (run_id, id, step, kind, item_index, item_json, status, attempt, failures, next_attempt_at,
+                    idempotency_key, outputs_json, error_kind, error_code, error_message, started_at, finished_at,
+                    completion_seq, node)
+                VALUES \(values.joined(separator: ", "))
+                ON CONFLICT (run_id, id) DO UPDATE SET step = EXCLUDED.step, kind = EXCLUDED.kind,
+                    item_index = EXCLUDED.item_index, item_json = EXCLUDED.item_json, status = EXCLUDED.status,
+                    attempt = EXCLUDED.attempt, failures = EXCLUDED.failures, next_attempt_at = EXCLUDED.next_attempt_at,
+                    idempotency_key = EXCLUDED.idempotency_key, outputs_json = EXCLUDED.outputs_json,
+                    error_kind = EXCLUDED.error_kind, error_code = EXCLUDED.error_code,
+                    error_message = EXCLUDED.error_message, started_at = EXCLUDED.started_at,
+                    finished_at = EXCLUDED.finished_at, completion_seq = EXCLUDED.completion_seq, node = EXCLUDED.node
+                """, parameters)
+        }
+    }
+
+    static func labelsJSON(_ labels: [String: String]) -> String {
+        JSONValue.object(labels.mapValues { .string($0) }).jsonText
+    }
+
+    static func json(_ text: String?) -> JSONValue? { text.flatMap { try? JSONValue(parsing: $0) } }
+
+    /// A run row read with `leaseValid` among its columns.
+    static func runRecord(_ row: PGRow) -> RunRecord {
+        var run = RunRecord(
+            id: row.string("id") ?? "", workflowName: row.string("workflow_name") ?? "",
+            workflowFile: row.string("workflow_file") ?? "", workflowSource: row.string("workflow_source") ?? "",
+            inputs: json(row.string("inputs_json")) ?? [:],
+            status: row.string("status").flatMap(RunStatus.init(rawValue:)) ?? .failed,
+            createdAt: row.double("created_at") ?? 0, runDir: row.string("run_dir") ?? "",
+            priority: row.int("priority") ?? 0,
+            labels: (json(row.string("labels_json"))?.objectValue ?? [:]).compactMapValues(\.stringValue))
+        run.queue = row.string("queue") ?? "default"
+        run.ending = row.string("ending").flatMap(RunStatus.init(rawValue:))
+        run.startedAt = row.double("started_at")
+        run.finishedAt = row.double("finished_at")
+        run.error = row.string("error")
+        run.outputs = json(row.string("outputs_json"))
+        run.requestedControl = row.string("requested_control").flatMap(RunControl.init(rawValue:))
+        run.queueOrder = row.double("queue_order") ?? run.createdAt
+        run.runNow = row.bool("run_now") ?? false
+        run.maxRate = row.int64("max_rate")
+        run.leaseUntil = row.double("lease_until")
+        if let node = row.string("owner_node") {
+            run.owner = OwnerIdentity(node: node, pid: Int32(row.int("owner_pid") ?? 0), startTime: row.int64("owner_start") ?? 0)
+            run.ownerIsLive = run.owner!.isLive(leaseValid: row.bool("lease_valid") ?? false)
+        }
+        return run
+    }
+
+    static func stepRecord(_ row: PGRow) -> StepRecord {
+        var s = StepRecord(runID: row.string("run_id") ?? "", id: row.string("id") ?? "", step: row.string("step") ?? "",
+                           kind: row.string("kind").flatMap(StepKind.init(rawValue:)) ?? .step,
+                           status: row.string("status").flatMap(StepStatus.init(rawValue:)) ?? .pending)
+        s.itemIndex = row.int("item_index")
+        s.item = json(row.string("item_json"))
+        s.attempt = row.int("attempt") ?? 0
+        s.failures = row.int("failures") ?? 0
+        s.nextAttemptAt = row.double("next_attempt_at")
+        s.idempotencyKey = row.string("idempotency_key")
+        s.outputs = json(row.string("outputs_json"))
+        s.errorKind = row.string("error_kind")
+        s.errorCode = row.string("error_code")
+        s.errorMessage = row.string("error_message")
+        s.startedAt = row.double("started_at")
+        s.finishedAt = row.double("finished_at")
+        s.completionSeq = row.int("completion_seq")
+        s.node = row.string("node")
+        return s
+    }
+
+    static func eventRecord(_ row: PGRow) -> EventRecord {
+        EventRecord(seq: row.int64("seq") ?? 0, runID: row.string("run_id"), time: row.double("time") ?? 0,
+                    type: EventType(rawValue: row.string("type") ?? ""), step: row.string("step"),
+                    data: json(row.string("data_json")) ?? [:])
+    }
+
+    static func itemRecord(_ row: PGRow) -> ItemRecord {
+        ItemRecord(runID: row.string("run_id") ?? "", stepID: row.string("step_id") ?? "", id: row.string("id") ?? "",
+                   seq: row.int64("seq") ?? 0, json: row.string("json") ?? "",
+                   status: row.string("status").flatMap(ItemRecord.Status.init(rawValue:)) ?? .queued,
+                   error: row.string("error"), checkpoint: row.bytes("checkpoint"))
+    }
+}

@@ -1,0 +1,79 @@
+// The words every layer shares with the store: event types and control verbs. Typed, so a
+// misspelt verb or event type is a compile error instead of a string nobody acts on.
+import Foundation
+
+/// The type of a journaled event (what `--json`, `events` and the API print as `type`).
+/// Stable: scripts read them. A struct rather than an enum so that a store written by a newer
+/// version (with types this one does not know) still reads.
+public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    // A run's life.
+    public static let runAdded = EventType(rawValue: "run.added")
+    public static let runStarted = EventType(rawValue: "run.started")
+    public static let runResumed = EventType(rawValue: "run.resumed")
+    public static let runFinished = EventType(rawValue: "run.finished")
+    public static let runCompensating = EventType(rawValue: "run.compensating")
+    public static let runInterrupted = EventType(rawValue: "run.interrupted")
+    /// A run moved to this node from another one (its owner died or was fenced).
+    public static let runTakenOver = EventType(rawValue: "run.taken_over")
+    // Steps.
+    public static let stepStarted = EventType(rawValue: "step.started")
+    public static let stepRetrying = EventType(rawValue: "step.retrying")
+    public static let stepSucceeded = EventType(rawValue: "step.succeeded")
+    public static let stepFailed = EventType(rawValue: "step.failed")
+    public static let stepSkipped = EventType(rawValue: "step.skipped")
+    public static let stepCancelled = EventType(rawValue: "step.cancelled")
+    public static let stepInterrupted = EventType(rawValue: "step.interrupted")
+    public static let stepWaiting = EventType(rawValue: "step.waiting")
+    public static let stepHeld = EventType(rawValue: "step.held")
+    public static let stepReleased = EventType(rawValue: "step.released")
+    public static let stepProgress = EventType(rawValue: "step.progress")
+    public static let stepLog = EventType(rawValue: "step.log")
+    /// A succeeded step whose results lived on another node's disk runs again here.
+    public static let stepRedone = EventType(rawValue: "step.redone")
+    // Sessions, hooks and items of long-lived steps.
+    public static let sessionReopening = EventType(rawValue: "session.reopening")
+    public static let sessionClosed = EventType(rawValue: "session.closed")
+    public static let hookSucceeded = EventType(rawValue: "hook.succeeded")
+    public static let hookFailed = EventType(rawValue: "hook.failed")
+    public static let itemAdded = EventType(rawValue: "item.added")
+    public static let itemStarted = EventType(rawValue: "item.started")
+    public static let itemProgress = EventType(rawValue: "item.progress")
+    public static let itemFinished = EventType(rawValue: "item.finished")
+    // The queue and its workers (run id nil, except `queue.changed`).
+    public static let queueChanged = EventType(rawValue: "queue.changed")
+    public static let queuePreempted = EventType(rawValue: "queue.preempted")
+    public static let workerStarted = EventType(rawValue: "worker.started")
+    public static let workerStopped = EventType(rawValue: "worker.stopped")
+}
+
+/// What another process asks the owner of a run to do (`orchestrate cancel|stop|pause|close`),
+/// left in the store and picked up by the owner's heartbeat or worker.
+public enum RunControl: String, Sendable, CaseIterable {
+    /// Interrupt, compensate, end `cancelled`.
+    case cancel
+    /// Interrupt and put back in the queue.
+    case stop
+    /// Interrupt, keep the place and the slot.
+    case pause
+    /// Continue a paused run the worker holds.
+    case unpause
+    /// Let go of a held paused run (it was stopped or is to run now elsewhere).
+    case unhold
+    /// Persistent sessions finish what was added, then end.
+    case close
+}
+
+/// Names of queues (`submit --queue`, `serve --queue`): letters, digits, `.`, `_`, `-`, at most
+/// 64, so they read well in `list`, URLs and metrics labels.
+public enum QueueName {
+    public static let rule = "a queue name is 1 to 64 letters, digits, '.', '_' or '-'"
+
+    public static func isValid(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64
+            && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
+    }
+}

@@ -1,0 +1,339 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateStore
+import OrchestrateTestSupport
+import Testing
+
+/// The `StateStore` contract (StateStore.swift), the same tests on both implementations: SQLite
+/// in a temporary directory, PostgreSQL in a fresh database of a throwaway cluster.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+    var testDescription: String { rawValue }
+}
+
+/// One empty store of a kind, and a way to open the same store again (another process's view).
+final class StoreUnderTest: @unchecked Sendable {
+    let kind: StoreKind
+    let dir = TemporaryDirectory("store")
+    let location: StoreLocation
+    let store: any StateStore
+
+    init(_ kind: StoreKind) throws {
+        self.kind = kind
+        switch kind {
+        case .sqlite: location = .sqlite(directory: dir.file("state").path)
+        case .postgres: location = .postgres(connection: try PostgresServer.shared().createDatabase())
+        }
+        store = try StoreOpening.open(location)
+    }
+
+    /// Another store object on the same data: what a second process sees.
+    func reopen() throws -> any StateStore { try StoreOpening.open(location) }
+
+    @discardableResult
+    func makeRun(_ id: String = "r1", queue: String = "default", status: RunStatus = .running, priority: Int = 0,
+                 createdAt: Double = 1) throws -> RunRecord
+    {
+        var run = RunRecord(id: id, workflowName: "wf", workflowFile: "/wf.yaml", workflowSource: "name: wf",
+                            inputs: ["a": 1], status: status, createdAt: createdAt, runDir: RunRecord.runDirectory(for: id),
+                            priority: priority, labels: ["team": "media"])
+        run.queue = queue
+        try store.createRun(run, events: [EventRecord(runID: id, time: 1, type: .runAdded)])
+        return run
+    }
+}
+
+/// An identity of a process of this node that existed and is now gone.
+func deadOwner() throws -> OwnerIdentity {
+    let child = try ChildProcess.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "echo $$"])
+    let pid = Int32(child.stdout.trimmingCharacters(in: .whitespacesAndNewlines))!
+    return OwnerIdentity(node: NodeName.current, pid: pid, startTime: 12345)
+}
+
+@Suite(.serialized) struct StoreContractTests {
+    @Test(arguments: StoreKind.allCases)
+    func runsRoundTripAndFilter(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        var run = try t.makeRun()
+        try t.makeRun("r2", queue: "uploads")
+        #expect(throws: StoreError.self) { try t.makeRun("r2") }
+        run.status = .succeeded
+        run.outputs = ["video": "/videos/1"]
+        var batch = JournalBatch()
+        batch.runUpdates = [run]
+        try t.store.commit(batch)
+        let loaded = try #require(try t.store.run("r1"))
+        #expect(loaded.status == .succeeded)
+        #expect(loaded.outputs == ["video": "/videos/1"])
+        #expect(loaded.inputs == ["a": 1])
+        #expect(loaded.labels == ["team": "media"])
+        #expect(loaded.runDir == "runs/r1" && loaded.queue == "default")
+        #expect(try t.store.run("nope") == nil)
+        #expect(try t.store.listRuns(RunFilter(statuses: [.succeeded])).map(\.id) == ["r1"])
+        #expect(try t.store.listRuns(RunFilter(labels: ["team": "media"])).count == 2)
+        #expect(try t.store.listRuns(RunFilter(labels: ["team": "other"])).isEmpty)
+        #expect(try t.store.listRuns(RunFilter(queues: ["uploads"])).map(\.id) == ["r2"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func stepsCheckpointsAndEventsAreJournaled(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        var step = StepRecord(runID: "r1", id: "upload", step: "upload", kind: .step, status: .running)
+        step.attempt = 2
+        step.failures = 1
+        step.idempotencyKey = "r1/upload"
+        step.node = "bay-1"
+        var batch = JournalBatch()
+        // Two versions of one step in a batch: the last one wins.
+        var earlier = step
+        earlier.attempt = 1
+        batch.stepUpserts = [earlier, step]
+        batch.events = [EventRecord(runID: "r1", time: 2, type: .stepStarted, step: "upload", data: ["attempt": 2])]
+        try t.store.commit(batch)
+        let checkpoint: [UInt8] = Array("offset=42".utf8) + [0, 255, 92, 120]
+        try t.store.saveCheckpoint(runID: "r1", stepID: "upload", data: checkpoint)
+        try t.store.saveCheckpoint(runID: "r1", stepID: "upload", data: checkpoint + [7])
+        let steps = try t.store.steps(ofRun: "r1")
+        #expect(steps.count == 1)
+        #expect(steps[0].attempt == 2 && steps[0].failures == 1 && steps[0].idempotencyKey == "r1/upload")
+        #expect(steps[0].node == "bay-1")
+        #expect(try t.store.checkpoint(runID: "r1", stepID: "upload") == checkpoint + [7])
+        #expect(try t.store.checkpoint(runID: "r1", stepID: "other") == nil)
+        let events = try t.store.events(runID: "r1", afterSeq: 0, limit: 10)
+        #expect(events.map(\.type) == [.runAdded, .stepStarted])
+        #expect(events[1].data == ["attempt": 2])
+        #expect(try t.store.events(runID: "r1", afterSeq: events[0].seq, limit: 10).count == 1)
+        // The latest progress of each step.
+        try t.store.appendEvents([
+            EventRecord(runID: "r1", time: 3, type: .stepProgress, step: "upload", data: ["bytes_done": 1]),
+            EventRecord(runID: "r1", time: 4, type: .stepProgress, step: "upload", data: ["bytes_done": 2]),
+            EventRecord(runID: "r1", time: 4, type: .stepProgress, step: "other", data: ["bytes_done": 9]),
+        ])
+        #expect(try t.store.latestProgress(runID: "r1").map { $0.data["bytes_done"] } == [2, 9])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aLiveOwnerKeepsItsRunAndADeadOneLosesIt(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        // A dead owner with an unexpired lease: taken over at once (same node, pid gone).
+        let dead = try deadOwner()
+        #expect(try t.store.claimRun("r1", owner: dead, lease: 60))
+        #expect(try t.store.run("r1")?.ownerIsLive == false)
+        #expect(try t.store.claimRun("r1", owner: .current, lease: 60))
+        #expect(try t.store.run("r1")?.ownerIsLive == true)
+        // Now this live process owns it: someone else on this node cannot take it.
+        let other = OwnerIdentity(node: NodeName.current, pid: getppid(), startTime: 0)
+        #expect(try t.store.claimRun("r1", owner: other, lease: 60) == false)
+        #expect(try t.store.renewLease("r1", owner: .current, lease: 60).owned)
+        #expect(try t.store.renewLease("r1", owner: other, lease: 60).owned == false)
+        try t.store.requestControl("r1", control: .cancel)
+        #expect(try t.store.renewLease("r1", owner: .current, lease: 60).control == .cancel)
+        #expect(try t.store.takeControls(owner: .current).map(\.control) == [.cancel])
+        #expect(try t.store.takeControls(owner: .current).isEmpty)
+        try t.store.releaseRun("r1", owner: .current)
+        #expect(try t.store.run("r1")?.owner == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func anOwnerOnAnotherNodeIsJudgedByItsLease(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        let remote = OwnerIdentity(node: "elsewhere", pid: 1, startTime: 1)
+        #expect(try t.store.claimRun("r1", owner: remote, lease: 60))
+        #expect(try t.store.run("r1")?.ownerIsLive == true)
+        #expect(try t.store.claimRun("r1", owner: .current, lease: 60) == false)
+        #expect(try t.store.claimRun("r1", owner: remote, lease: -1))
+        #expect(try t.store.run("r1")?.ownerIsLive == false)
+        #expect(try t.store.claimRun("r1", owner: .current, lease: 60))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aFencedCommitOfANonOwnerWritesNothing(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        let remote = OwnerIdentity(node: "elsewhere", pid: 1, startTime: 1)
+        #expect(try t.store.claimRun("r1", owner: remote, lease: 60))
+        var batch = JournalBatch()
+        batch.fence = ("r1", .current)
+        batch.stepUpserts = [StepRecord(runID: "r1", id: "a", step: "a", kind: .step, status: .succeeded)]
+        batch.events = [EventRecord(runID: "r1", time: 2, type: .stepSucceeded, step: "a")]
+        #expect(throws: StoreError.self) { try t.store.commit(batch) }
+        #expect(try t.store.steps(ofRun: "r1").isEmpty)
+        #expect(try t.store.events(runID: "r1", afterSeq: 0, limit: 10).map(\.type) == [.runAdded])
+        batch.fence = ("r1", remote)
+        try t.store.commit(batch)
+        #expect(try t.store.steps(ofRun: "r1").count == 1)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func concurrencyLeasesHoldAcrossProcessesAndFreeDeadOwners(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        let a = t.store, b = try t.reopen()
+        let key = [(key: "api:x", limit: 2)]
+        #expect(try a.tryAcquireLeases(key, holder: "r1/a", owner: .current, lease: 60))
+        #expect(try b.tryAcquireLeases(key, holder: "r2/a", owner: .current, lease: 60))
+        #expect(try b.tryAcquireLeases(key, holder: "r2/b", owner: .current, lease: 60) == false)
+        // Several keys are all-or-nothing.
+        #expect(try a.tryAcquireLeases([(key: "other", limit: 5), (key: "api:x", limit: 2)], holder: "r1/c",
+                                       owner: .current, lease: 60) == false)
+        #expect(try a.tryAcquireLeases([(key: "other", limit: 1)], holder: "r1/d", owner: .current, lease: 60))
+        var release = JournalBatch()
+        release.releasedLeases = ["r1/a"]
+        try a.commit(release)
+        #expect(try b.tryAcquireLeases(key, holder: "r2/b", owner: .current, lease: 60))
+        // A slot held by a dead process of this node is not counted.
+        let dead = try deadOwner()
+        #expect(try a.tryAcquireLeases([(key: "solo", limit: 1)], holder: "dead/x", owner: dead, lease: 60))
+        #expect(try b.tryAcquireLeases([(key: "solo", limit: 1)], holder: "r2/c", owner: .current, lease: 60))
+        // An expired slot of another node is not counted either; a live one is.
+        let remote = OwnerIdentity(node: "elsewhere", pid: 1, startTime: 1)
+        #expect(try a.tryAcquireLeases([(key: "exp", limit: 1)], holder: "r9/e", owner: remote, lease: -1))
+        #expect(try b.tryAcquireLeases([(key: "exp", limit: 1)], holder: "r2/e", owner: .current, lease: 60))
+        #expect(try a.tryAcquireLeases([(key: "far", limit: 1)], holder: "r9/f", owner: remote, lease: 60))
+        #expect(try b.tryAcquireLeases([(key: "far", limit: 1)], holder: "r2/f", owner: .current, lease: 60) == false)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func itemsAreQueuedInOrderAndFinishedOnce(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        try t.store.addItem(runID: "r1", stepID: "accept", id: "i1", json: #"{"source":"/a"}"#,
+                            event: EventRecord(runID: "r1", time: 2, type: .itemAdded, step: "accept", data: ["item": "i1"]))
+        try t.store.addItem(runID: "r1", stepID: "accept", id: "i2", json: #"{"source":"/b"}"#, event: nil)
+        #expect(throws: (any Error).self) { try t.store.addItem(runID: "r1", stepID: "accept", id: "i1", json: "{}", event: nil) }
+        #expect(try t.store.nextQueuedItem(runID: "r1", stepID: "accept", after: 0)?.id == "i1")
+        #expect(try t.store.nextQueuedItem(runID: "r1", stepID: "accept", after: 1)?.id == "i2")
+        try t.store.finishItem(runID: "r1", stepID: "accept", id: "i1", error: nil,
+                               event: EventRecord(runID: "r1", time: 3, type: .itemFinished, step: "accept", data: ["item": "i1"]))
+        try t.store.finishItem(runID: "r1", stepID: "accept", id: "i2", error: "permission denied", event: nil)
+        let types = try t.store.events(runID: "r1", afterSeq: 0, limit: 10).map(\.type)
+        #expect(types == [.runAdded, .itemAdded, .itemFinished])
+        try t.store.saveItemCheckpoint(runID: "r1", stepID: "accept", id: "i2", data: [1, 2, 3])
+        let items = try t.store.items(runID: "r1", stepID: "accept")
+        #expect(items.map(\.id) == ["i1", "i2"])
+        #expect(items.map(\.seq) == [1, 2])
+        #expect(items.map(\.status) == [.done, .failed])
+        #expect(items[1].error == "permission denied")
+        #expect(items[1].checkpoint == [1, 2, 3])
+        #expect(try t.store.nextQueuedItem(runID: "r1", stepID: "accept", after: 0) == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func claimsFollowQueuesPriorityAndRunNow(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun("old", status: .queued, createdAt: 1)
+        try t.makeRun("urgent", status: .queued, priority: 5, createdAt: 2)
+        try t.makeRun("elsewhere", queue: "exports", status: .queued, createdAt: 0)
+        try t.makeRun("later", status: .queued, createdAt: 3)
+        try t.store.updateQueueFields("later", status: nil, queueOrder: -1, runNow: true)
+        try t.makeRun("paused", status: .paused, createdAt: 4)
+        let first = try t.store.claimNextRuns(owner: .current, queues: ["default"], limit: 2, lease: 60)
+        #expect(first.map(\.id) == ["later", "urgent"])
+        #expect(first.allSatisfy { $0.owner == .current && $0.runNow == false })
+        #expect(try t.store.claimNextRuns(owner: .current, queues: ["default"], limit: 5, lease: 60).map(\.id) == ["old"])
+        #expect(try t.store.claimNextRuns(owner: .current, queues: ["default"], limit: 5, lease: 60).isEmpty)
+        #expect(try t.store.claimPausedRuns(owner: .current, queues: ["default"], lease: 60).map(\.id) == ["paused"])
+        #expect(try t.store.claimNextRuns(owner: .current, queues: ["exports", "default"], limit: 5, lease: 60).map(\.id)
+                == ["elsewhere"])
+        // A run left by an owner on another node whose lease ran out is taken first.
+        let remote = OwnerIdentity(node: "gone", pid: 7, startTime: 7)
+        try t.makeRun("orphan", status: .running, createdAt: 9)
+        #expect(try t.store.claimRun("orphan", owner: remote, lease: -1))
+        try t.makeRun("fresh", status: .queued, createdAt: 10)
+        #expect(try t.store.claimNextRuns(owner: .current, queues: ["default"], limit: 1, lease: 60).map(\.id) == ["orphan"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func concurrentWorkersNeverClaimTheSameRun(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        for i in 0..<120 { try t.makeRun(String(format: "r%03d", i), status: .queued, createdAt: Double(i)) }
+        // Four workers, each its own store object (connection) and identity (on other nodes).
+        let stores = try (0..<4).map { _ in try t.reopen() }
+        let claimed = Collected<String>()
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            let owner = OwnerIdentity(node: "worker-\(worker)", pid: Int32(100 + worker), startTime: 1)
+            while true {
+                guard let runs = try? stores[worker].claimNextRuns(owner: owner, queues: ["default"], limit: 3, lease: 60),
+                      !runs.isEmpty
+                else { break }
+                for run in runs { claimed.add(run.id) }
+            }
+        }
+        #expect(claimed.all.count == 120)
+        #expect(Set(claimed.all).count == 120)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aFollowerOfEventsMissesNothingWhileManyWrite(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        let writers = try (0..<4).map { _ in try t.reopen() }
+        let done = Collected<Bool>()
+        var seen: [Int64] = []
+        var cursor: Int64 = 0
+        DispatchQueue.global().async {
+            DispatchQueue.concurrentPerform(iterations: 4) { w in
+                for i in 0..<50 {
+                    try? writers[w].appendEvents([
+                        EventRecord(runID: "r1", time: 1, type: .stepLog, data: ["w": .int(Int64(w)), "i": .int(Int64(i))]),
+                        EventRecord(runID: "r1", time: 1, type: .stepLog, data: ["w": .int(Int64(w)), "i": .int(Int64(i)), "second": true]),
+                    ])
+                }
+            }
+            done.add(true)
+        }
+        // Follow while they write, as `events --follow` and the API's SSE do.
+        while true {
+            let finished = !done.all.isEmpty
+            let batch = try t.store.events(runID: "r1", afterSeq: cursor, limit: 37)
+            for event in batch { seen.append(event.seq) }
+            cursor = batch.last?.seq ?? cursor
+            if finished && batch.isEmpty { break }
+        }
+        let all = try t.store.events(runID: "r1", afterSeq: 0, limit: 10_000).map(\.seq)
+        #expect(all.count == 401)
+        #expect(seen == all, "the follower saw \(seen.count) of \(all.count)")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func deletingARunRemovesEverythingAboutIt(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        try t.makeRun("keep")
+        var batch = JournalBatch()
+        batch.stepUpserts = [StepRecord(runID: "r1", id: "a", step: "a", kind: .step)]
+        try t.store.commit(batch)
+        try t.store.saveCheckpoint(runID: "r1", stepID: "a", data: [1])
+        try t.store.addItem(runID: "r1", stepID: "a", id: "i", json: "{}", event: nil)
+        #expect(try t.store.tryAcquireLeases([(key: "k", limit: 1)], holder: "r1/a", owner: .current, lease: 60))
+        try t.store.deleteRun("r1")
+        #expect(try t.store.run("r1") == nil)
+        #expect(try t.store.steps(ofRun: "r1").isEmpty)
+        #expect(try t.store.checkpoint(runID: "r1", stepID: "a") == nil)
+        #expect(try t.store.items(runID: "r1", stepID: "a").isEmpty)
+        #expect(try t.store.events(runID: "r1", afterSeq: 0, limit: 10).isEmpty)
+        #expect(try t.store.tryAcquireLeases([(key: "k", limit: 1)], holder: "keep/a", owner: .current, lease: 60))
+        #expect(try t.store.run("keep") != nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func thePassiveFlagIsShared(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        let other = try t.reopen()
+        #expect(try other.isQueuePassive() == false)
+        try t.store.setQueuePassive(true)
+        #expect(try other.isQueuePassive())
+        try t.store.setQueuePassive(false)
+        #expect(try other.isQueuePassive() == false)
+    }
+}
+
+/// Values gathered from several threads.
+final class Collected<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [T] = []
+    func add(_ value: T) { lock.withLock { list.append(value) } }
+    var all: [T] { lock.withLock { list } }
+}

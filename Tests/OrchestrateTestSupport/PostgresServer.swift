@@ -1,0 +1,143 @@
+import Foundation
+
+/// A throwaway PostgreSQL cluster for the tests: Debian's server binaries, `initdb` in a
+/// temporary directory, `pg_ctl` on a port of its own on 127.0.0.1 (and a Unix socket in the
+/// same directory), stopped when the test process exits. PostgreSQL refuses to run as root, so
+/// as root it runs as the `postgres` user (`runuser`).
+///
+/// ```swift
+/// let url = try PostgresServer.shared().createDatabase()   // a fresh, empty database
+/// ```
+public final class PostgresServer: @unchecked Sendable {
+    public struct Unavailable: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public let directory: String
+    public let port: Int
+    private let binaries: String
+    private let lock = NSLock()
+    private var databases = 0
+
+    nonisolated(unsafe) private static var sharedServer: PostgresServer?
+    private static let sharedLock = NSLock()
+
+    /// The cluster shared by every test of this process, started on first use.
+    public static func shared() throws -> PostgresServer {
+        try sharedLock.withLock {
+            if let server = sharedServer { return server }
+            let server = try PostgresServer()
+            sharedServer = server
+            atexit { PostgresServer.sharedServer?.stop() }
+            return server
+        }
+    }
+
+    /// A cluster of the caller's own, for a test that stops or restarts it (which would break
+    /// the other tests on the shared one). The caller stops it with `stop()` and `remove()`.
+    public static func dedicated() throws -> PostgresServer { try PostgresServer() }
+
+    /// Deletes the cluster's files (after `stop()`).
+    public func remove() { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// The superuser's URL of database `name`.
+    public func url(_ name: String = "postgres") -> String { "postgresql://postgres@127.0.0.1:\(port)/\(name)" }
+
+    /// Creates an empty database and returns its URL.
+    public func createDatabase(prefix: String = "orc") throws -> String {
+        let name = lock.withLock { () -> String in
+            databases += 1
+            return "\(prefix)_\(getpid())_\(databases)"
+        }
+        try sql("CREATE DATABASE \(name)")
+        return url(name)
+    }
+
+    /// Runs SQL as the superuser with psql; throws with psql's message when it fails.
+    @discardableResult
+    public func sql(_ statement: String, database: String = "postgres") throws -> String {
+        let result = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/psql"),
+                                          ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", url(database), "-c", statement])
+        guard result.status == 0 else { throw Unavailable(description: "psql: \(result.stderr)") }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Stops the server (fast shutdown: sessions are cut, as in a restart or a crash of the
+    /// database host) or starts it again, on the same port and data.
+    public func stop() { _ = try? pgctlDetached(["stop", "-m", "fast", "-w"]) }
+
+    public func start() throws {
+        let status = try pgctlDetached(["start", "-w", "-t", "30", "-l", directory + "/log",
+                                        "-o", "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"])
+        guard status == 0 else {
+            throw Unavailable(description: "pg_ctl start failed: \((try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "")")
+        }
+    }
+
+    /// pg_ctl with its output in the server's log rather than in pipes (the server it starts
+    /// lives on and would hold them), spawned and reaped with plain posix_spawn/waitpid: it may
+    /// run from an atexit handler, where Foundation's Process cannot be waited for.
+    private func pgctlDetached(_ arguments: [String]) throws -> Int32 {
+        let tool = binaries + "/pg_ctl"
+        let all = ["-D", directory + "/data"] + arguments
+        let argv = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", tool] + all : [tool] + all
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for fd: Int32 in [0, 1, 2] {
+            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { for p in cArgs { free(p) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, &cArgs, environ)
+        guard spawned == 0 else { throw Unavailable(description: "cannot run \(argv[0]): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    private init() throws {
+        guard let bin = PostgresServer.findBinaries() else {
+            throw Unavailable(description: "no PostgreSQL server binaries in /usr/lib/postgresql (scripts/install-deps.sh installs them)")
+        }
+        binaries = bin
+        directory = NSTemporaryDirectory() + "orchestrate-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        if getuid() == 0 { _ = try ChildProcess.run(URL(fileURLWithPath: "/bin/chown"), ["postgres:postgres", directory]) }
+        port = try PostgresServer.freePort()
+        let initdb = try asServerUser(bin + "/initdb", ["-D", directory + "/data", "-A", "trust", "-U", "postgres", "--no-sync"])
+        guard initdb.status == 0 else { throw Unavailable(description: "initdb failed: \(initdb.stderr)") }
+        try start()
+    }
+
+    private func asServerUser(_ tool: String, _ arguments: [String]) throws -> ProcessResult {
+        if getuid() == 0 {
+            return try ChildProcess.run(URL(fileURLWithPath: "/usr/sbin/runuser"), ["-u", "postgres", "--", tool] + arguments)
+        }
+        return try ChildProcess.run(URL(fileURLWithPath: tool), arguments)
+    }
+
+    private static func findBinaries() -> String? {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
+        return versions.last.map { "\(root)/\($0)/bin" }
+    }
+
+    /// A TCP port nothing listens on right now.
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw Unavailable(description: "no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
