@@ -239,7 +239,7 @@ import Testing
         let old = Harness.randomFile(remote, size: 50_000, seed: 11)
         let oldCopy = h.path("old-copy.bin")
         try FileManager.default.copyItem(atPath: old, toPath: oldCopy)
-        FileManager.default.createFile(atPath: remote + ".orchestrate-replaced", contents: Data("stale".utf8))
+        try Data("stale".utf8).write(to: URL(fileURLWithPath: remote + ".orchestrate-replaced"))
         let source = Harness.randomFile(h.path("new.bin"), size: 70_000, seed: 12)
         func upload(sha256: String?) throws -> ProcessResult {
             let wf = h.workflow("""
