@@ -131,7 +131,7 @@ private func readPid(_ file: URL) async throws -> Int32 {
         #expect(failure.code == "command_not_found")
         #expect(failure.message.hasPrefix("command not found: no-such-command-orchestrate (searched PATH="))
         let path = try #require(try await runExec(["command": ["/nonexistent/tool"]]).failure)
-        #expect(path.kind == .invalidInput && path.message == "command not found: /nonexistent/tool")
+        #expect(path.kind == .invalidInput && path.message == "command not found: /nonexistent/tool; fix command[0]")
         let dir = TemporaryDirectory()
         let plain = dir.write("plain.sh", "echo not executable\n")
         let notExecutable = try #require(try await runExec(["command": [.string(plain.path)]]).failure)

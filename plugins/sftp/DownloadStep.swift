@@ -39,7 +39,7 @@ struct DownloadStep: StepDefinition {
             let fs = RemoteFS(connection: connection, step: step)
             let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try fs.realpath("."))
             let source = try root.resolve(sourceRelative)
-            guard let info = try fs.stat(source) else { throw StepError.permanent("\(source) does not exist on the server", code: "ENOENT") }
+            guard let info = try fs.stat(source) else { throw StepError.permanent("source \(source) does not exist on the server", code: "ENOENT") }
             var listing = TreeListing(files: [.init(relative: "", size: info.size)])
             if info.isDirectory {
                 listing = TreeListing()

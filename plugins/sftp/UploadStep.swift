@@ -33,7 +33,7 @@ struct UploadStep: StepDefinition {
         let source = try step.string("source")
         let destination = try step.string("destination")
         let options = try TransferOptions(step)
-        guard let info = LocalFile.info(source) else { throw StepError.invalidInput("\(source) does not exist", code: "ENOENT") }
+        guard let info = LocalFile.info(source) else { throw StepError.invalidInput("source \(source) does not exist", code: "ENOENT") }
         let (session, owned) = try Sessions.resolve(step)
         defer { if owned { session.close() } }
         let connection = try session.shared(step)
