@@ -130,7 +130,7 @@ struct TusUpload {
 
     private func expired(_ uploadURL: String, _ response: Transfer.Response) -> StepError {
         step.saveCheckpoint(json: [:])
-        let fix = create ? "the next run creates a new one" : "give url a new upload, or the creation endpoint with create: true"
+        let fix = create ? "orchestrate retry RUN creates a new one" : "give url a new upload, or the creation endpoint with create: true"
         return .permanent("tus: the upload \(uploadURL) has expired or was removed (HTTP \(response.status)); \(fix)",
                           code: "upload_expired")
     }
