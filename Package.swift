@@ -78,9 +78,9 @@ let package = Package(
         .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit"],
                 path: "plugins/exec"),
         .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "CCurl", "OrchestrateDigest", "OrchestrateTokenBucket"],
-                path: "plugins/http"),
+                path: "plugins/http", exclude: ["README.md"]),
         .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "CLibSSH2", "CLibCrypto"],
-                path: "plugins/sftp"),
+                path: "plugins/sftp", exclude: ["README.md"]),
         .executableTarget(name: "OrchestrateSandbox", dependencies: [
             "OrchestrateJSON", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),

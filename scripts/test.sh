@@ -4,7 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-swift build
+# Builds the tests too (so `swift test` below only runs them) and fails on any warning about the
+# project's own files: the build is kept warning-free.
+build_log="$(mktemp)"
+trap 'rm -f "$build_log"' EXIT
+swift build --build-tests 2>&1 | tee "$build_log"
+scripts/own-warnings.py "$build_log"
 # The tests run the real binary and load the real plugin libraries from here.
 ORCHESTRATE_BIN_DIR="$(swift build --show-bin-path)"
 export ORCHESTRATE_BIN_DIR

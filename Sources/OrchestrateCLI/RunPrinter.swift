@@ -83,7 +83,9 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
             return prefix + "\(step) " + Terminal.styled("retrying", .yellow)
                 + " in \(ms(d["delay_ms"]))\(hint): attempt \(d["attempt"]?.intValue ?? 0) failed (\(why)): \(d["reason"]?.stringValue ?? "")"
         case EventType.stepFailed:
-            let note = d["continue_on_error"]?.boolValue == true ? " (continue_on_error)" : ""
+            let notes = [d["not_retried"]?.stringValue.map { "not retried: \($0)" },
+                         d["continue_on_error"]?.boolValue == true ? "continue_on_error" : nil].compactMap { $0 }
+            let note = notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"
             return prefix + "\(step) " + Terminal.styled("failed", .red) + "\(note): \(d["error"]?.stringValue ?? "")"
         case EventType.stepSkipped:
             return prefix + "\(step) " + Terminal.styled("skipped", .dim) + ": \(d["reason"]?.stringValue ?? "")"
@@ -118,7 +120,9 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
         lock.withLock { board.erase() }
         let steps = (try? store.steps(ofRun: run.id)) ?? []
         var counts: [String: Int] = [:]
-        for step in steps where step.kind != .item && step.kind != .compensation { counts[step.status.rawValue, default: 0] += 1 }
+        for step in steps where step.kind != .item && step.kind != .compensation {
+            counts[step.status.rawValue.replacingOccurrences(of: "_", with: " "), default: 0] += 1  // "not run"
+        }
         let countText = counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
         let duration = String(format: "%.1fs", Date().timeIntervalSince(started))
         let style: Terminal.Style = run.status == .succeeded ? .green : .red

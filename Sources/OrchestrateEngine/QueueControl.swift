@@ -116,7 +116,7 @@ public struct QueueControl: Sendable {
         }
     }
 
-    /// Steps that failed or were cancelled, and steps whose effect a compensation undid, go back
+    /// Steps that failed, were cancelled or did not run, and steps whose effect a compensation undid, go back
     /// to pending; the run is queued again.
     private func resetForRetry(_ run: RunRecord) throws {
         let steps = try store.steps(ofRun: run.id)
@@ -128,7 +128,7 @@ public struct QueueControl: Sendable {
                 batch.deletedSteps.append((run.id, step.id))
                 continue
             }
-            let redo = step.status == .failed || step.status == .cancelled || undone.contains(step.id)
+            let redo = [.failed, .cancelled, .notRun].contains(step.status) || undone.contains(step.id)
             guard redo else { continue }
             step.status = step.kind == .fanOut ? .running : .pending
             step.failures = 0

@@ -44,7 +44,7 @@ extension RunExecutor {
         for id in compensationOrder() {
             guard let instance = instances[id] else { continue }
             switch instance.record.status {
-            case .succeeded, .failed, .skipped, .cancelled:
+            case .succeeded, .failed, .skipped, .cancelled, .notRun:
                 continue
             case .running, .held:  // (a compensation is never held: holds need a run that is not ending)
                 return true
@@ -59,10 +59,11 @@ extension RunExecutor {
         return false
     }
 
-    /// Ends a failed or cancelled run once its compensations are done.
+    /// Ends a failed or cancelled run once its compensations are done. Steps still pending never
+    /// started (`not_run`); any other unfinished one was stopped on its way (`cancelled`).
     func finishEnding() {
         for instance in instances.values where !instance.record.status.isFinished {
-            instance.record.status = .cancelled
+            instance.record.status = instance.record.status == .pending ? .notRun : .cancelled
             instance.record.finishedAt = now()
             batch.stepUpserts.append(instance.record)
         }

@@ -68,11 +68,11 @@ extension RunExecutor {
             return
         }
         let policy = instance.spec.retry
-        let retryable = (failure.kind == .retryable || failure.kind == .timeout)
-            && !policy.nonRetryable.contains(failure.kind.rawValue)
-            && !(failure.code.map(policy.nonRetryable.contains) ?? false)
-        guard retryable, instance.record.failures < policy.maxAttempts, ending == nil || isCompensation else {
-            return fail(instance, failure)
+        let notRetried = policy.whyNotRetried(kind: failure.kind.rawValue, code: failure.code)
+        let attemptsLeft = instance.record.failures < policy.maxAttempts
+        guard notRetried == nil, attemptsLeft, ending == nil || isCompensation else {
+            // With attempts left, the summary says why this error ended the step anyway.
+            return fail(instance, failure, notRetried: attemptsLeft ? notRetried : nil)
         }
         // The server's hint (Retry-After) wins over the computed delay.
         let delay = failure.retryAfter?.seconds
@@ -91,7 +91,8 @@ extension RunExecutor {
     }
 
     /// Records a final failure; unless the step may fail (`continue_on_error`), the run fails.
-    func fail(_ instance: Instance, _ failure: StepFailure) {
+    /// `notRetried` says why a step with attempts left was not tried again.
+    func fail(_ instance: Instance, _ failure: StepFailure, notRetried: String? = nil) {
         instance.record.status = .failed
         instance.record.finishedAt = now()
         instance.record.errorKind = failure.kind.rawValue
@@ -102,10 +103,12 @@ extension RunExecutor {
         emit(EventType.stepFailed, step: instance.id,
              data: ["attempt": .int(Int64(attempts)), "kind": .string(failure.kind.rawValue),
                     "code": failure.code.map(JSONValue.string) ?? .null, "error": .string(failure.message),
-                    "continue_on_error": .bool(instance.spec.continueOnError)])
+                    "continue_on_error": .bool(instance.spec.continueOnError),
+                    "not_retried": notRetried.map(JSONValue.string) ?? .null])
         if !instance.spec.continueOnError && instance.record.kind != .compensation {
             let tries = attempts == 1 ? "1 attempt" : "\(attempts) attempts"
-            beginEnding(.failed, reason: "step '\(instance.id)' failed after \(tries): \(failure.message)")
+            let why = notRetried.map { " (not retried: \($0))" } ?? ""
+            beginEnding(.failed, reason: "step '\(instance.id)' failed after \(tries)\(why): \(failure.message)")
         }
         finished(instance)
     }

@@ -58,6 +58,18 @@ public struct RetryPolicy: Sendable, Hashable {
     public func isNonRetryable(kind: String, code: String? = nil) -> Bool {
         nonRetryable.contains(kind) || (code.map(nonRetryable.contains) ?? false)
     }
+
+    /// Why an error of this kind and code is not retried, in words for the run's summary
+    /// (`permanent error exit_2; listed in non_retryable`), or nil when it is retried (attempts
+    /// permitting). Only `retryable` and `timeout` errors are retried, minus those listed in
+    /// `nonRetryable` by kind or code.
+    public func whyNotRetried(kind: String, code: String? = nil) -> String? {
+        let error = code.map { "\(kind) error \($0)" } ?? "\(kind) error"
+        if let code, nonRetryable.contains(code) { return "\(error); \(code) is listed in non_retryable" }
+        if nonRetryable.contains(kind) { return "\(error); \(kind) is listed in non_retryable" }
+        if kind != "retryable" && kind != "timeout" { return "\(error); only retryable and timeout errors are retried" }
+        return nil
+    }
 }
 
 /// `x^y` for doubles without importing Foundation into the whole module's API.

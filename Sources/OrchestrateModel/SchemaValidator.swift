@@ -3,8 +3,13 @@ import OrchestrateJSON
 
 /// The JSON Schema subset plugins can rely on being checked at validation time: `type` (a name
 /// or a list), `properties`, `required`, `additionalProperties` (bool or schema), `items`,
-/// `enum`, `minimum`, `maximum`, `minLength`. Other keywords are ignored (the plugin checks its
-/// inputs again at run time).
+/// `enum`, `const`, `minimum`, `maximum`, `minLength`, `allOf`, and `if`/`then`/`else` (one input
+/// that needs another: `{"if": {"required": ["metadata"]}, "then": {"required": ["create"]}}`).
+/// Other keywords are ignored (the plugin checks its inputs again at run time).
+///
+/// A `then`/`else` schema's `description`, when it has one, is added to its errors: it is where a
+/// plugin says why the inputs go together and what to change. Its errors about a missing input
+/// point at the first input the `if` requires (the one that brought the condition in).
 ///
 /// Values not known until run time are taken on trust: a string that is one whole `${{ … }}`
 /// matches any schema, and an interpolated string (`"a-${{ x }}"`) is a string of unknown text
@@ -88,9 +93,11 @@ struct SchemaValidator {
         }
         if case .value(let v) = shape {
             if let options = s["enum"]?.arrayValue, !options.contains(where: { ExpressionEvaluator.equal($0, v) }) {
-                let list = options.map { $0.stringValue.map { "'\($0)'" } ?? $0.jsonText }.joined(separator: ", ")
-                let found = v.stringValue.map { "'\($0)'" } ?? v.jsonText
-                bag.error("\(describe(path)) must be one of \(list), not \(found)", at: location)
+                let list = options.map(quoted).joined(separator: ", ")
+                bag.error("\(describe(path)) must be one of \(list), not \(quoted(v))", at: location)
+            }
+            if let constant = s["const"], !ExpressionEvaluator.equal(constant, v) {
+                bag.error("\(describe(path)) must be \(quoted(constant)), not \(quoted(v))", at: location)
             }
             if let n = v.doubleValue {
                 if let min = s["minimum"]?.doubleValue, n < min {
@@ -139,5 +146,35 @@ struct SchemaValidator {
         default:
             break
         }
+        for part in s["allOf"]?.arrayValue ?? [] {
+            check(node, schema: part, path: path, anchor: anchor, bag: &bag)
+        }
+        if let condition = s["if"] {
+            checkConditional(node, condition: condition, then: s["then"], else: s["else"], path: path, anchor: anchor, bag: &bag)
+        }
     }
+
+    /// `if`/`then`/`else`: the value is checked against `then` when it satisfies `if` (a value
+    /// known only at run time satisfies it), else against `else`.
+    private func checkConditional(_ node: YAMLNode?, condition: JSONValue, then: JSONValue?, else otherwise: JSONValue?,
+                                  path: String, anchor: SourceLocation, bag: inout DiagnosticBag)
+    {
+        var test = DiagnosticBag()
+        check(node, schema: condition, path: path, anchor: anchor, bag: &test)
+        guard let branch = test.isEmpty ? then : otherwise else { return }
+        // Inputs missing by the branch are reported where the condition's first required input is.
+        var branchAnchor = anchor
+        if case .object(let pairs) = shape(of: node),
+           let trigger = condition["required"]?.arrayValue?.first?.stringValue,
+           let pair = pairs.first(where: { $0.0 == trigger })
+        {
+            branchAnchor = pair.1.key.location
+        }
+        var found = DiagnosticBag()
+        check(node, schema: branch, path: path, anchor: branchAnchor, bag: &found)
+        let why = branch["description"]?.stringValue.map { ": \($0)" } ?? ""
+        for d in found.diagnostics { bag.error(d.message + why, at: d.location) }
+    }
+
+    private func quoted(_ value: JSONValue) -> String { value.stringValue.map { "'\($0)'" } ?? value.jsonText }
 }

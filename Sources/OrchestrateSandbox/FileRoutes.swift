@@ -18,7 +18,7 @@ enum FileRoutes {
             if let code = await state.beforeTransfer() { return Responses.injected(code, retryAfter: await state.retryAfterHeader) }
             let size = Int64(st.st_size)
             let etag = "\"\(size)-\(st.st_mtim.tv_sec)-\(st.st_mtim.tv_nsec)\""
-            let lastModified = httpDate(st.st_mtim.tv_sec)
+            let lastModified = HTTPDate.format(st.st_mtim.tv_sec)
             var headers = HTTPFields()
             headers[.eTag] = etag
             headers[.lastModified] = lastModified
@@ -78,14 +78,5 @@ enum FileRoutes {
             }
             return Response(status: partial ? .partialContent : .ok, headers: headers, body: body)
         }
-    }
-
-    static func httpDate(_ seconds: Int) -> String {
-        var t = time_t(seconds)
-        var tmv = tm()
-        gmtime_r(&t, &tmv)
-        var buffer = [CChar](repeating: 0, count: 64)
-        strftime(&buffer, 64, "%a, %d %b %Y %H:%M:%S GMT", &tmv)
-        return String(cString: buffer)
     }
 }

@@ -104,11 +104,6 @@ actor SandboxState {
     func setFaults(_ new: Faults) { faults.reset(new) }
     var retryAfterHeader: String {
         if !faults.faults.retryAfterAsDate { return "\(faults.faults.retryAfter)" }
-        var t = time(nil) + faults.faults.retryAfter
-        var tmv = tm()
-        gmtime_r(&t, &tmv)
-        var buffer = [CChar](repeating: 0, count: 64)
-        strftime(&buffer, 64, "%a, %d %b %Y %H:%M:%S GMT", &tmv)
-        return String(cString: buffer)
+        return HTTPDate.format(time(nil) + faults.faults.retryAfter)
     }
 }

@@ -2,7 +2,8 @@ import Hummingbird
 import HTTPTypes
 import OrchestrateJSON
 
-/// The upload links: tus 1.0.0 (`HEAD`, `PATCH`, termination `DELETE`, creation `POST /tus`) and
+/// The upload links: tus 1.0.0 (`HEAD`, `PATCH`, termination `DELETE`, creation `POST /tus`,
+/// which answers HEAD and PATCH with 405 as tusd does) and
 /// Vimeo streaming (`PUT` with `Content-Range`, `bytes */*` verify → 308 + `Range`). Upload
 /// links need no token (Vimeo's are pre-signed).
 enum UploadRoutes {
@@ -41,6 +42,15 @@ enum UploadRoutes {
             let id = try context.parameters.require("id", as: Int.self)
             guard await state.update(id, { $0.deleted = true }) != nil else { return Responses.empty(.notFound, headers: tusHeaders()) }
             return Responses.empty(.noContent, headers: tusHeaders())
+        }
+
+        // The creation endpoint is not an upload: like tusd, it refuses the upload methods.
+        for method in [HTTPRequest.Method.head, .patch] {
+            router.on("/tus", method: method) { _, _ in
+                var headers = tusHeaders()
+                headers[.allow] = "POST, OPTIONS"
+                return Responses.empty(.methodNotAllowed, headers: headers)
+            }
         }
 
         // tus creation: a video of approach tus, its upload link in Location.

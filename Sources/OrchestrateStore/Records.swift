@@ -34,9 +34,11 @@ public enum StepStatus: String, Sendable, CaseIterable {
     case failed
     case skipped
     case cancelled
+    /// Never started: the run failed or was cancelled before its turn came.
+    case notRun = "not_run"
 
     public var isFinished: Bool {
-        self == .succeeded || self == .failed || self == .skipped || self == .cancelled
+        self == .succeeded || self == .failed || self == .skipped || self == .cancelled || self == .notRun
     }
 }
 

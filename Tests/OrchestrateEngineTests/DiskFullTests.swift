@@ -80,7 +80,7 @@ import Testing
         let disk = try SmallDisk(h.path("dest-disk"), size: "2m")
         defer { disk.unmount() }
         let source = h.path("source.bin")
-        FileManager.default.createFile(atPath: source, contents: Data((0 ..< (5 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
+        try Data((0 ..< (5 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: URL(fileURLWithPath: source))
         let destination = "\(disk.path)/copy.bin"
         let file = h.workflow("""
             version: 1

@@ -10,7 +10,7 @@ import Testing
 
     @Test func localUploadPublishesAByteIdenticalCopyWithItsMetadata() throws {
         let source = h.path("clip.mov")
-        FileManager.default.createFile(atPath: source, contents: Data((0..<(8 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }))
+        try Data((0..<(8 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }).write(to: URL(fileURLWithPath: source))
         let outbox = h.path("outbox")
         let workflow = TestPaths.packageRoot.appendingPathComponent("workflows/local-upload.yaml").path
         let result = try h.orchestrate(["run", workflow, "--input", "source=\(source)", "--input", "outbox=\(outbox)",
@@ -31,10 +31,10 @@ import Testing
         // An outbox whose "published" is a file: the activation fails, the compensation removes
         // the uploaded copy from incoming.
         let source = h.path("clip.mov")
-        FileManager.default.createFile(atPath: source, contents: Data(repeating: 7, count: 1 << 20))
+        try Data(repeating: 7, count: 1 << 20).write(to: URL(fileURLWithPath: source))
         let outbox = h.path("outbox")
         try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: outbox + "/published", contents: Data("not a directory".utf8))
+        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: outbox + "/published"))
         let workflow = TestPaths.packageRoot.appendingPathComponent("workflows/local-upload.yaml").path
         let result = try h.orchestrate(["run", workflow, "--input", "source=\(source)", "--input", "outbox=\(outbox)", "--json"])
         #expect(result.status == 1)

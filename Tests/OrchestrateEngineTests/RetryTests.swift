@@ -36,6 +36,71 @@ import Testing
         #expect(starts[2] - starts[0] >= 0.55)
     }
 
+    /// An `exec` step whose command exits 1, counting its runs in a file.
+    func failingCommand(exitStatus: Int, retry: String) -> String {
+        h.workflow("""
+            version: 1
+            name: exec-retries
+            steps:
+              flaky:
+                uses: exec
+                with:
+                  command: [sh, -c, 'echo run >> "$COUNTER"; exit \(exitStatus)']
+                  env: { COUNTER: "\(h.path("counter"))" }
+                retry: \(retry)
+            """)
+    }
+
+    @Test func aFailingCommandIsRetriedPerThePolicyWithGrowingDelays() throws {
+        let file = failingCommand(exitStatus: 1, retry: "{ max_attempts: 3, initial_interval: 200ms, backoff: 2.0, jitter: none }")
+        let result = try h.orchestrate(["run", file, "--json"])
+        #expect(result.status == 1)
+        #expect(h.lines("counter").count == 3)
+        let events = Harness.events(result)
+        let retries = events.ofType("step.retrying")
+        #expect(retries.compactMap { $0["data"]?["delay_ms"]?.intValue } == [200, 400])
+        #expect(retries.allSatisfy { $0["data"]?["code"]?.stringValue == "exit_1" })
+        let starts = events.ofType("step.started").compactMap { $0["time"]?.doubleValue }
+        #expect(starts.count == 3)
+        #expect(starts[2] - starts[0] >= 0.55, "the delays were waited")
+        let failed = try #require(events.ofType("step.failed").first?["data"])
+        #expect(failed["kind"]?.stringValue == "retryable")
+        #expect(failed["not_retried"] == .null, "it ran out of attempts; nothing stopped the retries")
+        let finished = events.ofType("run.finished").first?["data"]?["error"]?.stringValue
+        #expect(finished?.hasPrefix("step 'flaky' failed after 3 attempts: sh exited with status 1") == true, "\(finished ?? "")")
+    }
+
+    @Test func aNonRetryableExitCodeRunsOnceAndTheSummarySaysWhy() throws {
+        let file = failingCommand(exitStatus: 2, retry: "{ max_attempts: 5, initial_interval: 10ms, non_retryable: [exit_2] }")
+        let result = try h.orchestrate(["run", file])
+        #expect(result.status == 1)
+        #expect(h.lines("counter").count == 1)
+        #expect(result.stdout.contains("failed (not retried: retryable error exit_2; exit_2 is listed in non_retryable)"),
+                "the step's line: \(result.stdout)")
+        #expect(result.stdout.contains("step 'flaky' failed after 1 attempt (not retried: retryable error exit_2; "
+            + "exit_2 is listed in non_retryable): sh exited with status 2"), "the summary: \(result.stdout)")
+    }
+
+    @Test func theDeprecatedRetryableExitCodesStillMakeOtherStatusesPermanent() throws {
+        let file = h.workflow("""
+            version: 1
+            name: exec-retries
+            steps:
+              flaky:
+                uses: exec
+                with:
+                  command: [sh, -c, 'echo run >> "$COUNTER"; exit 1']
+                  env: { COUNTER: "\(h.path("counter"))" }
+                  retryable_exit_codes: [75]
+                retry: { max_attempts: 3, initial_interval: 10ms }
+            """)
+        let result = try h.orchestrate(["run", file])
+        #expect(result.status == 1)
+        #expect(h.lines("counter").count == 1)
+        #expect(result.stdout.contains("retryable_exit_codes is deprecated"), "\(result.stdout)")
+        #expect(result.stdout.contains("not retried: permanent error exit_1; only retryable and timeout errors are retried"))
+    }
+
     @Test func theIdempotencyKeyIsEvaluatedOnceAndKeptAcrossAttempts() throws {
         let file = h.workflow("""
             version: 1

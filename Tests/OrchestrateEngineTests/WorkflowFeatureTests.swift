@@ -179,7 +179,8 @@ import Testing
         let bad = try h.orchestrate(["run", file, "--input", "fail=true"], environment: env)
         #expect(bad.status == 1)
         let alert = try #require(h.lines("notes").last)
-        #expect(alert.hasPrefix("alert failed step 'boom' failed after 1 attempt: it broke"))
+        #expect(alert.hasPrefix("alert failed step 'boom' failed after 1 attempt (not retried: permanent error; "
+            + "only retryable and timeout errors are retried): it broke"), "\(alert)")
         #expect(alert.hasSuffix("token=hook-secret-1234"), "the hook got the secret itself")
         #expect(!bad.stdout.contains("hook-secret-1234"))
     }

@@ -26,7 +26,7 @@ import Testing
         // An older version of the destination, which a failed download must not damage.
         let destination = "\(disk)/big.bin"
         let old = Data(repeating: 0x5A, count: 300 << 10)
-        FileManager.default.createFile(atPath: destination, contents: old)
+        try old.write(to: URL(fileURLWithPath: destination))
 
         let file = runner.workflow("""
             version: 1

@@ -36,7 +36,7 @@ final class Runner: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         process.environment = env
-        FileManager.default.createFile(atPath: path(events), contents: nil)
+        try Data().write(to: URL(fileURLWithPath: path(events)))
         process.standardOutput = FileHandle(forWritingAtPath: path(events))
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()

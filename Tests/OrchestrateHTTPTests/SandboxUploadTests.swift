@@ -82,6 +82,21 @@ import Testing
         #expect(resumes.count >= 1)
     }
 
+    @Test func notEnoughQuotaStopsTheVimeoWorkflowAtOnceAndSaysWhy() throws {
+        let sandbox = try Sandbox(arguments: ["--quota", "1000"])
+        let source = runner.path("video.mp4")
+        try Tools.randomFile(source, bytes: 4096)
+        let result = try runner.run(Runner.workflow("vimeo-upload.yaml"), ["source": source, "api": sandbox.url])
+        #expect(result.status == 1)
+        let events = Runner.events(result.stdout)
+        #expect(events.ofType("step.started", step: "check_quota").count == 1, "exit 3 is listed in non_retryable")
+        let failed = try #require(events.ofType("step.failed", step: "check_quota").first?["data"])
+        #expect(failed["code"]?.stringValue == "exit_3")
+        #expect(failed["not_retried"]?.stringValue == "retryable error exit_3; exit_3 is listed in non_retryable")
+        #expect(failed["error"]?.stringValue?.contains("not enough upload quota: 4096 bytes needed, 1000 free") == true)
+        #expect(try sandbox.videos().isEmpty, "nothing was created")
+    }
+
     @Test func retryAfterAsAnHTTPDateIsHonoured() throws {
         let sandbox = try Sandbox()
         try Tools.randomFile("\(sandbox.filesDir)/f.bin", bytes: 1000)

@@ -87,4 +87,16 @@ struct RetryPolicyTests {
         #expect(p.isNonRetryable(kind: "retryable", code: "HTTP_404"))
         #expect(!p.isNonRetryable(kind: "retryable", code: "HTTP_503"))
     }
+
+    @Test("why an error is not retried, in words")
+    func whyNotRetried() {
+        let p = RetryPolicy(nonRetryable: ["exit_2", "timeout"])
+        #expect(p.whyNotRetried(kind: "retryable", code: "exit_1") == nil)
+        #expect(p.whyNotRetried(kind: "retryable", code: "exit_2") == "retryable error exit_2; exit_2 is listed in non_retryable")
+        #expect(p.whyNotRetried(kind: "timeout") == "timeout error; timeout is listed in non_retryable")
+        #expect(p.whyNotRetried(kind: "permanent", code: "exit_2") == "permanent error exit_2; exit_2 is listed in non_retryable")
+        #expect(p.whyNotRetried(kind: "invalid-input", code: "ENOENT")
+            == "invalid-input error ENOENT; only retryable and timeout errors are retried")
+        #expect(RetryPolicy().whyNotRetried(kind: "timeout") == nil)
+    }
 }

@@ -25,9 +25,15 @@ struct TestCatalog: StepCatalog {
                 "file": ["type": "string"],
                 "protocol": ["type": "string", "enum": ["vimeo-streaming", "tus", "put"]],
                 "chunk_size": ["type": ["integer", "string"]],
+                "create": ["type": "boolean"],
+                "metadata": ["type": "object", "additionalProperties": ["type": "string"]],
             ],
             "required": ["url", "file"],
             "additionalProperties": false,
+            // As the real plugin says it: one input that needs another.
+            "if": ["required": ["metadata"]],
+            "then": ["required": ["create"], "properties": ["create": ["const": true]],
+                     "description": "metadata is sent only on creation; set create: true"],
         ]
         let exec: JSONValue = [
             "type": "object",

@@ -17,7 +17,7 @@ private func execInvocation(_ inputs: JSONValue, delegate: RecordingDelegate = R
 private func runExec(_ inputs: JSONValue, delegate: RecordingDelegate = RecordingDelegate(), timeout: Duration? = nil)
     async throws -> Result<[String: JSONValue], StepFailure>
 {
-    await try execInvocation(inputs, delegate: delegate, timeout: timeout).runOnThread()
+    try await execInvocation(inputs, delegate: delegate, timeout: timeout).runOnThread()
 }
 
 /// True while `pid` is a live (not zombie) process.
@@ -71,19 +71,26 @@ private func readPid(_ file: URL) async throws -> Int32 {
         #expect(outputs["stdout"] == .string("\(ProcessInfo.processInfo.environment["HOME"] ?? ""):x\n"))
     }
 
-    @Test func exitCodesMapToKinds() async throws {
+    @Test func aNonZeroExitIsRetryableWithItsStatusAsCode() async throws {
         let delegate = RecordingDelegate()
-        let permanent = try #require(try await runExec(["command": ["sh", "-c", "echo working; echo 'it broke' >&2; exit 3"]],
-                                                       delegate: delegate).failure)
-        #expect(permanent.kind == .permanent)
-        #expect(permanent.code == "exit_3")
-        #expect(permanent.message == "sh exited with status 3: it broke")
+        let failure = try #require(try await runExec(["command": ["sh", "-c", "echo working; echo 'it broke' >&2; exit 3"]],
+                                                     delegate: delegate).failure)
+        // Retryable, so the step's retry policy decides; `non_retryable: [exit_3]` matches the code.
+        #expect(failure.kind == .retryable)
+        #expect(failure.code == "exit_3")
+        #expect(failure.message == "sh exited with status 3: it broke")
         #expect(delegate.logs.contains { $0.0 == .warn && $0.1 == "it broke" })
+    }
 
-        let retryable = try #require(try await runExec(["command": ["sh", "-c", "exit 75"], "retryable_exit_codes": [75, 76]]).failure)
-        #expect(retryable.kind == .retryable && retryable.code == "exit_75")
+    @Test func theDeprecatedRetryableExitCodesKeepTheirMeaning() async throws {
+        let delegate = RecordingDelegate()
+        let listed = try #require(try await runExec(["command": ["sh", "-c", "exit 75"], "retryable_exit_codes": [75, 76]],
+                                                    delegate: delegate).failure)
+        #expect(listed.kind == .retryable && listed.code == "exit_75")
+        #expect(delegate.logs.contains { $0.0 == .warn && $0.1.hasPrefix("retryable_exit_codes is deprecated") })
         let other = try #require(try await runExec(["command": ["sh", "-c", "exit 1"], "retryable_exit_codes": [75]]).failure)
         #expect(other.kind == .permanent && other.code == "exit_1")
+        #expect(other.message == "sh exited with status 1 (not in retryable_exit_codes)")
     }
 
     @Test func killedBySignalIsRetryable() async throws {
@@ -124,7 +131,7 @@ private func readPid(_ file: URL) async throws -> Int32 {
         #expect(failure.code == "command_not_found")
         #expect(failure.message.hasPrefix("command not found: no-such-command-orchestrate (searched PATH="))
         let path = try #require(try await runExec(["command": ["/nonexistent/tool"]]).failure)
-        #expect(path.kind == .invalidInput && path.message == "command not found: /nonexistent/tool")
+        #expect(path.kind == .invalidInput && path.message == "command not found: /nonexistent/tool; fix command[0]")
         let dir = TemporaryDirectory()
         let plain = dir.write("plain.sh", "echo not executable\n")
         let notExecutable = try #require(try await runExec(["command": [.string(plain.path)]]).failure)
@@ -181,7 +188,7 @@ private func readPid(_ file: URL) async throws -> Int32 {
     }
 
     @Test func timeoutStopsTheCommand() async throws {
-        let timed = await try execInvocation(["command": ["sleep", "30"]], timeout: .milliseconds(300)).runTimed()
+        let timed = try await execInvocation(["command": ["sleep", "30"]], timeout: .milliseconds(300)).runTimed()
         let (result, took) = (timed.result, timed.took)
         #expect(result.failure?.kind == .timeout)
         #expect(took < .seconds(2))

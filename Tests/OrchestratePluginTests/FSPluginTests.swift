@@ -114,6 +114,20 @@ private func sha256sum(_ url: URL) throws -> String {
         #expect(try sha256sum(destination) == sha256sum(source))
     }
 
+    /// fs copies one file; a directory is refused with an error naming the input and the
+    /// steps that copy trees.
+    @Test func aDirectorySourceIsRefusedWithTheWayToCopyATree() async throws {
+        let dir = TemporaryDirectory()
+        _ = dir.write("tree/a.txt", "a\n")
+        for step in ["fs.copy", "fs.move"] {
+            let failure = try #require(try await runFS(step, ["source": .string(dir.file("tree").path),
+                                                              "destination": .string(dir.file("copy").path)]).failure)
+            #expect(failure.kind == .invalidInput && failure.code == "EISDIR")
+            #expect(failure.message.hasPrefix("source \(dir.file("tree").path) is a directory: the fs steps move one file; name a file in source"),
+                    "\(failure.message)")
+        }
+    }
+
     @Test func expectedDigestIsChecked() async throws {
         let dir = TemporaryDirectory()
         let source = dir.write("a.txt", "hello\n")

@@ -24,7 +24,7 @@ final class Harness: @unchecked Sendable {
         let process = Process()
         process.executableURL = TestPaths.orchestrate
         process.arguments = command + ["--state", state]
-        FileManager.default.createFile(atPath: path(log), contents: nil)
+        try Data().write(to: URL(fileURLWithPath: path(log)))
         process.standardOutput = FileHandle(forWritingAtPath: path(log))
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
@@ -56,7 +56,7 @@ final class Harness: @unchecked Sendable {
     @discardableResult
     static func randomFile(_ path: String, size: Int, seed: UInt64 = 1) -> String {
         try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: path, contents: nil)
+        try! Data().write(to: URL(fileURLWithPath: path))
         let handle = FileHandle(forWritingAtPath: path)!
         var state = seed &* 0x9E3779B97F4A7C15 | 1
         var remaining = size

@@ -47,7 +47,7 @@ final class SSHDPeer: @unchecked Sendable {
             MaxSessions 100
             Subsystem sftp \(sftpServer)
             """)
-        FileManager.default.createFile(atPath: dir.file("sshd.log").path, contents: nil)
+        try Data().write(to: dir.file("sshd.log"))
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

@@ -43,6 +43,50 @@ import Testing
         #expect(leftovers.stdout.isEmpty)
     }
 
+    /// Empty directories, nested ones and one inside a directory that also holds a file, go up
+    /// and come back (as with `sftp put -r` / `get -r`), and a relative local destination is
+    /// created under the current directory.
+    @Test func emptyDirectoriesRoundTripAndARelativeDestinationWorks() throws {
+        let tree = h.path("tree")
+        Harness.randomFile("\(tree)/a/file.bin", size: 1000)
+        Harness.randomFile("\(tree)/x/file.bin", size: 10, seed: 2)
+        for empty in ["c", "nested/deeper/deepest", "x/y", "a/also-empty"] {
+            try FileManager.default.createDirectory(atPath: "\(tree)/\(empty)", withIntermediateDirectories: true)
+        }
+        let workflows = TestPaths.packageRoot.appendingPathComponent("workflows").path
+        let up = try h.orchestrate(["run", "\(workflows)/sftp-upload.yaml"] + workflowInputs(tree, "in/tree"))
+        #expect(up.status == 0, "\(up.stdout)\n\(up.stderr)")
+        let remoteDiff = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/diff"), ["-r", tree, "\(peer.remoteRoot)/in/tree"])
+        #expect(remoteDiff.status == 0, "upload: \(remoteDiff.stdout)")
+
+        // A tree with nothing but its root directory still creates that directory.
+        let bare = h.path("bare")
+        try FileManager.default.createDirectory(atPath: bare, withIntermediateDirectories: true)
+        let upBare = try h.orchestrate(["run", "\(workflows)/sftp-upload.yaml"] + workflowInputs(bare, "in/bare"))
+        #expect(upBare.status == 0, "\(upBare.stdout)\n\(upBare.stderr)")
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: "\(peer.remoteRoot)/in/bare", isDirectory: &isDirectory) && isDirectory.boolValue)
+
+        // Back, to a destination relative to orchestrate's current directory (`path` inputs are
+        // made absolute, so the step's input is written literally here).
+        let back = h.workflow("""
+            version: 1
+            name: back
+            steps:
+              down:
+                uses: sftp.download
+                with:
+                  source: in/tree
+                  destination: back/here/tree
+                  remote_root: \(peer.remoteRoot)
+                  \(peer.connection(knownHosts: known))
+            """, name: "back.yaml")
+        let down = try ChildProcess.orchestrate(["run", back, "--state", h.state], currentDirectory: h.dir.url)
+        #expect(down.status == 0, "\(down.stdout)\n\(down.stderr)")
+        let localDiff = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/diff"), ["-r", tree, h.path("back/here/tree")])
+        #expect(localDiff.status == 0, "download: \(localDiff.stdout)")
+    }
+
     @Test func destinationEscapingRemoteRootIsRefused() throws {
         let file = Harness.randomFile(h.path("small.bin"), size: 1000)
         for destination in ["../escape.bin", "a/../../escape.bin", "/../escape.bin"] {
@@ -239,7 +283,7 @@ import Testing
         let old = Harness.randomFile(remote, size: 50_000, seed: 11)
         let oldCopy = h.path("old-copy.bin")
         try FileManager.default.copyItem(atPath: old, toPath: oldCopy)
-        FileManager.default.createFile(atPath: remote + ".orchestrate-replaced", contents: Data("stale".utf8))
+        try Data("stale".utf8).write(to: URL(fileURLWithPath: remote + ".orchestrate-replaced"))
         let source = Harness.randomFile(h.path("new.bin"), size: 70_000, seed: 12)
         func upload(sha256: String?) throws -> ProcessResult {
             let wf = h.workflow("""

@@ -25,16 +25,18 @@ enum CommandLookup {
             let candidate = base + "/" + name
             if isExecutableFile(candidate) { return candidate }
         }
-        throw .invalidInput("command not found: \(name) (searched PATH=\(path ?? defaultPath))", code: "command_not_found")
+        throw .invalidInput("command not found: \(name) (searched PATH=\(path ?? defaultPath)); "
+            + "fix command[0], give its full path, or set PATH in env", code: "command_not_found")
     }
 
     private static func check(_ full: String, shown: String) throws(StepError) -> String {
         var info = stat()
         guard stat(full, &info) == 0 else {
-            throw .invalidInput("command not found: \(shown)", code: "command_not_found")
+            throw .invalidInput("command not found: \(shown); fix command[0]", code: "command_not_found")
         }
         guard isExecutable(info, full) else {
-            throw .invalidInput("command is not an executable file: \(shown)", code: "not_executable")
+            throw .invalidInput("command is not an executable file: \(shown); make it executable (chmod +x), "
+                + "or name its interpreter in command: [sh, \(shown)]", code: "not_executable")
         }
         return full
     }

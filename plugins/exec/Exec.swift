@@ -23,10 +23,15 @@ struct Exec: StepDefinition {
         of each are the outputs `stdout` and `stderr`; when stdout is a JSON object or array, it \
         is also output parsed, as `json`.
 
-        Exit status 0 succeeds. A status listed in `retryable_exit_codes` fails as retryable, \
-        any other as permanent (code `exit_N`). A command killed by a signal fails as retryable \
-        (code `signal_N`). When the step is cancelled or times out, the command's process group \
-        gets SIGTERM, then SIGKILL after `kill_grace`.
+        Exit status 0 succeeds. Any other status fails as retryable with code `exit_N`, so the \
+        step's `retry:` policy applies to a failing command; list the statuses that retrying \
+        cannot fix in the policy's `non_retryable` (`retry: { non_retryable: [exit_2] }`). A \
+        command killed by a signal fails as retryable (code `signal_N`). When the step is \
+        cancelled or times out, the command's process group gets SIGTERM, then SIGKILL after \
+        `kill_grace`.
+
+        `retryable_exit_codes` is deprecated: when given, it keeps its old meaning (only the \
+        statuses listed are retryable, every other one is permanent).
         """
     static let inputSchema = #"""
         {"type":"object","additionalProperties":false,"required":["command"],
@@ -36,7 +41,7 @@ struct Exec: StepDefinition {
            "inherit_env":{"type":"boolean","default":true,"description":"start from orchestrate's environment"},
            "cwd":{"type":"string","description":"working directory"},
            "stdin":{"type":"string","description":"text written to the command's standard input"},
-           "retryable_exit_codes":{"type":"array","items":{"type":"integer"},"description":"exit statuses worth retrying"},
+           "retryable_exit_codes":{"type":"array","items":{"type":"integer"},"deprecated":true,"description":"deprecated: every non-zero exit is retryable; list permanent ones in retry.non_retryable (exit_N)"},
            "kill_grace":{"type":"string","default":"5s","description":"time between SIGTERM and SIGKILL on cancel (500ms, 5s, 1m)"}}}
         """#
     static let outputSchema = #"""
@@ -55,7 +60,11 @@ struct Exec: StepDefinition {
         let inheritEnvironment = try step.bool("inherit_env", default: true)
         let cwd = try step.optionalString("cwd")
         let stdinText = try step.optionalString("stdin")
-        let retryableCodes = Set(try step.optionalIntArray("retryable_exit_codes") ?? [])
+        let retryableCodes = try step.optionalIntArray("retryable_exit_codes").map(Set.init)
+        if retryableCodes != nil {
+            step.log(.warn, "retryable_exit_codes is deprecated: every non-zero exit is retryable now; "
+                + "list the permanent ones in the step's retry: { non_retryable: [exit_N] } instead")
+        }
         let grace = try parseDuration(try step.optionalString("kill_grace") ?? "5s", input: "kill_grace")
 
         if let cwd {
@@ -88,10 +97,12 @@ struct Exec: StepDefinition {
             step.setOutput("exit_code", .int(Int64(status)))
             if status == 0 { return }
             let message = "\(program) exited with status \(status)\(lastError)"
-            if retryableCodes.contains(Int64(status)) {
-                throw StepError.retryable(message, code: "exit_\(status)")
+            // The retry policy decides (non_retryable: [exit_N]); the deprecated list, when
+            // given, still makes every status it does not name permanent.
+            if let retryableCodes, !retryableCodes.contains(Int64(status)) {
+                throw StepError.permanent(message + " (not in retryable_exit_codes)", code: "exit_\(status)")
             }
-            throw StepError.permanent(message, code: "exit_\(status)")
+            throw StepError.retryable(message, code: "exit_\(status)")
         case .signalled(let signal):
             step.setOutput("signal", .int(Int64(signal)))
             throw StepError.retryable("\(program) was killed by signal \(signal) (\(signalName(signal)))\(lastError)",

@@ -30,7 +30,7 @@ struct FileCopier {
         guard let sourceInfo = try FileSystem.info(source) else {
             throw .permanent("source \(source) does not exist", code: "ENOENT")
         }
-        guard sourceInfo.isRegular else { throw .invalidInput("source \(source) is not a regular file") }
+        guard sourceInfo.isRegular else { throw FileSystem.notAFile("source", source, sourceInfo) }
         try FileSystem.makeDirectories(FileSystem.parent(of: destination))
         let partial = destination + ".partial"
 
@@ -89,7 +89,7 @@ struct FileCopier {
         let digest = hash.finish()
         if let expectedSHA256, expectedSHA256.lowercased() != digest {
             try FileSystem.removeFile(partial)
-            throw .permanent("sha256 of \(source) is \(digest), expected \(expectedSHA256.lowercased())",
+            throw .permanent("sha256 of \(source) is \(digest), not \(expectedSHA256.lowercased()) (the sha256 input)",
                              code: "sha256_mismatch")
         }
         try FileSystem.renameFile(partial, destination)
@@ -113,10 +113,11 @@ struct FileCopier {
         return offset
     }
 
-    /// SHA-256 and size of a file, read in chunks with progress; stops when cancelled.
+    /// SHA-256 and size of a file, read in chunks with progress; stops when cancelled. Errors
+    /// name the file as `fs.checksum`'s `path` input (the other callers hash files they checked).
     static func hash(_ path: String, step: StepContext) throws(StepError) -> Copied {
-        guard let info = try FileSystem.info(path) else { throw .permanent("\(path) does not exist", code: "ENOENT") }
-        guard info.isRegular else { throw .invalidInput("\(path) is not a regular file") }
+        guard let info = try FileSystem.info(path) else { throw .permanent("path \(path) does not exist", code: "ENOENT") }
+        guard info.isRegular else { throw FileSystem.notAFile("path", path, info) }
         let fd = try FileSystem.openFile(path, O_RDONLY)
         defer { close(fd) }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: FileSystem.chunkSize, alignment: 4096)

@@ -41,7 +41,7 @@ struct Move: StepDefinition {
             }
             throw StepError.permanent("source \(source) does not exist", code: "ENOENT")
         }
-        guard sourceInfo.isRegular else { throw StepError.invalidInput("source \(source) is not a regular file") }
+        guard sourceInfo.isRegular else { throw FileSystem.notAFile("source", source, sourceInfo) }
         if let existing {
             guard !existing.isDirectory else {
                 throw StepError.invalidInput("destination \(destination) is a directory; name the file to create")

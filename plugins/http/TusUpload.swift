@@ -83,13 +83,20 @@ struct TusUpload {
                 throw .permanent("tus: HEAD \(uploadURL) has no Upload-Offset (not a tus server?)", code: "tus_protocol")
             }
             if let length = response.header("upload-length").flatMap({ Int64($0) }), length != upload.size {
-                throw .permanent("tus: the upload was created for \(length) bytes but the file has \(upload.size)", code: "tus_length_mismatch")
+                throw .permanent("tus: the upload \(uploadURL) was created for \(length) bytes but file has \(upload.size): "
+                    + "url is another file's upload (or file changed since)", code: "tus_length_mismatch")
             }
             guard offset >= 0, offset <= upload.size else {
                 throw .permanent("tus: HEAD \(uploadURL) claims Upload-Offset \(offset) for a \(upload.size)-byte file", code: "tus_protocol")
             }
             save(uploadURL, offset)
             return offset
+        case 405 where !create:
+            // tusd and others answer HEAD on their creation endpoint (which takes POST) this way.
+            throw .invalidInput("""
+                tus: HEAD \(uploadURL) answered 405 (Method Not Allowed): the url looks like a tus creation endpoint, \
+                not an upload; set create: true to create the upload there first (or give the upload's own URL)
+                """, code: "http_405")
         case 403, 404, 410:
             throw expired(uploadURL, response)
         default:
@@ -123,7 +130,8 @@ struct TusUpload {
 
     private func expired(_ uploadURL: String, _ response: Transfer.Response) -> StepError {
         step.saveCheckpoint(json: [:])
-        return .permanent("tus: the upload \(uploadURL) has expired or was removed (HTTP \(response.status)); it must be created again",
+        let fix = create ? "orchestrate retry RUN creates a new one" : "give url a new upload, or the creation endpoint with create: true"
+        return .permanent("tus: the upload \(uploadURL) has expired or was removed (HTTP \(response.status)); \(fix)",
                           code: "upload_expired")
     }
 }

@@ -15,8 +15,11 @@ struct UploadStep: StepDefinition {
         `protocol`:
         - `tus` (1.0.0 core + creation): HEAD for Upload-Offset before every (re)start, then PATCH \
         chunks of `chunk_size` bytes; with `create: true`, `url` is the creation endpoint (POST \
-        with Upload-Length), else it is the upload URL. 409 re-reads the offset; 404/410 is a \
-        permanent "upload expired" error. Terminate with an http.request DELETE on `upload_url`.
+        with Upload-Length, and `metadata` as Upload-Metadata), else it is the upload URL (a \
+        creation endpoint there answers HEAD with 405: the error says to set `create: true`). \
+        `metadata` needs `create: true`: it is only ever sent on creation. 409 re-reads the \
+        offset; 404/410 is a permanent "upload expired" error. Terminate with an http.request \
+        DELETE on `upload_url`.
         - `vimeo-streaming`: PUT with Content-Range: bytes START-END/TOTAL; before a resume, and \
         after the PUT, `PUT Content-Range: bytes */*` must answer 308 with the Range received.
         - `put` / `post`: one request with the whole file; a failure restarts it.
@@ -28,9 +31,16 @@ struct UploadStep: StepDefinition {
           "protocol":{"enum":["tus","vimeo-streaming","put","post"],"description":"default put"},
           "chunk_size":{"type":"integer","minimum":1,"description":"tus PATCH size in bytes (default 64 MiB)"},
           "create":{"type":"boolean","description":"tus: url is a creation endpoint (POST Upload-Length)"},
-          "metadata":{"type":"object","description":"tus creation: Upload-Metadata pairs"},
+          "metadata":{"type":"object","additionalProperties":{"type":"string"},"description":"tus creation (needs create: true): Upload-Metadata pairs"},
           "content_type":{"type":"string","description":"put/post: Content-Type (default application/octet-stream)"},
-        """# + TransferOptions.schemaProperties + "}}"
+        """# + TransferOptions.schemaProperties + "}," + #"""
+          "if":{"required":["metadata"]},
+          "then":{"required":["create"],"properties":{"create":{"const":true}},
+                  "description":"\#(metadataNeedsCreate)"}}
+        """#
+    /// Why `metadata` without `create: true` is refused, by `validate` and at run time alike.
+    static let metadataNeedsCreate = "tus sends metadata only when it creates the upload: set create: true "
+        + "(url is then the creation endpoint) or remove metadata"
     static let outputSchema = #"""
         {"type":"object","properties":{
           "bytes":{"type":"integer"},"status":{"type":"integer"},
@@ -50,9 +60,10 @@ struct UploadStep: StepDefinition {
         switch try step.optionalString("protocol") ?? "put" {
         case "tus":
             let chunk = try step.optionalInt("chunk_size") ?? 64 << 20
-            let metadata = try step.optionalStringMap("metadata") ?? [:]
-            result = try TusUpload(upload: upload, chunkSize: chunk, create: try step.bool("create", default: false),
-                                   metadata: metadata).run()
+            let metadata = try step.optionalStringMap("metadata")
+            let create = try step.bool("create", default: false)
+            if metadata != nil && !create { throw StepError.invalidInput("metadata: \(metadataNeedsCreate)") }
+            result = try TusUpload(upload: upload, chunkSize: chunk, create: create, metadata: metadata ?? [:]).run()
         case "vimeo-streaming":
             result = try VimeoStreamingUpload(upload: upload).run()
         case "put", "post":

@@ -178,7 +178,8 @@ final class Connection: @unchecked Sendable {
             if authenticateWithAgent() { return }
             reasons.append("no identity in ssh-agent was accepted")
         }
-        throw .permanent("authentication as \(user) failed: " + reasons.joined(separator: "; "), code: "auth_failed")
+        throw .permanent("authentication as \(user) failed: " + reasons.joined(separator: "; ")
+            + " (check user, and key_file with its passphrase, password or agent)", code: "auth_failed")
     }
 
     /// The agent API blocks (it talks to a local socket), so it runs with blocking mode on.

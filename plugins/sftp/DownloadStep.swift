@@ -39,14 +39,22 @@ struct DownloadStep: StepDefinition {
             let fs = RemoteFS(connection: connection, step: step)
             let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try fs.realpath("."))
             let source = try root.resolve(sourceRelative)
-            guard let info = try fs.stat(source) else { throw StepError.permanent("\(source) does not exist on the server", code: "ENOENT") }
-            let entries: [TreeTransfer.Entry] = info.isDirectory ? try walk(fs, source, "") : [.init(relative: "", size: info.size)]
+            guard let info = try fs.stat(source) else { throw StepError.permanent("source \(source) does not exist on the server", code: "ENOENT") }
+            var listing = TreeListing(files: [.init(relative: "", size: info.size)])
+            if info.isDirectory {
+                listing = TreeListing()
+                try walk(fs, source, "", into: &listing)
+            }
+            let entries = listing.files
+            for directory in listing.emptyDirectories {
+                try LocalFile.makeDirectories(TreeListing.path(destination, directory))
+            }
             let guardRoot = RootGuard(root: root, fs: fs)
             let tree = TreeTransfer(step: step, session: session, options: options, parallel: Int(try step.optionalInt("parallel") ?? 8))
             let result = try tree.run(entries, connection: connection) {
                 transfer, conn, entry, state throws(StepError) in
-                let remote = entry.relative.isEmpty ? source : source + "/" + entry.relative
-                let local = entry.relative.isEmpty ? destination : destination + "/" + entry.relative
+                let remote = TreeListing.path(source, entry.relative)
+                let local = TreeListing.path(destination, entry.relative)
                 try guardRoot.check(parentOf: remote)
                 return try transfer.download(remote: remote, local: local, connection: conn, checkpoint: state)
             }
@@ -58,18 +66,20 @@ struct DownloadStep: StepDefinition {
         }
     }
 
-    /// Regular files under a remote directory, sorted by relative path; `.partial` leftovers of
-    /// uploads in progress are skipped.
-    private static func walk(_ fs: RemoteFS, _ dir: String, _ prefix: String) throws(StepError) -> [TreeTransfer.Entry] {
-        var out: [TreeTransfer.Entry] = []
+    /// The regular files under a remote directory, sorted by relative path (`.partial` leftovers
+    /// of uploads in progress are skipped), and its empty directories.
+    private static func walk(_ fs: RemoteFS, _ dir: String, _ prefix: String, into listing: inout TreeListing) throws(StepError) {
+        var holdsAnything = false
         for entry in try fs.list(dir).sorted(by: { $0.name < $1.name }) {
             let relative = prefix.isEmpty ? entry.name : prefix + "/" + entry.name
             if entry.attributes.isDirectory {
-                out += try walk(fs, dir + "/" + entry.name, relative)
+                try walk(fs, dir + "/" + entry.name, relative, into: &listing)
+                holdsAnything = true
             } else if entry.attributes.isRegular && !entry.name.hasSuffix(".partial") {
-                out.append(.init(relative: relative, size: entry.attributes.size))
+                listing.files.append(.init(relative: relative, size: entry.attributes.size))
+                holdsAnything = true
             }
         }
-        return out
+        if !holdsAnything { listing.emptyDirectories.append(prefix) }
     }
 }

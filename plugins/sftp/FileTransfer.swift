@@ -71,7 +71,9 @@ final class FileTransfer: @unchecked Sendable {
         let size = source.size
         if let expected = options.expectedSHA256 {
             let actual = try FileTransfer.hash(source, size: size)
-            guard actual == expected else { throw .permanent("\(local) has SHA-256 \(actual), not \(expected)", code: "sha256_mismatch") }
+            guard actual == expected else {
+                throw .permanent("\(local) has SHA-256 \(actual), not \(expected) (the sha256 input)", code: "sha256_mismatch")
+            }
         }
         let fs = RemoteFS(connection: connection, step: step)
         let parent = String(remote[..<(remote.lastIndex(of: "/") ?? remote.startIndex)])
@@ -195,7 +197,7 @@ final class FileTransfer: @unchecked Sendable {
             guard actual == expected else {
                 _ = unlink(partialPath)
                 onCheckpoint(nil)
-                throw .permanent("\(remote) arrived with SHA-256 \(actual), not \(expected)", code: "sha256_mismatch")
+                throw .permanent("\(remote) arrived with SHA-256 \(actual), not \(expected) (the sha256 input)", code: "sha256_mismatch")
             }
             sha = actual
         }

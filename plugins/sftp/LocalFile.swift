@@ -89,8 +89,9 @@ final class LocalFile: @unchecked Sendable {
         return (Int64(st.st_size), type == S_IFDIR, type == S_IFREG)
     }
 
+    /// `mkdir -p`, for an absolute path or one relative to the current directory.
     static func makeDirectories(_ path: String) throws(StepError) {
-        var current = ""
+        var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             current += "/" + component
             if mkdir(current, 0o755) != 0 && errno != EEXIST { throw .posix("cannot create \(current)") }
@@ -101,10 +102,10 @@ final class LocalFile: @unchecked Sendable {
         if Glibc.rename(from, to) != 0 { throw .posix("cannot rename \(from) to \(to)") }
     }
 
-    /// Regular files under `root`, as sorted relative paths (sorted so a checkpoint can say
-    /// "the first k are done").
-    static func walk(_ root: String) throws(StepError) -> [(relative: String, size: Int64)] {
-        var out: [(String, Int64)] = []
+    /// The regular files under `root` (sorted relative paths, so a checkpoint can say "the first
+    /// k are done") and its empty directories.
+    static func walk(_ root: String) throws(StepError) -> TreeListing {
+        var listing = TreeListing()
         func visit(_ dir: String, _ prefix: String) throws(StepError) {
             guard let handle = opendir(dir) else { throw .posix("cannot list \(dir)") }
             defer { closedir(handle) }
@@ -113,14 +114,22 @@ final class LocalFile: @unchecked Sendable {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
                 if name != "." && name != ".." { names.append(name) }
             }
+            var holdsAnything = false
             for name in names.sorted() {
                 let full = dir + "/" + name, relative = prefix.isEmpty ? name : prefix + "/" + name
                 guard let info = info(full) else { continue }
-                if info.isDirectory { try visit(full, relative) } else if info.isRegular { out.append((relative, info.size)) }
+                if info.isDirectory {
+                    try visit(full, relative)
+                    holdsAnything = true
+                } else if info.isRegular {
+                    listing.files.append(.init(relative: relative, size: info.size))
+                    holdsAnything = true
+                }
             }
+            if !holdsAnything { listing.emptyDirectories.append(prefix) }
         }
         try visit(root, "")
-        return out
+        return listing
     }
 }
 

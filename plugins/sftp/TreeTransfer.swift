@@ -88,6 +88,19 @@ struct TreeTransfer {
     }
 }
 
+/// A tree as a transfer sees it: its files, and the directories that hold no file or directory
+/// to transfer (relative paths; "" is the tree's root). Those are created as they are, like
+/// `cp -r` and `sftp put -r` do; every other directory is created on the way to a file.
+struct TreeListing {
+    var files: [TreeTransfer.Entry] = []
+    var emptyDirectories: [String] = []
+
+    /// `base` joined with a relative path of the listing.
+    static func path(_ base: String, _ relative: String) -> String {
+        relative.isEmpty ? base : base + "/" + relative
+    }
+}
+
 extension TreeTransfer {
     /// FNV-1a (64 bits) of every path and size in processing order.
     static func fingerprint(_ order: [Entry]) -> String {

@@ -33,7 +33,7 @@ struct UploadStep: StepDefinition {
         let source = try step.string("source")
         let destination = try step.string("destination")
         let options = try TransferOptions(step)
-        guard let info = LocalFile.info(source) else { throw StepError.invalidInput("\(source) does not exist", code: "ENOENT") }
+        guard let info = LocalFile.info(source) else { throw StepError.invalidInput("source \(source) does not exist", code: "ENOENT") }
         let (session, owned) = try Sessions.resolve(step)
         defer { if owned { session.close() } }
         let connection = try session.shared(step)
@@ -41,15 +41,19 @@ struct UploadStep: StepDefinition {
             let fs = RemoteFS(connection: connection, step: step)
             let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try fs.realpath("."))
             let target = try root.resolve(destination)
-            let entries: [TreeTransfer.Entry] = info.isDirectory
-                ? try LocalFile.walk(source).map { .init(relative: $0.relative, size: $0.size) }
-                : [.init(relative: "", size: info.size)]
+            let listing = info.isDirectory ? try LocalFile.walk(source) : TreeListing(files: [.init(relative: "", size: info.size)])
+            let entries = listing.files
             let guardRoot = RootGuard(root: root, fs: fs)
+            for directory in listing.emptyDirectories {
+                let remote = TreeListing.path(target, directory)
+                try guardRoot.check(parentOf: remote)
+                try fs.makeDirectories(remote)
+            }
             let tree = TreeTransfer(step: step, session: session, options: options, parallel: Int(try step.optionalInt("parallel") ?? 8))
             let result = try tree.run(entries, connection: connection) {
                 transfer, conn, entry, state throws(StepError) in
-                let local = entry.relative.isEmpty ? source : source + "/" + entry.relative
-                let remote = entry.relative.isEmpty ? target : target + "/" + entry.relative
+                let local = TreeListing.path(source, entry.relative)
+                let remote = TreeListing.path(target, entry.relative)
                 try guardRoot.check(parentOf: remote)
                 return try transfer.upload(local: local, remote: remote, connection: conn, checkpoint: state)
             }

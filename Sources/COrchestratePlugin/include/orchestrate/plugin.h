@@ -320,7 +320,9 @@ typedef struct orc_step_type {
     const char *summary;        /* one line for `orchestrate plugins list` */
     const char *documentation;  /* longer text for `plugins inspect` (Markdown), or NULL */
     /* JSON Schema (draft 2020-12 subset: type, properties, required, additionalProperties,
-     * items, enum, minimum, maximum, minLength, description, default) of the `with:` object. */
+     * items, enum, const, minimum, maximum, minLength, allOf, if/then/else, description, default)
+     * of the `with:` object. A then/else schema's description is added to its errors: say there
+     * why the inputs go together and what to change. */
     const char *input_schema;
     /* JSON Schema of the outputs object the step sets, or NULL. */
     const char *output_schema;

@@ -1,0 +1,55 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// What a failed run says about its steps: the one that failed, those it stopped on their way
+/// (`cancelled`), and those that never started (`not_run`), which `retry` runs again.
+@Suite struct RunSummaryTests {
+    let h = Harness()
+
+    /// `broken` fails at once (a permanent error) while `slow` is running; `after` needs `broken`
+    /// and `last` needs `after`, so neither ever starts. `broken` fails only while `fail_times`
+    /// says so, so a retried run succeeds.
+    func failingRun() -> String {
+        h.workflow("""
+            version: 1
+            name: summary
+            steps:
+              slow:
+                uses: test.sleep
+                with: { ms: 3000 }
+              broken:
+                uses: test.flaky
+                with: { counter_file: "\(h.path("counter"))", fail_times: 1, kind: permanent }
+              after:
+                needs: [broken]
+                uses: test.noop
+              last:
+                needs: [after]
+                uses: test.noop
+            """)
+    }
+
+    @Test func stepsThatNeverStartedAreNotRunAndTheStoppedOneIsCancelled() throws {
+        let result = try h.orchestrate(["run", failingRun()])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("(1 cancelled, 1 failed, 2 not run)"), "the summary: \(result.stdout)")
+        let runID = try #require(try h.runIDs().first)
+        let steps = try h.status(runID)["steps"]?.arrayValue ?? []
+        let statuses = Dictionary(uniqueKeysWithValues: steps.compactMap { step in
+            step["id"]?.stringValue.map { ($0, step["status"]?.stringValue ?? "") }
+        })
+        #expect(statuses == ["slow": "cancelled", "broken": "failed", "after": "not_run", "last": "not_run"])
+    }
+
+    @Test func retryRunsTheStepsThatDidNotRun() throws {
+        _ = try h.orchestrate(["run", failingRun()])
+        let runID = try #require(try h.runIDs().first)
+        #expect(try h.orchestrate(["retry", runID]).status == 0)
+        let again = try h.orchestrate(["resume", runID, "--json"])
+        #expect(again.status == 0, "\(again.stdout)\n\(again.stderr)")
+        let succeeded = Set(Harness.events(again).ofType("step.succeeded").compactMap { $0["step"]?.stringValue })
+        #expect(succeeded.isSuperset(of: ["broken", "after", "last"]))
+    }
+}
