@@ -5,7 +5,7 @@ import Darwin
 #endif
 import OrchestratePluginKit
 
-/// Watches a spawned child until it exits: feeds its stdin, streams its stdout (info) and
+/// Watches a spawned child (the guard, which ends as its command ends) until it exits: feeds its stdin, streams its stdout (info) and
 /// stderr (warn) to the step log line by line, and on cancellation sends SIGTERM to its process
 /// group, then SIGKILL after the grace period.
 ///
@@ -94,7 +94,8 @@ struct ChildSupervisor {
         }
         if outcome.stopped { kill(-child.pid, SIGKILL) } // stragglers, while the group id is still ours
         outcome.ending = reap()
-        for fd in [stdoutFD, stderrFD, stdinFD] where fd >= 0 { close(fd) }
+        // Only now: the guard kills the group when its lifeline ends.
+        for fd in [stdoutFD, stderrFD, stdinFD, child.lifelineFD] where fd >= 0 { close(fd) }
         outcome.stdout.finish { step.log(.info, $0) }
         outcome.stderr.finish { step.log(.warn, $0) }
         return outcome

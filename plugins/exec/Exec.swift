@@ -67,10 +67,12 @@ struct Exec: StepDefinition {
         let environment = try Environment.build(inherit: inheritEnvironment, adding: extraEnvironment)
         let executable = try CommandLookup.resolve(program, path: environment.path, cwd: cwd)
 
+        try PreviousAttempt.end(before: step)
         let outcome = try SigpipeGuard.whileBlocked { () throws(StepError) in
             let child = try Spawner.spawn(executable: executable, argv: command, environment: environment.entries,
                                           cwd: cwd, withStdin: stdinText != nil)
-            step.log(.debug, "started \(program) as pid \(child.pid)")
+            PreviousAttempt.record(child, in: step)
+            step.log(.debug, "started \(program) as pid \(child.commandPID) in process group \(child.pid)")
             return ChildSupervisor(step: step, child: child, stdinBytes: Array((stdinText ?? "").utf8),
                                    graceMilliseconds: grace).run()
         }
