@@ -223,8 +223,10 @@ int main(int argc, char **argv) {
     for (;;) {
         struct pollfd watched[2] = {{LIFELINE_FD, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
         if (poll(watched, 2, -1) < 0) {
-            struct timespec pause = {0, 10 * 1000 * 1000}; // EINTR, or out of memory for a moment
-            nanosleep(&pause, NULL);
+            if (errno != EINTR) { // out of memory for a moment: try again shortly
+                struct timespec pause = {0, 10 * 1000 * 1000};
+                nanosleep(&pause, NULL);
+            }
             continue;
         }
         if (watched[1].revents) {
