@@ -98,10 +98,10 @@ static int read_stat(pid_t pid, struct proc_entry *entry) {
 
 /// SIGKILLs every live process of the guard's group and every live child of the guard (as the
 /// subreaper, it inherits descendants whose parent died, whatever their group). Returns how
-/// many it found alive.
+/// many it found alive, or -1 without /proc.
 static int kill_sweep(pid_t self) {
     DIR *proc = opendir("/proc");
-    if (!proc) return 0;
+    if (!proc) return -1;
     int alive = 0;
     struct dirent *item;
     while ((item = readdir(proc))) {
@@ -131,6 +131,7 @@ static _Noreturn void kill_everything(void) {
     pid_t self = getpid();
     for (int round = 0; round < 5000; round++) {
         int alive = kill_sweep(self);
+        if (alive < 0) kill(0, SIGKILL); // no /proc: the whole group at once, the guard included
         reap_available();
         if (alive == 0) break;
         struct timespec pause = {0, 2 * 1000 * 1000};

@@ -27,6 +27,10 @@ struct Exec: StepDefinition {
         any other as permanent (code `exit_N`). A command killed by a signal fails as retryable \
         (code `signal_N`). When the step is cancelled or times out, the command's process group \
         gets SIGTERM, then SIGKILL after `kill_grace`.
+
+        If orchestrate dies (kill -9 included), the command and everything it started are killed \
+        at once (by orchestrate-exec-guard), and an attempt that runs the step again first ends \
+        whatever an earlier attempt left running.
         """
     static let inputSchema = #"""
         {"type":"object","additionalProperties":false,"required":["command"],
