@@ -188,7 +188,7 @@ int main(int argc, char **argv) {
     for (int signal = 1; signal < NSIG; signal++) {
         if (sigaction(signal, NULL, &inherited[signal]) != 0) continue;
         if (signal == SIGKILL || signal == SIGSTOP || signal == SIGSEGV || signal == SIGBUS || signal == SIGILL
-            || signal == SIGFPE || signal == SIGTRAP || signal == SIGSYS || signal == SIGABRT)
+            || signal == SIGFPE || signal == SIGTRAP || signal == SIGSYS)
             continue;
         struct sigaction action;
         memset(&action, 0, sizeof action);
