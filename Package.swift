@@ -15,6 +15,9 @@ let package = Package(
         .executable(name: "orchestrate", targets: ["orchestrate"]),
         // Runs one plugin call in a child process, for `isolation: process`.
         .executable(name: "orchestrate-plugin-runner", targets: ["OrchestratePluginRunner"]),
+        // Stands between the exec plugin and its command, so a command dies with the process
+        // that runs its step (plugins/exec/README.md). Installed next to the plugin libraries.
+        .executable(name: "orchestrate-exec-guard", targets: ["OrchestrateExecGuard"]),
         // Built-in plugins, built exactly as a third party would build one. The host finds
         // them next to its executable by the `liborchestrate-plugin-` prefix.
         .library(name: "orchestrate-plugin-fs", type: .dynamic, targets: ["OrchestrateFSPlugin"]),
@@ -70,13 +73,17 @@ let package = Package(
         ]),
         .executableTarget(name: "orchestrate", dependencies: ["OrchestrateCLI"]),
         .executableTarget(name: "OrchestratePluginRunner", dependencies: ["OrchestratePluginHost", "OrchestrateJSON"]),
+        // Plain C, no dependencies: it starts once per exec step and must cost next to nothing.
+        .executableTarget(name: "OrchestrateExecGuard"),
 
         // The Swift plugin author's kit: a step is a type conforming to `StepDefinition`.
         .target(name: "OrchestratePluginKit", dependencies: ["OrchestrateJSON", "COrchestratePlugin"]),
         .target(name: "OrchestrateFSPlugin", dependencies: ["OrchestratePluginKit", "OrchestrateDigest"],
                 path: "plugins/fs"),
-        .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit"],
-                path: "plugins/exec"),
+        // pipe2 and dladdr for the exec plugin (Swift's Glibc module hides them).
+        .target(name: "CExecSupport"),
+        .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit", "CExecSupport"],
+                path: "plugins/exec", exclude: ["README.md"]),
         .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "CCurl", "OrchestrateDigest", "OrchestrateTokenBucket"],
                 path: "plugins/http", exclude: ["README.md"]),
         .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "CLibSSH2", "CLibCrypto"],

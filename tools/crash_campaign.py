@@ -11,6 +11,7 @@ Scenarios (each against a real peer started here):
   sftp-tree        workflows/sftp-upload.yaml, a directory tree, against a loopback OpenSSH sshd
   sftp-persistent  workflows/sftp-persistent.yaml, paths added with `orchestrate add-path` over
                    time (while it runs and while it is dead), then `orchestrate close`
+  exec-chain       a chain of exec steps `sh -c 'sleep; echo sN >> log'` (the sleep is a grandchild)
 
 The kills are shared out between the scenarios. Each scenario starts a run, kills it after a
 random delay (uniform in [0, --window]) and resumes it, until its share of kills is spent; a run
@@ -20,7 +21,11 @@ After every run: the run's status is `succeeded` (a run still going after --stuc
 seconds without a kill is stuck), the server holds byte-identical files (sha256, no `.partial`
 left), every `idempotency_key` step had its effect once (the sandbox holds exactly one video
 per run, found by its key), every persistent-session item finished exactly once; at the end
-`PRAGMA integrity_check` of the state database answers ok.
+`PRAGMA integrity_check` of the state database answers ok. For exec-chain, after every kill: no
+process of the running steps' process groups (journaled in their checkpoints) is alive one second
+after the kill, no line is appended while no orchestrate runs (an orphaned command would), and at
+the end each step's line is there exactly once, plus once for each attempt whose line was written
+before a kill that came before the step was journaled as succeeded (at least once, by design).
 
 Figures: kills survived, resumes, files verified, payload bytes, bytes the server received, and
 the bytes re-sent (received beyond the payload: from the sandbox's `bytes_received_total`, and
@@ -45,7 +50,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCENARIOS = ["vimeo", "tus", "sftp-tree", "sftp-persistent"]
+SCENARIOS = ["vimeo", "tus", "sftp-tree", "sftp-persistent", "exec-chain"]
 TOKEN = "sandbox-token"
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 
@@ -267,6 +272,8 @@ class Figures:
         self.max_resent_one_run = 0
         self.duplicate_creates_absorbed = 0
         self.items_added_while_dead = 0
+        self.groups_checked = 0
+        self.effects_repeated = 0
         self.seconds = 0.0
 
     @property
@@ -281,7 +288,94 @@ class Figures:
                 "max_resent_bytes_one_run": self.max_resent_one_run,
                 "duplicate_creates_absorbed": self.duplicate_creates_absorbed,
                 "items_added_while_dead": self.items_added_while_dead,
+                "groups_checked": self.groups_checked, "effects_repeated": self.effects_repeated,
                 "seconds": round(self.seconds, 1)}
+
+
+def live_group_members(pgid, leader_start):
+    """Live (not zombie) processes in process group `pgid` started no earlier than its journaled
+    leader (a later group that reused the id would not be the killed run's)."""
+    members = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        if fields[0] not in "ZX" and int(fields[2]) == pgid and int(fields[19]) >= leader_start:
+            members.append(int(name))
+    return members
+
+
+class ExecChainWatch:
+    """The exec-chain checks around each kill (see the module's docstring)."""
+
+    def __init__(self, campaign, figures, state, log, steps, sleep):
+        self.campaign = campaign
+        self.figures = figures
+        self.database = os.path.join(state, "state.sqlite")
+        self.log = log
+        self.steps = steps
+        self.sleep = sleep
+        # Lines of each step written by attempts that were killed before they were journaled.
+        self.unjournaled = {}
+
+    def lines(self):
+        try:
+            with open(self.log) as f:
+                return f.read().split()
+        except FileNotFoundError:
+            return []
+
+    def snapshot(self):
+        return self.lines()
+
+    def check(self, run_id, killed_at, lines_at_kill):
+        name = "exec-chain"
+        db = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
+        try:
+            steps = dict(db.execute("SELECT id, status FROM steps WHERE run_id = ?", (run_id,)).fetchall())
+            checkpoints = db.execute("SELECT step_id, data FROM checkpoints WHERE run_id = ?", (run_id,)).fetchall()
+        finally:
+            db.close()
+        groups = []
+        for step, data in checkpoints:
+            record = json.loads(data).get("exec_process_group") if data else None
+            if record and steps.get(step) != "succeeded":
+                groups.append((step, record["pgid"], record["leader_start"]))
+        self.figures.groups_checked += len(groups)
+        for step, pgid, start in groups:
+            while live_group_members(pgid, start) and time.monotonic() - killed_at < 1.0:
+                time.sleep(0.01)
+            left = live_group_members(pgid, start)
+            if left:
+                self.campaign.violation(name, f"run {run_id}: step {step}'s process group {pgid} still has live "
+                                              f"processes {left} one second after the kill")
+        for step in self.steps:
+            if steps.get(step) != "succeeded":
+                self.unjournaled[step] = lines_at_kill.count(step)
+        # Longer than a step's sleep: an orphaned command would have appended its line by now.
+        time.sleep(max(0.0, killed_at + self.sleep + 0.5 - time.monotonic()))
+        after = self.lines()
+        if after != lines_at_kill:
+            self.campaign.violation(name, f"run {run_id}: {after[len(lines_at_kill):]} appended to {self.log} "
+                                          f"while no orchestrate ran (an orphan of the killed process)")
+
+    def verify(self, run_id):
+        lines = self.lines()
+        wrong = {}
+        for step in self.steps:
+            expected = 1 + self.unjournaled.get(step, 0)
+            self.figures.effects_repeated += self.unjournaled.get(step, 0)
+            if lines.count(step) != expected:
+                wrong[step] = f"{lines.count(step)} lines, expected {expected}"
+        if wrong:
+            self.campaign.violation("exec-chain", f"run {run_id}: {wrong} in {self.log}: {lines}")
+            return False
+        return True
 
 
 class Campaign:
@@ -308,11 +402,13 @@ class Campaign:
 
     # One run, killed and resumed until it finishes.
 
-    def drive(self, scenario, orc, workflow, inputs, label, kills, figures, between=None):
+    def drive(self, scenario, orc, workflow, inputs, label, kills, figures, between=None, on_kill=None):
         """Starts a run, kills it after random delays while `kills` remain, resumes it, until it
         finishes. `between(run_id, process)` is called while each process runs (after a short
-        random pause) and `between(run_id, None)` while none runs. Returns (run_id, kills used)
-        or (None, kills) on a violation."""
+        random pause) and `between(run_id, None)` while none runs. `on_kill.snapshot()` is called
+        the moment a killed process is reaped, then `on_kill.check(run_id, killed_at, snapshot)`.
+        `workflow` is a file in workflows/ or an absolute path. Returns (run_id, kills used) or
+        (None, kills) on a violation."""
         run_id = None
         used = 0
         while True:
@@ -354,6 +450,8 @@ class Campaign:
                     return None, used
                 process.send_signal(signal.SIGKILL)
                 process.wait()
+                killed_at = time.monotonic()
+                snapshot = on_kill.snapshot() if on_kill else None
                 used += 1
                 figures.kills += 1
                 self.log(f"[{scenario}] killed {run_id or label} after {delay:.2f} s")
@@ -362,6 +460,8 @@ class Campaign:
                 if len(ids) > 1:
                     self.violation(scenario, f"label {label} names {len(ids)} runs")
                 run_id = ids[0] if ids else None
+            if not exited and on_kill and run_id is not None:
+                on_kill.check(run_id, killed_at, snapshot)
             if exited:
                 if run_id is None:
                     self.violation(scenario, f"orchestrate run exited {process.returncode} without a run: "
@@ -588,6 +688,34 @@ class Campaign:
         finally:
             sshd.stop()
 
+    def exec_chain(self, kills, figures):
+        name = "exec-chain"
+        work, orc = self.scenario_dir(name)
+        steps, sleep = [f"s{n}" for n in range(1, 7)], 0.3
+        lines = ["version: 1", "name: exec-chain", "inputs:", "  log: { type: string }", "steps:"]
+        for n, step in enumerate(steps):
+            needs = f"needs: [{steps[n - 1]}], " if n else ""
+            lines.append(f'  {step}: {{ uses: exec, {needs}with: {{ command: [sh, -c, "sleep {sleep}; echo {step} >> \\"$LOG\\""], '
+                         f'env: {{ LOG: "${{{{ inputs.log }}}}" }} }} }}')
+        workflow = os.path.join(work, "exec-chain.yaml")
+        with open(workflow, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        used = 0
+        runs = 0
+        while used < kills or not runs:
+            log = os.path.join(work, f"effects-{runs}.log")
+            watch = ExecChainWatch(self, figures, orc.state, log, steps, sleep)
+            run_id, n = self.drive(name, orc, workflow, {"log": log}, f"{name}-{runs}", kills - used, figures,
+                                   on_kill=watch)
+            used += n
+            if run_id is None:
+                return
+            runs += 1
+            figures.runs += 1
+            if watch.verify(run_id):
+                figures.files_verified += 1
+        self.check_integrity(name, orc.state)
+
     def run(self):
         names = self.args.scenarios
         shares = [self.args.kills // len(names) + (1 if i < self.args.kills % len(names) else 0) for i in range(len(names))]
@@ -607,6 +735,8 @@ class Campaign:
                 self.sftp_tree(kills, figures)
             elif name == "sftp-persistent":
                 self.sftp_persistent(kills, figures)
+            elif name == "exec-chain":
+                self.exec_chain(kills, figures)
             figures.seconds = time.monotonic() - started
             report["scenarios"][name] = dict(figures.json(), kill_window_s=round(self.window, 2))
             print(f"{name}: {json.dumps(report['scenarios'][name])}", file=sys.stderr, flush=True)
@@ -615,7 +745,8 @@ class Campaign:
             for key in ("runs", "kills", "resumes", "files_verified", "payload_bytes", "server_bytes"):
                 setattr(total, key, getattr(total, key) + values[key])
         report["total"] = {k: v for k, v in total.json().items()
-                           if k not in ("max_resent_bytes_one_run", "duplicate_creates_absorbed", "items_added_while_dead", "seconds")}
+                           if k not in ("max_resent_bytes_one_run", "duplicate_creates_absorbed", "items_added_while_dead",
+                                        "groups_checked", "effects_repeated", "seconds")}
         report["violations"] = self.violations
         report["work_dir"] = self.work
         return report

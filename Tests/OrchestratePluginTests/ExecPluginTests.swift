@@ -187,6 +187,35 @@ private func readPid(_ file: URL) async throws -> Int32 {
         #expect(delegate.logText.contains("sent SIGKILL"))
     }
 
+    /// The exec guard sits between the plugin and the command: the command still gets only
+    /// its standard streams, signals sent to the group reach it, and its status comes back.
+    @Test func theGuardIsInvisibleToTheCommand() async throws {
+        let fds = try #require(try await runExec(["command": ["sh", "-c", "ls /proc/$$/fd"]]).outputs)
+        #expect(fds["stdout"] == "0\n1\n2\n")
+
+        let dir = TemporaryDirectory()
+        let pidFile = dir.file("pid")
+        let invocation = try execInvocation(["command": ["sh", "-c", .string(
+            "trap 'echo got USR1; exit 42' USR1; echo $$ > '\(pidFile.path)'; while :; do sleep 0.05; done")]])
+        let running = Task { await invocation.runTimed() }
+        let shell = try await readPid(pidFile)
+        let stat = try String(contentsOfFile: "/proc/\(shell)/stat", encoding: .utf8)
+        let afterName = try #require(stat.lastIndex(of: ")"))
+        let group = try #require(Int32(stat[stat.index(after: afterName)...].split(separator: " ")[2]))
+        #expect(group != shell, "the guard leads the command's group")
+        kill(-group, SIGUSR1)
+        let failure = try #require(await running.value.result.failure)
+        #expect(failure.code == "exit_42")
+
+        // A file that execve refuses (no #! line, not a binary) is invalid input, as before the guard.
+        let text = dir.write("not-a-program", "just text\n")
+        chmod(text.path, 0o755)
+        let refused = try #require(try await runExec(["command": [.string(text.path)]]).failure)
+        #expect(refused.kind == .invalidInput)
+        #expect(refused.code == "command_not_runnable")
+        #expect(refused.message == "cannot run \(text.path): Exec format error")
+    }
+
     @Test func timeoutStopsTheCommand() async throws {
         let timed = try await execInvocation(["command": ["sleep", "30"]], timeout: .milliseconds(300)).runTimed()
         let (result, took) = (timed.result, timed.took)

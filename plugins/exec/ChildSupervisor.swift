@@ -5,11 +5,13 @@ import Darwin
 #endif
 import OrchestratePluginKit
 
-/// Watches a spawned child until it exits: feeds its stdin, streams its stdout (info) and
+/// Watches a spawned child (the guard, which ends as its command ends) until it exits: feeds its stdin, streams its stdout (info) and
 /// stderr (warn) to the step log line by line, and on cancellation sends SIGTERM to its process
 /// group, then SIGKILL after the grace period.
 ///
-/// One thread, one poll() loop over the child's pipes and the step's cancel fd; the child's
+/// One thread, one poll() loop over the child's pipes, the step's cancel fd and the guard's
+/// lifeline (its write end reports POLLERR once the guard, the only reader, has exited: the
+/// wake-up for the guard's exit, which comes just after the command's pipes close); the child's
 /// exit is checked every pass (at most 100 ms apart) without reaping it, so its process group
 /// id cannot be reused before the final SIGKILL to stragglers.
 struct ChildSupervisor {
@@ -41,6 +43,7 @@ struct ChildSupervisor {
         var stdinOffset = 0
         var termSentAt: Int64?
         let cancelFD = step.cancelFD
+        var guardExiting = false
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 64 << 10, alignment: 16)
         defer { buffer.deallocate() }
 
@@ -66,7 +69,10 @@ struct ChildSupervisor {
             if stderrFD >= 0 { fds.append(pollfd(fd: stderrFD, events: Int16(POLLIN), revents: 0)) }
             if stdinFD >= 0 { fds.append(pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)) }
             if termSentAt == nil && cancelFD >= 0 { fds.append(pollfd(fd: cancelFD, events: Int16(POLLIN), revents: 0)) }
-            _ = poll(&fds, nfds_t(fds.count), 100)
+            if !guardExiting { fds.append(pollfd(fd: child.lifelineFD, events: 0, revents: 0)) }
+            // The guard closed its files on its way out; it is a zombie within moments.
+            _ = poll(&fds, nfds_t(fds.count), guardExiting ? 1 : 100)
+            if !guardExiting, let lifeline = fds.last, lifeline.revents & Int16(POLLERR | POLLHUP) != 0 { guardExiting = true }
 
             drain(&stdoutFD, into: &outcome.stdout, level: .info)
             drain(&stderrFD, into: &outcome.stderr, level: .warn)
@@ -94,7 +100,8 @@ struct ChildSupervisor {
         }
         if outcome.stopped { kill(-child.pid, SIGKILL) } // stragglers, while the group id is still ours
         outcome.ending = reap()
-        for fd in [stdoutFD, stderrFD, stdinFD] where fd >= 0 { close(fd) }
+        // Only now: the guard kills the group when its lifeline ends.
+        for fd in [stdoutFD, stderrFD, stdinFD, child.lifelineFD] where fd >= 0 { close(fd) }
         outcome.stdout.finish { step.log(.info, $0) }
         outcome.stderr.finish { step.log(.warn, $0) }
         return outcome

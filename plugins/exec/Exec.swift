@@ -32,6 +32,10 @@ struct Exec: StepDefinition {
 
         `retryable_exit_codes` is deprecated: when given, it keeps its old meaning (only the \
         statuses listed are retryable, every other one is permanent).
+
+        If orchestrate dies (kill -9 included), the command and everything it started are killed \
+        at once (by orchestrate-exec-guard), and an attempt that runs the step again first ends \
+        whatever an earlier attempt left running.
         """
     static let inputSchema = #"""
         {"type":"object","additionalProperties":false,"required":["command"],
@@ -76,10 +80,12 @@ struct Exec: StepDefinition {
         let environment = try Environment.build(inherit: inheritEnvironment, adding: extraEnvironment)
         let executable = try CommandLookup.resolve(program, path: environment.path, cwd: cwd)
 
+        try PreviousAttempt.end(before: step)
         let outcome = try SigpipeGuard.whileBlocked { () throws(StepError) in
             let child = try Spawner.spawn(executable: executable, argv: command, environment: environment.entries,
                                           cwd: cwd, withStdin: stdinText != nil)
-            step.log(.debug, "started \(program) as pid \(child.pid)")
+            PreviousAttempt.record(child, in: step)
+            step.log(.debug, "started \(program) as pid \(child.commandPID) in process group \(child.pid)")
             return ChildSupervisor(step: step, child: child, stdinBytes: Array((stdinText ?? "").utf8),
                                    graceMilliseconds: grace).run()
         }

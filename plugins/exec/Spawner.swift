@@ -3,35 +3,48 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CExecSupport
 import OrchestratePluginKit
 
-/// A child started by `Spawner`: its pid (also its process group id) and the parent's ends of
-/// its standard streams (non-blocking, close-on-exec; stdin is -1 when it reads /dev/null).
+/// A command started by `Spawner` under its guard: the guard's pid (also the process group id
+/// of the guard and the command), the command's own pid, and the parent's ends of the
+/// command's standard streams (non-blocking, close-on-exec; stdin is -1 when it reads
+/// /dev/null) and of the guard's lifeline (close it only after the guard is reaped).
 struct SpawnedChild {
     let pid: pid_t
+    let commandPID: pid_t
     let stdinFD: Int32
     let stdoutFD: Int32
     let stderrFD: Int32
+    let lifelineFD: Int32
 }
 
-/// posix_spawn with the settings a step needs: a process group of its own (so cancellation
-/// can signal everything the command started), default signal dispositions and an empty signal
-/// mask (the host may ignore SIGPIPE; the command must not inherit that), pipes for the
-/// standard streams, and an optional working directory.
+/// posix_spawn with the settings a step needs: `orchestrate-exec-guard` in a process group of
+/// its own, which starts the command in that group (so cancellation can signal everything the
+/// command started, and the guard kills it all if this process dies); default signal
+/// dispositions and an empty signal mask (the host may ignore SIGPIPE; the command must not
+/// inherit that), pipes for the standard streams, and an optional working directory.
 enum Spawner {
     /// `argv[0]` is the command as the user wrote it; `executable` the resolved path.
     static func spawn(executable: String, argv arguments: [String], environment: [String], cwd: String?,
                       withStdin: Bool) throws(StepError) -> SpawnedChild
     {
-        let stdinPipe = withStdin ? try makePipe(nonBlockingEnd: 1) : nil
-        let stdoutPipe = try makePipe(nonBlockingEnd: 0)
-        let stderrPipe = try makePipe(nonBlockingEnd: 0)
-        defer {
-            // The child's ends: the child has its own copies once spawned (or failed).
-            if let stdinPipe { close(stdinPipe.read) }
-            close(stdoutPipe.write)
-            close(stderrPipe.write)
+        let guardPath = try GuardLocation.path()
+        // Every end is closed when this returns, except the parent's ends handed to the caller.
+        var childEnds: [Int32] = [], parentEnds: [Int32] = []
+        defer { for fd in childEnds + parentEnds { close(fd) } }
+        func newPipe(nonBlockingEnd: Int?, childReads: Bool) throws(StepError) -> (read: Int32, write: Int32) {
+            let ends = try makePipe(nonBlockingEnd: nonBlockingEnd)
+            childEnds.append(childReads ? ends.read : ends.write)
+            parentEnds.append(childReads ? ends.write : ends.read)
+            return ends
         }
+        let stdinPipe = withStdin ? try newPipe(nonBlockingEnd: 1, childReads: true) : nil
+        let stdoutPipe = try newPipe(nonBlockingEnd: 0, childReads: false)
+        let stderrPipe = try newPipe(nonBlockingEnd: 0, childReads: false)
+        // The guard watches `lifeline.read` for end of file; only this process holds the write end.
+        let lifeline = try newPipe(nonBlockingEnd: nil, childReads: true)
+        let report = try newPipe(nonBlockingEnd: nil, childReads: false)
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -43,6 +56,8 @@ enum Spawner {
         }
         posix_spawn_file_actions_adddup2(&actions, stdoutPipe.write, 1)
         posix_spawn_file_actions_adddup2(&actions, stderrPipe.write, 2)
+        posix_spawn_file_actions_adddup2(&actions, lifeline.read, 3)
+        posix_spawn_file_actions_adddup2(&actions, report.write, 4)
         if let cwd {
             guard let addChdir = addChdirFunction else {
                 throw .permanent("cwd is not supported on this system (no posix_spawn_file_actions_addchdir_np)")
@@ -65,30 +80,48 @@ enum Spawner {
         }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
 
-        let argv = CStringArray(arguments)
+        let argv = CStringArray([guardPath, executable] + arguments)
         let envp = CStringArray(environment)
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv.pointers, envp.pointers)
+        let result = posix_spawn(&pid, guardPath, &actions, &attributes, argv.pointers, envp.pointers)
+        for fd in childEnds { close(fd) } // the guard has its copies (or failed to start)
+        childEnds = []
         guard result == 0 else {
-            if let stdinPipe { close(stdinPipe.write) }
-            close(stdoutPipe.read)
-            close(stderrPipe.read)
             if result == ENOENT || result == EACCES || result == ENOEXEC {
-                throw .invalidInput("cannot run \(executable): \(String(cString: strerror(result)))", code: "command_not_runnable")
+                throw .permanent("cannot run the exec plugin's process guard \(guardPath): \(String(cString: strerror(result)))",
+                                 code: "guard_missing")
             }
-            throw .posix("cannot start \(executable)", errno: result)
+            throw .posix("cannot start \(executable) under \(guardPath)", errno: result)
         }
-        return SpawnedChild(pid: pid, stdinFD: stdinPipe?.write ?? -1, stdoutFD: stdoutPipe.read, stderrFD: stderrPipe.read)
+        // Waits until the guard has exec'd the command (or failed to): then a missing
+        // interpreter or a bad binary is invalid input, as it would be without a guard.
+        let outcome = GuardReport.receive(from: report.read)
+        if let failure = outcome.failure(executable: executable) {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            throw failure
+        }
+        close(report.read)
+        parentEnds = [] // handed over
+        return SpawnedChild(pid: pid, commandPID: outcome.commandPID ?? pid, stdinFD: stdinPipe?.write ?? -1,
+                            stdoutFD: stdoutPipe.read, stderrFD: stderrPipe.read, lifelineFD: lifeline.write)
     }
 
-    /// A pipe with both ends close-on-exec (the child gets dup2'd copies) and the parent's end
-    /// (0 = read, 1 = write) non-blocking. Only the parent's: O_NONBLOCK belongs to the open file
-    /// description, which the child's dup2'd copy would share, and most programs fail on EAGAIN.
-    private static func makePipe(nonBlockingEnd: Int) throws(StepError) -> (read: Int32, write: Int32) {
+    /// A pipe with both ends close-on-exec from the start (the child gets dup2'd copies) and
+    /// the parent's end (0 = read, 1 = write) non-blocking. Only the parent's: O_NONBLOCK
+    /// belongs to the open file description, which the child's dup2'd copy would share, and most
+    /// programs fail on EAGAIN. Both ends are kept above 4, so that no dup2 onto the guard's
+    /// descriptors 0-4 overwrites a source still to be copied.
+    private static func makePipe(nonBlockingEnd: Int?) throws(StepError) -> (read: Int32, write: Int32) {
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw .posix("cannot create a pipe") }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        _ = fcntl(fds[nonBlockingEnd], F_SETFL, fcntl(fds[nonBlockingEnd], F_GETFL) | O_NONBLOCK)
+        guard orc_exec_pipe_cloexec(&fds) == 0 else { throw .posix("cannot create a pipe") }
+        for index in 0..<2 where fds[index] <= 4 {
+            let moved = fcntl(fds[index], F_DUPFD_CLOEXEC, 5)
+            if moved >= 0 { close(fds[index]); fds[index] = moved }
+        }
+        if let end = nonBlockingEnd {
+            _ = fcntl(fds[end], F_SETFL, fcntl(fds[end], F_GETFL) | O_NONBLOCK)
+        }
         return (fds[0], fds[1])
     }
 
