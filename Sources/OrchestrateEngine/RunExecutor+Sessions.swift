@@ -22,12 +22,7 @@ extension RunExecutor {
             guard let instance = instances[step.id], instance.record.status == .succeeded else { continue }
             let stillNeeded = (dependents[step.id] ?? []).contains { !(instances[$0]?.record.status.isFinished ?? true) }
             guard stillNeeded else { continue }
-            instance.record.status = .pending
-            instance.record.outputs = nil
-            instance.record.finishedAt = nil
-            instance.record.completionSeq = nil
-            instance.materialized = true
-            batch.stepUpserts.append(instance.record)
+            runAgain(instance)
             emit(EventType.sessionReopening, step: step.id,
                  data: ["reason": .string("its connection belonged to the interrupted process")])
         }

@@ -27,14 +27,20 @@ extension RunExecutor {
             guard let instance = instances[step.id], instance.record.kind == .step, instance.record.status == .succeeded,
                   let node = instance.record.node, node != owner.node
             else { continue }
-            instance.record.status = .pending
-            instance.record.outputs = nil
-            instance.record.finishedAt = nil
-            instance.record.completionSeq = nil
-            instance.materialized = true
-            batch.stepUpserts.append(instance.record)
+            runAgain(instance)
             emit(.stepRedone, step: step.id,
                  data: ["node": .string(node), "reason": .string("its results were in the run directory of node \(node)")])
         }
+    }
+
+    /// Makes a succeeded step pending again, journaled in this round: on resume, before the
+    /// scheduling state is built, so its dependents wait for it.
+    func runAgain(_ instance: Instance) {
+        instance.record.status = .pending
+        instance.record.outputs = nil
+        instance.record.finishedAt = nil
+        instance.record.completionSeq = nil
+        instance.materialized = true
+        batch.stepUpserts.append(instance.record)
     }
 }

@@ -87,7 +87,7 @@ import Testing
     }
 
     @Test func anUnreachableServerIsAClearErrorWithoutThePassword() throws {
-        let port = try PostgresServer.freePort()
+        let port = Ports.free()
         do {
             _ = try PostgresStateStore(connection: "postgresql://orc:s3cret-pw@127.0.0.1:\(port)/orchestrate")
             Issue.record("connected to nothing")

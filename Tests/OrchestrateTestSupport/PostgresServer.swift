@@ -106,7 +106,7 @@ public final class PostgresServer: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         if getuid() == 0 { _ = try ChildProcess.run(URL(fileURLWithPath: "/bin/chown"), ["postgres:postgres", directory]) }
-        port = try PostgresServer.freePort()
+        port = Ports.free()
         let initdb = try asServerUser(bin + "/initdb", ["-D", directory + "/data", "-A", "trust", "-U", "postgres", "--no-sync"])
         guard initdb.status == 0 else { throw Unavailable(description: "initdb failed: \(initdb.stderr)") }
         try start()
@@ -123,21 +123,5 @@ public final class PostgresServer: @unchecked Sendable {
         let root = "/usr/lib/postgresql"
         let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
         return versions.last.map { "\(root)/\($0)/bin" }
-    }
-
-    /// A TCP port nothing listens on right now.
-    public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw Unavailable(description: "no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
