@@ -1,0 +1,78 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateStore
+import OrchestrateTestSupport
+import Testing
+
+/// Named queues and nodes, on one machine: a worker takes only its queues, `list`/`status` say
+/// which queue and node, and `add-path` for a run held on another node takes that node's paths.
+@Suite(.serialized) struct NodeAndQueueTests {
+    let h = Harness()
+
+    func workflow() -> String {
+        h.workflow("""
+            version: 1
+            name: job
+            steps:
+              only: { uses: test.append, with: { file: "\(h.path("log"))", line: "${{ run.id }}" } }
+            """)
+    }
+
+    func submit(_ extra: [String]) throws -> String {
+        let result = try h.orchestrate(["submit", workflow()] + extra)
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func aWorkerTakesOnlyTheQueuesItServesAndSaysWhichNodeRanWhat() throws {
+        let uploads = try submit(["--queue", "uploads"])
+        let exports = try submit(["--queue", "exports"])
+        let plain = try submit([])
+        let serve = try h.start(["serve", "--queue", "uploads", "--queue", "default", "--node", "bay-7"])
+        defer {
+            kill(serve.processIdentifier, SIGTERM)
+            serve.waitUntilExit()
+        }
+        #expect(h.waitFor { (try? h.status(uploads)["status"]?.stringValue) == "succeeded" })
+        #expect(h.waitFor { (try? h.status(plain)["status"]?.stringValue) == "succeeded" })
+        Thread.sleep(forTimeInterval: 0.5)
+        let waiting = try h.status(exports)
+        #expect(waiting["status"]?.stringValue == "queued")
+        #expect(waiting["queue"]?.stringValue == "exports")
+        let done = try h.status(uploads)
+        #expect(done["queue"]?.stringValue == "uploads")
+        #expect(done["steps"]?[0]?["node"]?.stringValue == "bay-7")
+        #expect(h.lines("log").sorted() == [uploads, plain].sorted())
+        let listed = Harness.events(try h.orchestrate(["list", "--queue", "exports", "--json"])).compactMap { $0["id"]?.stringValue }
+        #expect(listed == [exports])
+    }
+
+    @Test func aQueueNameIsChecked() throws {
+        let bad = try h.orchestrate(["submit", workflow(), "--queue", "no spaces/here"])
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("queue name"), "\(bad.stderr)")
+    }
+
+    @Test func addPathForARunHeldOnAnotherNodeTakesThatNodesAbsolutePaths() throws {
+        let session = h.workflow("""
+            version: 1
+            name: session
+            steps:
+              accept: { uses: test.items, with: { file: "\(h.path("received"))" } }
+            """, name: "session.yaml")
+        let id = try #require(try h.orchestrate(["submit", session]).stdout.split(separator: "\n").first.map(String.init))
+        // Another node holds the run (its lease is valid): simulate it in the store.
+        let store = try SQLiteStateStore(directory: h.state)
+        #expect(try store.claimRun(id, owner: OwnerIdentity(node: "farm-2", pid: 1, startTime: 1), lease: 60))
+        let relative = try h.orchestrate(["add-path", id, "renders/a.mov", "in/a.mov"])
+        #expect(relative.status == 2)
+        #expect(relative.stderr.contains("farm-2") && relative.stderr.contains("absolute"), "\(relative.stderr)")
+        let absolute = try h.orchestrate(["add-path", id, "/media/renders/a.mov", "in/a.mov"])
+        #expect(absolute.status == 0, "\(absolute.stderr)")
+        let items = try store.items(runID: id, stepID: "accept")
+        #expect(items.count == 1)
+        #expect(try JSONValue(parsing: items[0].json)["source"]?.stringValue == "/media/renders/a.mov")
+        // The item and its event were journaled together.
+        #expect(try store.events(runID: id, afterSeq: 0, limit: 10).map(\.type).contains(.itemAdded))
+    }
+}
