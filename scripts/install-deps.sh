@@ -9,6 +9,7 @@ packages=(
   libcurl4-openssl-dev              # the HTTP plugin
   libssh2-1-dev                     # the SFTP plugin
   libpq-dev postgresql              # the PostgreSQL state store; a throwaway server for its tests
+  openssl                           # certificates for the TLS tests (database, HTTP)
   openssh-server openssh-client     # a real sshd on loopback for the SFTP tests
   nginx-light                       # a real HTTP server on loopback for the HTTP tests
   tmux                              # terminal tests of the progress display

@@ -119,4 +119,54 @@ import Testing
         try makeRun(store, "after")
         #expect(Set(try store.listRuns(RunFilter()).map(\.id)) == ["before", "after"])
     }
+
+    /// TLS to the database is libpq's: `sslmode=verify-full` with the right root certificate
+    /// connects, with another CA it is refused, and `sslmode=require` encrypts without checking.
+    @Test func tlsToTheDatabaseWorksAsLibpqsDoes() throws {
+        let server = try PostgresServer.dedicated()
+        defer {
+            server.stop()
+            server.remove()
+        }
+        let dir = TemporaryDirectory("pg-tls")
+        func openssl(_ arguments: [String]) throws {
+            let result = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/openssl"), arguments)
+            #expect(result.status == 0, "openssl \(arguments.first ?? ""): \(result.stderr)")
+        }
+        let ca = dir.file("ca").path, other = dir.file("other").path, cert = dir.file("server").path
+        try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=orchestrate test CA",
+                     "-keyout", ca + ".key", "-out", ca + ".crt"])
+        try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=another CA",
+                     "-keyout", other + ".key", "-out", other + ".crt"])
+        try openssl(["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", cert + ".key", "-out", cert + ".csr"])
+        _ = dir.write("san.ext", "subjectAltName = IP:127.0.0.1\n")
+        try openssl(["x509", "-req", "-in", cert + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key", "-CAcreateserial",
+                     "-days", "2", "-extfile", dir.file("san.ext").path, "-out", cert + ".crt"])
+        // The server's key and certificate, owned by the server's user, and TLS switched on.
+        let data = server.directory + "/data"
+        for name in ["server.crt", "server.key"] {
+            try? FileManager.default.removeItem(atPath: data + "/" + name)
+            try FileManager.default.copyItem(atPath: dir.file(name).path, toPath: data + "/" + name)
+            chmod(data + "/" + name, 0o600)
+            if getuid() == 0 { _ = try ChildProcess.run(URL(fileURLWithPath: "/bin/chown"), ["postgres:postgres", data + "/" + name]) }
+        }
+        let conf = try FileHandle(forWritingTo: URL(fileURLWithPath: data + "/postgresql.conf"))
+        try conf.seekToEnd()
+        try conf.write(contentsOf: Data("ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n".utf8))
+        try conf.close()
+        server.stop()
+        try server.start()
+        let database = String(try server.createDatabase().split(separator: "/").last!)
+        let base = "postgresql://postgres@127.0.0.1:\(server.port)/\(database)"
+        let verified = try PostgresStateStore(connection: base + "?sslmode=verify-full&sslrootcert=\(ca).crt")
+        #expect(try verified.listRuns(RunFilter()).isEmpty)
+        #expect(try server.sql("SELECT count(*) FROM pg_stat_ssl WHERE ssl", database: database) != "0")
+        do {
+            _ = try PostgresStateStore(connection: base + "?sslmode=verify-full&sslrootcert=\(other).crt")
+            Issue.record("a server certificate from another CA was accepted")
+        } catch {
+            #expect("\(error)".contains("certificate"), "\(error)")
+        }
+        _ = try PostgresStateStore(connection: base + "?sslmode=require")
+    }
 }
