@@ -192,7 +192,9 @@ public final class QueueWorker: @unchecked Sendable {
     /// At the limit with a `run-now` waiting: interrupt the newest running run; it goes back to
     /// the queue just behind the one that pre-empted it, so it resumes right after.
     private func preemptForRunNow() throws {
-        let waiting = try store.listRuns(RunFilter(statuses: [.queued], queues: Set(options.queues))).filter(\.runNow)
+        var filter = RunFilter(statuses: [.queued], queues: Set(options.queues))
+        filter.runNowOnly = true
+        let waiting = try store.listRuns(filter)
         guard let first = waiting.min(by: { $0.queueOrder < $1.queueOrder }) else { return }
         let alreadyYielding = executing.values.contains { $0.executor.isInterrupting }
         guard !alreadyYielding, let newest = executing.max(by: { $0.value.started < $1.value.started }) else { return }

@@ -128,6 +128,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             sql += " AND status IN (\(statuses.map { _ in "?" }.joined(separator: ",")))"
             for s in statuses.sorted(by: { $0.rawValue < $1.rawValue }) { arguments += [s.rawValue] }
         }
+        if filter.runNowOnly { sql += " AND run_now = 1" }
         if let queues = filter.queues, !queues.isEmpty {
             sql += " AND queue IN (\(queues.map { _ in "?" }.joined(separator: ",")))"
             for q in queues.sorted() { arguments += [q] }

@@ -27,6 +27,9 @@ public struct RunFilter: Sendable {
     public var statuses: Set<RunStatus>?
     public var labels: [String: String]
     public var queues: Set<String>?
+    /// Only runs `run-now` asked to start at once (a worker at its limit looks for them every
+    /// round: this keeps that look from reading the whole queue).
+    public var runNowOnly = false
     /// At most this many runs: the newest ones, still returned oldest first.
     public var limit: Int?
 

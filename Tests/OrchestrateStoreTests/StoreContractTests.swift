@@ -229,6 +229,9 @@ func deadOwner() throws -> OwnerIdentity {
         try t.makeRun("later", status: .queued, createdAt: 3)
         try t.store.updateQueueFields("later", status: nil, queueOrder: -1, runNow: true)
         try t.makeRun("paused", status: .paused, createdAt: 4)
+        var asked = RunFilter(statuses: [.queued])
+        asked.runNowOnly = true
+        #expect(try t.store.listRuns(asked).map(\.id) == ["later"])
         let first = try t.store.claimNextRuns(owner: .current, queues: ["default"], limit: 2, lease: 60)
         #expect(first.map(\.id) == ["later", "urgent"])
         #expect(first.allSatisfy { $0.owner == .current && $0.runNow == false })

@@ -83,6 +83,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
             parameters.append(PGText.array(Array(queues)))
             sql += " AND queue = ANY($\(parameters.count)::text[])"
         }
+        if filter.runNowOnly { sql += " AND run_now" }
         sql += " ORDER BY created_at, id"
         let runs = try pool.withConnection { conn in try conn.execute(sql, parameters).all.map(Self.runRecord) }
         let matching = runs.filter { run in filter.labels.allSatisfy { run.labels[$0.key] == $0.value } }
