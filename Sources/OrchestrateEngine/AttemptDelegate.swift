@@ -13,6 +13,8 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     /// The declared step id: items added with `add-path --step ID` are keyed by it.
     private let declaredStep: String
     private let store: any StateStore
+    /// The run's owner: checkpoints and items are written only while it holds the run.
+    private let owner: OwnerIdentity
     private let redactor: Redactor
     private unowned let sink: any AttemptEventSink
     private let startedAt = Monotonic.now()
@@ -25,9 +27,10 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     private var handedOutThrough: Int64 = 0
     private var itemProgressJournaled: [String: Double] = [:]
 
-    init(runID: String, instanceID: String, declaredStep: String, store: any StateStore, redactor: Redactor,
-         sink: any AttemptEventSink)
+    init(runID: String, instanceID: String, declaredStep: String, store: any StateStore, owner: OwnerIdentity,
+         redactor: Redactor, sink: any AttemptEventSink)
     {
+        self.owner = owner
         self.runID = runID
         self.instanceID = instanceID
         self.declaredStep = declaredStep
@@ -64,7 +67,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     func saveCheckpoint(_ data: [UInt8]) -> Bool {
         guard data.count <= 1 << 20 else { return false }
         do {
-            try store.saveCheckpoint(runID: runID, stepID: instanceID, data: data)
+            try store.saveCheckpoint(runID: runID, stepID: instanceID, data: data, fence: owner)
             return true
         } catch {
             log(.warn, "checkpoint not saved: \(error)")
@@ -103,14 +106,14 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
         let event = EventRecord(runID: runID, time: Date().timeIntervalSince1970, type: EventType.itemFinished,
                                 step: instanceID, data: .object(data))
         // Journaled with the item's status in one transaction; the live display hears of it after.
-        if (try? store.finishItem(runID: runID, stepID: declaredStep, id: id, error: message, event: event)) != nil {
+        if (try? store.finishItem(runID: runID, stepID: declaredStep, id: id, error: message, event: event, fence: owner)) != nil {
             sink.attemptJournaledEvent(event)
         }
     }
 
     func saveItemCheckpoint(id: String, data: [UInt8]) -> Bool {
         guard data.count <= 1 << 20 else { return false }
-        return (try? store.saveItemCheckpoint(runID: runID, stepID: declaredStep, id: id, data: data)) != nil
+        return (try? store.saveItemCheckpoint(runID: runID, stepID: declaredStep, id: id, data: data, fence: owner)) != nil
     }
 
     /// Per-file progress: shown live, and journaled at most once a second per item (and at

@@ -44,7 +44,7 @@ extension RunExecutor {
         }
         let request = StepRequest(runID: run.id, stepID: name, inputs: inputs, idempotencyKey: nil, runDir: runDirectory,
                                   attempt: 1, timeout: hook.timeout ?? Self.defaultHookTimeout, checkpoint: nil)
-        let delegate = AttemptDelegate(runID: run.id, instanceID: name, declaredStep: name, store: store,
+        let delegate = AttemptDelegate(runID: run.id, instanceID: name, declaredStep: name, store: store, owner: owner,
                                        redactor: redactor, sink: self)
         // On this thread: the run is over, nothing else is scheduled.
         return StepInvocation(stepType: type, request: request, delegate: delegate).run().map { _ in () }

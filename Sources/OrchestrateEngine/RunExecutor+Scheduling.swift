@@ -268,7 +268,7 @@ extension RunExecutor {
                                   attempt: attemptNumber, timeout: instance.spec.timeout, checkpoint: checkpoint,
                                   bandwidth: bandwidth)
         let delegate = AttemptDelegate(runID: run.id, instanceID: instance.id, declaredStep: instance.record.step,
-                                       store: store, redactor: redactor, sink: self)
+                                       store: store, owner: owner, redactor: redactor, sink: self)
         let invocation: any StepRunning
         if (instance.spec.isolation ?? options.defaultIsolation) == .process {
             invocation = IsolatedStepInvocation(stepType: stepType, request: request, delegate: delegate,

@@ -187,13 +187,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     public func commit(_ batch: JournalBatch) throws {
         guard !batch.isEmpty else { return }
         try write { db in
-            if let (runID, owner) = batch.fence {
-                let row = try Row.fetchOne(db, sql: "SELECT owner_host, owner_pid, owner_start FROM runs WHERE id = ?",
-                                           arguments: [runID])
-                guard let row, row["owner_host"] as String? == owner.node, row["owner_pid"] as Int32? == owner.pid,
-                      row["owner_start"] as Int64? == owner.startTime
-                else { throw StoreError.ownershipLost(runID: runID) }
-            }
+            if let (runID, owner) = batch.fence { try Self.checkFence(runID, owner, db) }
             for run in batch.runUpdates { try Self.updateRun(run, db) }
             if !batch.stepUpserts.isEmpty {
                 let statement = try db.cachedStatement(sql: """
@@ -230,8 +224,9 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     // MARK: Checkpoints
 
-    public func saveCheckpoint(runID: String, stepID: String, data: [UInt8]) throws {
+    public func saveCheckpoint(runID: String, stepID: String, data: [UInt8], fence: OwnerIdentity?) throws {
         try write { db in
+            if let fence { try Self.checkFence(runID, fence, db) }
             try db.execute(sql: "INSERT OR REPLACE INTO checkpoints (run_id, step_id, data, updated_at) VALUES (?, ?, ?, ?)",
                            arguments: [runID, stepID, Data(data), Date().timeIntervalSince1970])
         }
@@ -352,8 +347,11 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                    checkpoint: (row["checkpoint"] as Data?).map { [UInt8]($0) })
     }
 
-    public func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?) throws {
+    public func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?,
+                           fence: OwnerIdentity?) throws
+    {
         try write { db in
+            if let fence { try Self.checkFence(runID, fence, db) }
             try db.execute(sql: """
                 UPDATE items SET status = ?, error = ?, finished_at = ? WHERE run_id = ? AND step_id = ? AND id = ?
                 """, arguments: [error == nil ? "done" : "failed", error, Date().timeIntervalSince1970, runID, stepID, id])
@@ -361,11 +359,20 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         }
     }
 
-    public func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8]) throws {
+    public func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8], fence: OwnerIdentity?) throws {
         try write { db in
+            if let fence { try Self.checkFence(runID, fence, db) }
             try db.execute(sql: "UPDATE items SET checkpoint = ? WHERE run_id = ? AND step_id = ? AND id = ?",
                            arguments: [Data(data), runID, stepID, id])
         }
+    }
+
+    /// Throws `ownershipLost` unless `owner` owns the run (one machine: ownership alone).
+    private static func checkFence(_ runID: String, _ owner: OwnerIdentity, _ db: Database) throws {
+        let row = try Row.fetchOne(db, sql: "SELECT owner_host, owner_pid, owner_start FROM runs WHERE id = ?", arguments: [runID])
+        guard let row, row["owner_host"] as String? == owner.node, row["owner_pid"] as Int32? == owner.pid,
+              row["owner_start"] as Int64? == owner.startTime
+        else { throw StoreError.ownershipLost(runID: runID) }
     }
 
     // MARK: Row mapping

@@ -115,7 +115,10 @@ public protocol StateStore: AnyObject, Sendable {
 
     // MARK: Checkpoints (never secrets: the engine does not redact them)
 
-    func saveCheckpoint(runID: String, stepID: String, data: [UInt8]) throws
+    /// Saves a step's checkpoint. With `fence`, only while that owner holds the run, as for
+    /// `commit` (an attempt still running on a fenced node must not overwrite the new owner's
+    /// checkpoint); otherwise throws `StoreError.ownershipLost`.
+    func saveCheckpoint(runID: String, stepID: String, data: [UInt8], fence: OwnerIdentity?) throws
     func checkpoint(runID: String, stepID: String) throws -> [UInt8]?
 
     // MARK: Keyed concurrency limits, shared by every process using this store
@@ -169,9 +172,10 @@ public protocol StateStore: AnyObject, Sendable {
     /// The first item still queued whose sequence number is above `seq`, or nil.
     func nextQueuedItem(runID: String, stepID: String, after seq: Int64) throws -> ItemRecord?
     /// Marks an item finished and journals `event` (its `item.finished`) in the same transaction,
-    /// so a crash cannot keep one without the other.
-    func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?) throws
-    func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8]) throws
+    /// so a crash cannot keep one without the other. Fenced as `saveCheckpoint`.
+    func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?,
+                    fence: OwnerIdentity?) throws
+    func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8], fence: OwnerIdentity?) throws
 }
 
 /// A subscription made by `StateStore.watchForWork`.

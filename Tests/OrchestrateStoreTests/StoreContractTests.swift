@@ -92,8 +92,8 @@ func deadOwner() throws -> OwnerIdentity {
         batch.events = [EventRecord(runID: "r1", time: 2, type: .stepStarted, step: "upload", data: ["attempt": 2])]
         try t.store.commit(batch)
         let checkpoint: [UInt8] = Array("offset=42".utf8) + [0, 255, 92, 120]
-        try t.store.saveCheckpoint(runID: "r1", stepID: "upload", data: checkpoint)
-        try t.store.saveCheckpoint(runID: "r1", stepID: "upload", data: checkpoint + [7])
+        try t.store.saveCheckpoint(runID: "r1", stepID: "upload", data: checkpoint, fence: nil)
+        try t.store.saveCheckpoint(runID: "r1", stepID: "upload", data: checkpoint + [7], fence: nil)
         let steps = try t.store.steps(ofRun: "r1")
         #expect(steps.count == 1)
         #expect(steps[0].attempt == 2 && steps[0].failures == 1 && steps[0].idempotencyKey == "r1/upload")
@@ -168,6 +168,23 @@ func deadOwner() throws -> OwnerIdentity {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func checkpointsAndItemsOfANonOwnerAreRefused(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        try t.store.addItem(runID: "r1", stepID: "s", id: "i", json: "{}", event: nil)
+        let remote = OwnerIdentity(node: "elsewhere", pid: 1, startTime: 1)
+        #expect(try t.store.claimRun("r1", owner: remote, lease: 60))
+        try t.store.saveCheckpoint(runID: "r1", stepID: "s", data: [1], fence: remote)
+        #expect(throws: StoreError.self) { try t.store.saveCheckpoint(runID: "r1", stepID: "s", data: [2], fence: .current) }
+        #expect(throws: StoreError.self) { try t.store.saveItemCheckpoint(runID: "r1", stepID: "s", id: "i", data: [2], fence: .current) }
+        #expect(throws: StoreError.self) {
+            try t.store.finishItem(runID: "r1", stepID: "s", id: "i", error: nil, event: nil, fence: .current)
+        }
+        #expect(try t.store.checkpoint(runID: "r1", stepID: "s") == [1])
+        #expect(try t.store.items(runID: "r1", stepID: "s").map(\.status) == [.queued])
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func concurrencyLeasesHoldAcrossProcessesAndFreeDeadOwners(_ kind: StoreKind) throws {
         let t = try StoreUnderTest(kind)
         let a = t.store, b = try t.reopen()
@@ -206,11 +223,11 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try t.store.nextQueuedItem(runID: "r1", stepID: "accept", after: 0)?.id == "i1")
         #expect(try t.store.nextQueuedItem(runID: "r1", stepID: "accept", after: 1)?.id == "i2")
         try t.store.finishItem(runID: "r1", stepID: "accept", id: "i1", error: nil,
-                               event: EventRecord(runID: "r1", time: 3, type: .itemFinished, step: "accept", data: ["item": "i1"]))
-        try t.store.finishItem(runID: "r1", stepID: "accept", id: "i2", error: "permission denied", event: nil)
+                               event: EventRecord(runID: "r1", time: 3, type: .itemFinished, step: "accept", data: ["item": "i1"]), fence: nil)
+        try t.store.finishItem(runID: "r1", stepID: "accept", id: "i2", error: "permission denied", event: nil, fence: nil)
         let types = try t.store.events(runID: "r1", afterSeq: 0, limit: 10).map(\.type)
         #expect(types == [.runAdded, .itemAdded, .itemFinished])
-        try t.store.saveItemCheckpoint(runID: "r1", stepID: "accept", id: "i2", data: [1, 2, 3])
+        try t.store.saveItemCheckpoint(runID: "r1", stepID: "accept", id: "i2", data: [1, 2, 3], fence: nil)
         let items = try t.store.items(runID: "r1", stepID: "accept")
         #expect(items.map(\.id) == ["i1", "i2"])
         #expect(items.map(\.seq) == [1, 2])
@@ -308,7 +325,7 @@ func deadOwner() throws -> OwnerIdentity {
         var batch = JournalBatch()
         batch.stepUpserts = [StepRecord(runID: "r1", id: "a", step: "a", kind: .step)]
         try t.store.commit(batch)
-        try t.store.saveCheckpoint(runID: "r1", stepID: "a", data: [1])
+        try t.store.saveCheckpoint(runID: "r1", stepID: "a", data: [1], fence: nil)
         try t.store.addItem(runID: "r1", stepID: "a", id: "i", json: "{}", event: nil)
         #expect(try t.store.tryAcquireLeases([(key: "k", limit: 1)], holder: "r1/a", owner: .current, lease: 60))
         try t.store.deleteRun("r1")

@@ -144,14 +144,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     public func commit(_ batch: JournalBatch) throws {
         guard !batch.isEmpty else { return }
         try pool.transaction { conn in
-            if let (runID, owner) = batch.fence {
-                let held = try conn.execute("""
-                    SELECT 1 FROM runs WHERE id = $1 AND owner_node = $2 AND owner_pid = $3 AND owner_start = $4
-                                       AND lease_until > \(Self.serverNow)
-                    FOR UPDATE
-                    """, [runID] + Self.ownerParameters(owner))
-                guard held.count == 1 else { throw StoreError.ownershipLost(runID: runID) }
-            }
+            if let (runID, owner) = batch.fence { try Self.checkFence(runID, owner, conn) }
             for run in batch.runUpdates {
                 try conn.execute("""
                     UPDATE runs SET status = $2, ending = $3, started_at = $4, finished_at = $5, error = $6,
@@ -181,8 +174,9 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
 
     // MARK: Checkpoints
 
-    public func saveCheckpoint(runID: String, stepID: String, data: [UInt8]) throws {
-        try pool.withConnection { conn in
+    public func saveCheckpoint(runID: String, stepID: String, data: [UInt8], fence: OwnerIdentity?) throws {
+        try pool.transaction { conn in
+            if let fence { try Self.checkFence(runID, fence, conn) }
             try conn.execute("""
                 INSERT INTO checkpoints (run_id, step_id, data, updated_at) VALUES ($1, $2, $3::bytea, \(Self.serverNow))
                 ON CONFLICT (run_id, step_id) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at
@@ -304,8 +298,11 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         }
     }
 
-    public func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?) throws {
+    public func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?,
+                           fence: OwnerIdentity?) throws
+    {
         try pool.transaction { conn in
+            if let fence { try Self.checkFence(runID, fence, conn) }
             try conn.execute("""
                 UPDATE items SET status = $4, error = $5, finished_at = \(Self.serverNow) WHERE run_id = $1 AND step_id = $2 AND id = $3
                 """, [runID, stepID, id, error == nil ? ItemRecord.Status.done.rawValue : ItemRecord.Status.failed.rawValue, error])
@@ -313,8 +310,9 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         }
     }
 
-    public func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8]) throws {
-        try pool.withConnection { conn in
+    public func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8], fence: OwnerIdentity?) throws {
+        try pool.transaction { conn in
+            if let fence { try Self.checkFence(runID, fence, conn) }
             try conn.execute("UPDATE items SET checkpoint = $4::bytea WHERE run_id = $1 AND step_id = $2 AND id = $3",
                              [runID, stepID, id, PGText.bytea(data)])
         }
@@ -335,6 +333,18 @@ extension PostgresStateStore {
     static func likePrefix(_ prefix: String) -> String {
         prefix.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
             .replacingOccurrences(of: "_", with: "\\_") + "%"
+    }
+
+    /// Throws `ownershipLost` unless `owner` holds the run with a lease that has not run out by
+    /// the server's clock; locks the run's row until the transaction ends, so no claim slips in
+    /// between the check and the write.
+    static func checkFence(_ runID: String, _ owner: OwnerIdentity, _ conn: PGConnection) throws {
+        let held = try conn.execute("""
+            SELECT 1 FROM runs WHERE id = $1 AND owner_node = $2 AND owner_pid = $3 AND owner_start = $4
+                               AND lease_until > \(serverNow)
+            FOR UPDATE
+            """, [runID] + ownerParameters(owner))
+        guard held.count == 1 else { throw StoreError.ownershipLost(runID: runID) }
     }
 
     static func notifyWork(_ conn: PGConnection) throws {
