@@ -115,14 +115,15 @@ final class Cluster: @unchecked Sendable {
         return counts
     }
 
-    /// Polls `condition` every 100 ms until it holds or `timeout` seconds pass.
-    func waitUntil(_ timeout: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+    /// Polls `condition` every 100 ms until it holds or `timeout` seconds pass; a condition that
+    /// throws (the schema not created yet by the first worker, say) counts as not holding.
+    func waitUntil(_ timeout: Double, _ condition: () throws -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if try condition() { return true }
+            if (try? condition()) == true { return true }
             Thread.sleep(forTimeInterval: 0.1)
         }
-        return try condition()
+        return (try? condition()) == true
     }
 
     /// Stops the workers (SIGTERM, then SIGKILL with the namespaces), removes the LAN, stops

@@ -27,7 +27,7 @@ final class QueueSpreadTests: XCTestCase {
                 with: { file: "${{ inputs.log }}", line: "${{ run.id }}" }
             """).path
         for index in 1...3 { try cluster.startWorker(on: index) }
-        let started = try cluster.waitUntil(20) {
+        let started = cluster.waitUntil(20) {
             Int(try cluster.scalar("SELECT count(*) FROM events WHERE type = 'worker.started'")) == 3
         }
         XCTAssertTrue(started, "three workers should start\n\(cluster.workerLogs)")
@@ -35,7 +35,7 @@ final class QueueSpreadTests: XCTestCase {
         let begin = Date()
         let ids = try cluster.submitBatch(workflow, count: 300, inputs: ["log": log])
         XCTAssertEqual(Set(ids).count, 300)
-        let finished = try cluster.waitUntil(180) { try cluster.runStatuses()["succeeded"] == 300 }
+        let finished = cluster.waitUntil(180) { try cluster.runStatuses()["succeeded"] == 300 }
         let elapsed = Date().timeIntervalSince(begin)
         XCTAssertTrue(finished, "all 300 runs should succeed; statuses: \((try? cluster.runStatuses()) ?? [:])\n\(cluster.workerLogs)")
 
