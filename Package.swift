@@ -107,5 +107,8 @@ let package = Package(
         ]),
         .testTarget(name: "OrchestrateHTTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateSFTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        // Several machines (network namespaces) sharing one PostgreSQL queue: spread, takeover,
+        // fencing, database restarts. Skipped unless root with `ip netns`.
+        .testTarget(name: "OrchestrateClusterTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
     ]
 )

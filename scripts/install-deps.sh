@@ -13,6 +13,7 @@ packages=(
   openssh-server openssh-client     # a real sshd on loopback for the SFTP tests
   nginx-light                       # a real HTTP server on loopback for the HTTP tests
   tmux                              # terminal tests of the progress display
+  iproute2 curl                     # ip netns, veth, bridges: the several-machines tests (and curl to the sandbox)
   python3                           # test tools: scripted servers, the fault proxy, the crash campaign
 )
 missing=()

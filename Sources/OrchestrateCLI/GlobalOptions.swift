@@ -46,6 +46,7 @@ struct GlobalOptions: ParsableArguments {
             options.defaultIsolation = value
         }
         if let limit = env["ORCHESTRATE_RUNNER_MEMORY_LIMIT"].flatMap(Int64.init) { options.runnerMemoryLimit = limit }
+        if let lease = env["ORCHESTRATE_LEASE_SECONDS"].flatMap(Double.init), lease > 0 { options.leaseDuration = lease; options.heartbeatInterval = max(lease / 7.5, 0.2) }
         options.stateDirectory = resolvedStateDirectory()
         return options
     }

@@ -5,6 +5,8 @@ import Glibc
 /// Command-line options (plain flags; the sandbox needs nothing fancier).
 struct SandboxOptions {
     var port = 0
+    /// The address to listen on: loopback unless a test reaches it from a network namespace.
+    var host = "127.0.0.1"
     var dataDir = "./sandbox-data"
     var token = "sandbox-token"
     var quota: Int64 = 1 << 40
@@ -21,6 +23,7 @@ struct SandboxOptions {
         while i < arguments.count {
             switch arguments[i] {
             case "--port": options.port = Int(value()) ?? 0
+            case "--host": options.host = value()
             case "--data-dir": options.dataDir = value()
             case "--token": options.token = value()
             case "--quota": options.quota = Int64(value()) ?? options.quota
@@ -32,7 +35,7 @@ struct SandboxOptions {
             case "--stall-ms": options.faults.stallMilliseconds = Int(value()) ?? 0
             case "--stall-after-bytes": options.faults.stallAfterBytes = Int64(value()) ?? 0
             case "-h", "--help":
-                print("usage: orchestrate-sandbox [--port N] [--data-dir DIR] [--token T] [--quota BYTES] [--drop-after-bytes N] [--max-drops N] [--rate-503 R] [--rate-429 R] [--retry-after S] [--stall-ms MS] [--stall-after-bytes N]")
+                print("usage: orchestrate-sandbox [--host ADDR] [--port N] [--data-dir DIR] [--token T] [--quota BYTES] [--drop-after-bytes N] [--max-drops N] [--rate-503 R] [--rate-429 R] [--retry-after S] [--stall-ms MS] [--stall-after-bytes N]")
                 exit(0)
             default: fail("unknown option \(arguments[i])")
             }

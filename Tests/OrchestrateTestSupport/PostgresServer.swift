@@ -16,6 +16,8 @@ public final class PostgresServer: @unchecked Sendable {
     public let directory: String
     public let port: Int
     private let binaries: String
+    /// Addresses listened on besides 127.0.0.1.
+    private let extraAddress: String?
     private let lock = NSLock()
     private var databases = 0
 
@@ -37,11 +39,19 @@ public final class PostgresServer: @unchecked Sendable {
     /// the other tests on the shared one). The caller stops it with `stop()` and `remove()`.
     public static func dedicated() throws -> PostgresServer { try PostgresServer() }
 
+    /// A dedicated cluster that also listens on `address` (a host-side address network
+    /// namespaces reach) and trusts clients from `network` (CIDR), for the several-machines tests.
+    public static func dedicated(alsoListeningOn address: String, trusting network: String) throws -> PostgresServer {
+        try PostgresServer(extraAddress: address, trustedNetwork: network)
+    }
+
     /// Deletes the cluster's files (after `stop()`).
     public func remove() { try? FileManager.default.removeItem(atPath: directory) }
 
-    /// The superuser's URL of database `name`.
-    public func url(_ name: String = "postgres") -> String { "postgresql://postgres@127.0.0.1:\(port)/\(name)" }
+    /// The superuser's URL of database `name` (on `host`, 127.0.0.1 unless given).
+    public func url(_ name: String = "postgres", host: String = "127.0.0.1") -> String {
+        "postgresql://postgres@\(host):\(port)/\(name)"
+    }
 
     /// Creates an empty database and returns its URL.
     public func createDatabase(prefix: String = "orc") throws -> String {
@@ -68,7 +78,7 @@ public final class PostgresServer: @unchecked Sendable {
 
     public func start() throws {
         let status = try pgctlDetached(["start", "-w", "-t", "30", "-l", directory + "/log",
-                                        "-o", "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"])
+                                        "-o", "-p \(port) -k \(directory) -c listen_addresses=\(["127.0.0.1", extraAddress].compactMap { $0 }.joined(separator: ",")) -c fsync=off -c max_connections=300"])
         guard status == 0 else {
             throw Unavailable(description: "pg_ctl start failed: \((try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "")")
         }
@@ -97,7 +107,8 @@ public final class PostgresServer: @unchecked Sendable {
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
-    private init() throws {
+    private init(extraAddress: String? = nil, trustedNetwork: String? = nil) throws {
+        self.extraAddress = extraAddress
         guard let bin = PostgresServer.findBinaries() else {
             throw Unavailable(description: "no PostgreSQL server binaries in /usr/lib/postgresql (scripts/install-deps.sh installs them)")
         }
@@ -109,6 +120,12 @@ public final class PostgresServer: @unchecked Sendable {
         port = Ports.free()
         let initdb = try asServerUser(bin + "/initdb", ["-D", directory + "/data", "-A", "trust", "-U", "postgres", "--no-sync"])
         guard initdb.status == 0 else { throw Unavailable(description: "initdb failed: \(initdb.stderr)") }
+        if let trustedNetwork {
+            let hba = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/data/pg_hba.conf"))
+            hba.seekToEndOfFile()
+            hba.write(Data("host all all \(trustedNetwork) trust\n".utf8))
+            try hba.close()
+        }
         try start()
     }
 

@@ -1,0 +1,85 @@
+import Foundation
+import OrchestrateTestSupport
+import XCTest
+
+/// The database going away: restarted under a running `serve`, or not there at all at start.
+final class DatabaseOutageTests: XCTestCase {
+    /// PostgreSQL restarted (fast shutdown: every session cut) while a run is in flight: the
+    /// worker reconnects, finishes that run, and takes a run submitted after the restart.
+    func testServeCarriesOnAcrossAPostgreSQLRestart() throws {
+        let postgres = try PostgresServer.dedicated()
+        defer { postgres.stop(); postgres.remove() }
+        let url = try postgres.createDatabase(prefix: "restart")
+        let dir = TemporaryDirectory("pg-restart")
+        let log = dir.file("executed.log").path
+        let workflow = dir.write("slow.yaml", """
+            version: 1
+            name: slow
+            inputs:
+              log: { type: string, required: true }
+              ms: { type: integer, default: 3000 }
+            steps:
+              wait:
+                uses: test.sleep
+                with: { ms: "${{ inputs.ms }}" }
+              record:
+                needs: [wait]
+                uses: test.append
+                with: { file: "${{ inputs.log }}", line: "${{ run.id }}" }
+            """).path
+        let common = ["--store", url, "--state", dir.file("state").path, "--plugin-path", Cluster.pluginDir]
+        let worker = try SpawnedChild([TestPaths.orchestrate.path, "serve", "--node", "solo"] + common,
+                                      stdout: dir.file("serve.out").path, stderr: dir.file("serve.err").path)
+        defer { kill(worker.pid, SIGKILL); _ = worker.wait(timeout: 5) }
+        func serveLog() -> String { (try? String(contentsOfFile: dir.file("serve.err").path, encoding: .utf8)) ?? "" }
+        func sql(_ query: String) -> String { (try? postgres.sql(query, database: String(url.split(separator: "/").last!))) ?? "" }
+        func submit(_ id: String, ms: Int) throws {
+            let result = try ChildProcess.orchestrate(["submit", workflow, "--id", id, "--input", "log=\(log)", "--input", "ms=\(ms)"] + common)
+            XCTAssertEqual(result.status, 0, result.stderr)
+        }
+
+        try submit("before", ms: 3000)
+        XCTAssertTrue(Tools.waitFor(20) { sql("SELECT status FROM steps WHERE run_id = 'before' AND step = 'wait'") == "running" },
+                      "the first run should start\n\(serveLog())")
+        postgres.stop()
+        Thread.sleep(forTimeInterval: 1)
+        try postgres.start()
+        try submit("after", ms: 10)
+
+        let done = Tools.waitFor(60) { sql("SELECT count(*) FROM runs WHERE status = 'succeeded'") == "2" }
+        XCTAssertTrue(done, "both runs should succeed after the restart: \(sql("SELECT id, status, error FROM runs"))\n\(serveLog())")
+        XCTAssertNil(worker.poll(), "serve should still be running\n\(serveLog())")
+        let executed = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        XCTAssertEqual(executed.sorted(), ["after", "before"], "each run's last step executed once")
+    }
+
+    /// A database that is not there at start: serve exits non-zero naming the URL, without its
+    /// password, and the password appears nowhere in its output.
+    func testUnreachableDatabaseAtStartIsAClearErrorWithoutThePassword() throws {
+        let dir = TemporaryDirectory("pg-unreachable")
+        let port = try PostgresServer.freePort()
+        let worker = try SpawnedChild([TestPaths.orchestrate.path, "serve", "--store", "postgresql://u:secretpw@127.0.0.1:\(port)/x",
+                                       "--state", dir.file("state").path],
+                                      stdout: dir.file("out").path, stderr: dir.file("err").path)
+        let status = worker.wait(timeout: 60)
+        let output = ((try? String(contentsOfFile: dir.file("out").path, encoding: .utf8)) ?? "")
+            + ((try? String(contentsOfFile: dir.file("err").path, encoding: .utf8)) ?? "")
+        XCTAssertNotNil(status, "serve should give up on an unreachable database, not wait forever")
+        XCTAssertNotEqual(status ?? 0, 0, output)
+        XCTAssertTrue(output.contains("127.0.0.1:\(port)/x"), "the error names the database URL: \(output)")
+        XCTAssertFalse(output.contains("secretpw"), "the password must not appear: \(output)")
+        XCTAssertTrue(output.lowercased().contains("connect"), "the error says it could not connect: \(output)")
+    }
+}
+
+/// Polling without a cluster.
+enum Tools {
+    static func waitFor(_ timeout: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return condition()
+    }
+}
