@@ -13,11 +13,9 @@ import OrchestrateStore
 /// that checks them.
 extension RunExecutor {
     func redoStepsFromOtherNodes() {
-        // Attempts cut short on another node: the run was executing there.
-        let interrupted = Set(instances.values.filter { !$0.record.status.isFinished && $0.record.attempt > 0 }
-            .compactMap(\.record.node)).subtracting([owner.node])
-        if !interrupted.isEmpty {
-            emit(.runTakenOver, step: nil, data: ["from": .array(interrupted.sorted().map { .string($0) }), "node": .string(owner.node)])
+        // The run moved here from another node (the claim says whose it was).
+        if let previous = run.takenFrom, previous.node != owner.node {
+            emit(.runTakenOver, step: nil, data: ["from": .string(previous.node), "node": .string(owner.node)])
         }
         let stillNeeded = workflow.steps.contains { step in
             !(instances[step.id]?.record.status.isFinished ?? true) && step.with.readsRunDirectory

@@ -100,6 +100,9 @@ public struct RunRecord: Sendable {
     /// Whether `owner` still holds the run, judged by the store when it read the record (see
     /// `OwnerIdentity.isLive`). False when there is no owner.
     public var ownerIsLive = false
+    /// Set by `claimNextRuns` when it took the run from another owner (one that died or lost
+    /// its lease): who that was.
+    public var takenFrom: OwnerIdentity?
     public var error: String?
     public var outputs: JSONValue?
     /// Set by another process (`orchestrate cancel`) for the owner to act on.

@@ -23,6 +23,7 @@ extension SQLiteStateStore {
                     UPDATE runs SET owner_host = ?, owner_pid = ?, owner_start = ?, lease_until = ?, run_now = 0 WHERE id = ?
                     """, arguments: [owner.node, owner.pid, owner.startTime, leaseUntil, run.id])
                 var taken = run
+                taken.takenFrom = run.owner
                 taken.owner = owner
                 taken.leaseUntil = leaseUntil
                 taken.runNow = false

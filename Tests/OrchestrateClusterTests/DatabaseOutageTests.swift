@@ -57,7 +57,7 @@ final class DatabaseOutageTests: XCTestCase {
     /// password, and the password appears nowhere in its output.
     func testUnreachableDatabaseAtStartIsAClearErrorWithoutThePassword() throws {
         let dir = TemporaryDirectory("pg-unreachable")
-        let port = try PostgresServer.freePort()
+        let port = Ports.free()
         let worker = try SpawnedChild([TestPaths.orchestrate.path, "serve", "--store", "postgresql://u:secretpw@127.0.0.1:\(port)/x",
                                        "--state", dir.file("state").path],
                                       stdout: dir.file("out").path, stderr: dir.file("err").path)

@@ -262,7 +262,9 @@ func deadOwner() throws -> OwnerIdentity {
         try t.makeRun("orphan", status: .running, createdAt: 9)
         #expect(try t.store.claimRun("orphan", owner: remote, lease: -1))
         try t.makeRun("fresh", status: .queued, createdAt: 10)
-        #expect(try t.store.claimNextRuns(owner: .current, queues: ["default"], limit: 1, lease: 60).map(\.id) == ["orphan"])
+        let taken = try t.store.claimNextRuns(owner: .current, queues: ["default"], limit: 1, lease: 60)
+        #expect(taken.map(\.id) == ["orphan"])
+        #expect(taken.first?.takenFrom == remote)
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -26,7 +26,8 @@ extension PostgresStateStore {
             }
             let rows = try conn.execute("""
                 WITH candidates AS (
-                    SELECT id, run_now AS asked_now FROM runs
+                    SELECT id, run_now AS asked_now, owner_node AS was_node, owner_pid AS was_pid, owner_start AS was_start
+                    FROM runs
                     WHERE queue = ANY($1::text[]) AND status IN ('queued', 'running', 'compensating')
                       AND (owner_node IS NULL OR lease_until IS NULL OR lease_until <= \(Self.serverNow))
                     ORDER BY (status = 'queued'), run_now DESC, priority DESC, queue_order, created_at
@@ -35,10 +36,17 @@ extension PostgresStateStore {
                 UPDATE runs SET owner_node = $3, owner_pid = $4, owner_start = $5,
                                 lease_until = \(Self.serverNow) + $6, run_now = false
                 FROM candidates WHERE runs.id = candidates.id
-                RETURNING runs.*, true AS lease_valid, candidates.asked_now
+                RETURNING runs.*, true AS lease_valid, candidates.asked_now, candidates.was_node, candidates.was_pid,
+                          candidates.was_start
                 """, [PGText.array(queues), PGText.of(limit)] + Self.ownerParameters(owner) + [PGText.of(lease)])
             // RETURNING has no order: sort into the claim's, for the caller to start them in.
-            return rows.all.map { (run: Self.runRecord($0), askedNow: $0.bool("asked_now") ?? false) }.sorted { a, b in
+            return rows.all.map { row in
+                var run = Self.runRecord(row)
+                if let node = row.string("was_node") {
+                    run.takenFrom = OwnerIdentity(node: node, pid: Int32(row.int("was_pid") ?? 0), startTime: row.int64("was_start") ?? 0)
+                }
+                return (run: run, askedNow: row.bool("asked_now") ?? false)
+            }.sorted { a, b in
                 let ka = (a.run.status == .queued ? 1 : 0, a.askedNow ? 0 : 1, -a.run.priority)
                 let kb = (b.run.status == .queued ? 1 : 0, b.askedNow ? 0 : 1, -b.run.priority)
                 if ka != kb { return ka < kb }
