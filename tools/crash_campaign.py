@@ -20,7 +20,8 @@ After every run: the run's status is `succeeded` (a run still going after --stuc
 seconds without a kill is stuck), the server holds byte-identical files (sha256, no `.partial`
 left), every `idempotency_key` step had its effect once (the sandbox holds exactly one video
 per run, found by its key), every persistent-session item finished exactly once; at the end
-`PRAGMA integrity_check` of the state database answers ok.
+`PRAGMA integrity_check` of the state database answers ok (with --store, a PostgreSQL store
+shared by every scenario: every run of the campaign succeeded and none is left owned).
 
 Figures: kills survived, resumes, files verified, payload bytes, bytes the server received, and
 the bytes re-sent (received beyond the payload: from the sandbox's `bytes_received_total`, and
@@ -89,18 +90,24 @@ def accepts(port):
 
 
 class Orchestrate:
-    """The real binary with one state directory. Children never inherit our stdout/stderr
-    (a test runner reading them through a pipe would wait for an orphan)."""
+    """The real binary with one state directory (and `--store URL` when the store is not its
+    SQLite file). Children never inherit our stdout/stderr (a test runner reading them through a
+    pipe would wait for an orphan)."""
 
-    def __init__(self, bin_dir, state, logs, env):
+    def __init__(self, bin_dir, state, logs, env, store=None):
         self.binary = os.path.join(bin_dir, "orchestrate")
         self.state = state
+        self.store = store
         self.logs = logs
         self.env = env
         self.started = 0
 
+    @property
+    def common(self):
+        return ["--state", self.state] + (["--store", self.store] if self.store else [])
+
     def run(self, args, stdin=None, timeout=60):
-        result = subprocess.run([self.binary] + args + ["--state", self.state], input=stdin,
+        result = subprocess.run([self.binary] + args + self.common, input=stdin,
                                 capture_output=True, text=True, env=self.env, timeout=timeout)
         return result
 
@@ -108,7 +115,7 @@ class Orchestrate:
         self.started += 1
         log = os.path.join(self.logs, f"orchestrate-{self.started:05d}.log")
         with open(log, "wb") as out:
-            process = subprocess.Popen([self.binary] + args + ["--state", self.state],
+            process = subprocess.Popen([self.binary] + args + self.common,
                                        stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                        env=self.env)
         process.log = log
@@ -295,6 +302,7 @@ class Campaign:
         env["VIMEO_TOKEN"] = TOKEN
         env["NO_COLOR"] = "1"
         env.pop("ORCHESTRATE_STATE", None)
+        env.pop("ORCHESTRATE_STORE", None)
         self.env = env
 
     def violation(self, scenario, message):
@@ -384,8 +392,11 @@ class Campaign:
             if between is not None and run_id is not None:
                 between(run_id, None)
 
-    def check_integrity(self, scenario, state):
-        path = os.path.join(state, "state.sqlite")
+    def check_integrity(self, scenario, orc):
+        if orc.store:
+            self.check_store_ownership(scenario, orc)
+            return
+        path = os.path.join(orc.state, "state.sqlite")
         db = sqlite3.connect(path)
         try:
             verdict = db.execute("PRAGMA integrity_check").fetchall()
@@ -394,10 +405,26 @@ class Campaign:
         if verdict != [("ok",)]:
             self.violation(scenario, f"PRAGMA integrity_check of {path}: {verdict[:5]}")
 
+    def check_store_ownership(self, scenario, orc):
+        """A shared (PostgreSQL) store has no file to check: every run of the scenario must have
+        succeeded and be released (no live owner once its last process exited)."""
+        result = orc.run(["list", "--json"])
+        for line in result.stdout.splitlines():
+            try:
+                run = json.loads(line)
+            except ValueError:
+                continue
+            if not str(run.get("labels", {}).get("campaign", "")).startswith(scenario + "-"):
+                continue
+            if run.get("status") != "succeeded" or run.get("node") or run.get("owner"):
+                self.violation(scenario, f"run {run['id']} is {run.get('status')}, owned by {run.get('owner')!r}, "
+                                         "after its last process exited")
+
     def scenario_dir(self, name):
         work = os.path.join(self.work, name)
         os.makedirs(os.path.join(work, "logs"))
-        return work, Orchestrate(self.bin_dir, os.path.join(work, "state"), os.path.join(work, "logs"), self.env)
+        return work, Orchestrate(self.bin_dir, os.path.join(work, "state"), os.path.join(work, "logs"), self.env,
+                                 store=self.args.store)
 
     # Scenarios: each runs runs until its kills are spent, verifying every run.
 
@@ -450,7 +477,7 @@ class Campaign:
                 outputs = orc.status(run_id).get("outputs", {})
                 if outputs.get("video") != video["uri"]:
                     self.violation(name, f"run {run_id}: output video {outputs.get('video')} is not {video['uri']}")
-            self.check_integrity(name, orc.state)
+            self.check_integrity(name, orc)
         finally:
             sandbox.stop()
 
@@ -496,7 +523,7 @@ class Campaign:
                     else:
                         figures.files_verified += 1
                 self.check_partials(name, sshd.remote)
-            self.check_integrity(name, orc.state)
+            self.check_integrity(name, orc)
         finally:
             sshd.stop()
 
@@ -584,14 +611,15 @@ class Campaign:
                     self.violation(name, f"run {run_id}: item.finished per item {twice or finished} "
                                          f"({len(finished)} items finished of {len(added)})")
                 self.check_partials(name, sshd.remote)
-            self.check_integrity(name, orc.state)
+            self.check_integrity(name, orc)
         finally:
             sshd.stop()
 
     def run(self):
         names = self.args.scenarios
         shares = [self.args.kills // len(names) + (1 if i < self.args.kills % len(names) else 0) for i in range(len(names))]
-        report = {"seed": self.args.seed, "kills_asked": self.args.kills, "scenarios": {}}
+        report = {"seed": self.args.seed, "kills_asked": self.args.kills,
+                  "store": "postgresql" if self.args.store else "sqlite", "scenarios": {}}
         for name, kills in zip(names, shares):
             # One generator per scenario, so a scenario run alone (--scenarios NAME) with the
             # same seed repeats the same kills.
@@ -637,6 +665,8 @@ def main():
     parser.add_argument("--rate-kib", type=int, default=2048, help="upload cap for the Vimeo/tus flows (KiB/s), so kills land mid-upload")
     parser.add_argument("--chunk-kib", type=int, default=512, help="tus chunk size (KiB)")
     parser.add_argument("--stuck-timeout", type=float, default=120, help="a run not finished this long after its last kill is stuck")
+    parser.add_argument("--store", help="a PostgreSQL URL for every orchestrate command (--store), shared by the "
+                                        "scenarios; default: each scenario's state directory (SQLite)")
     parser.add_argument("--report", help="also write the JSON report to this file")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--verbose", action="store_true", help="print every kill")
