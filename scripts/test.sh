@@ -14,3 +14,8 @@ scripts/own-warnings.py "$build_log"
 ORCHESTRATE_BIN_DIR="$(swift build --show-bin-path)"
 export ORCHESTRATE_BIN_DIR
 swift test "$@"
+# The engine's end-to-end tests once more on a PostgreSQL store (each test its own database on a
+# throwaway cluster; the tests about the SQLite file itself skip), when no tests were chosen.
+if [ $# -eq 0 ]; then
+  ORCHESTRATE_TEST_STORE=postgres swift test --skip-build --filter OrchestrateEngineTests
+fi

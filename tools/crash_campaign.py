@@ -21,7 +21,8 @@ After every run: the run's status is `succeeded` (a run still going after --stuc
 seconds without a kill is stuck), the server holds byte-identical files (sha256, no `.partial`
 left), every `idempotency_key` step had its effect once (the sandbox holds exactly one video
 per run, found by its key), every persistent-session item finished exactly once; at the end
-`PRAGMA integrity_check` of the state database answers ok. For exec-chain, after every kill: no
+`PRAGMA integrity_check` of the state database answers ok (with --store, a PostgreSQL store
+shared by every scenario: every run of the campaign succeeded and none is left owned). For exec-chain, after every kill: no
 process of the running steps' process groups (journaled in their checkpoints) is alive one second
 after the kill, no line is appended while no orchestrate runs (an orphaned command would), and at
 the end each step's line is there exactly once, plus once for each attempt whose line was written
@@ -94,18 +95,24 @@ def accepts(port):
 
 
 class Orchestrate:
-    """The real binary with one state directory. Children never inherit our stdout/stderr
-    (a test runner reading them through a pipe would wait for an orphan)."""
+    """The real binary with one state directory (and `--store URL` when the store is not its
+    SQLite file). Children never inherit our stdout/stderr (a test runner reading them through a
+    pipe would wait for an orphan)."""
 
-    def __init__(self, bin_dir, state, logs, env):
+    def __init__(self, bin_dir, state, logs, env, store=None):
         self.binary = os.path.join(bin_dir, "orchestrate")
         self.state = state
+        self.store = store
         self.logs = logs
         self.env = env
         self.started = 0
 
+    @property
+    def common(self):
+        return ["--state", self.state] + (["--store", self.store] if self.store else [])
+
     def run(self, args, stdin=None, timeout=60):
-        result = subprocess.run([self.binary] + args + ["--state", self.state], input=stdin,
+        result = subprocess.run([self.binary] + args + self.common, input=stdin,
                                 capture_output=True, text=True, env=self.env, timeout=timeout)
         return result
 
@@ -113,7 +120,7 @@ class Orchestrate:
         self.started += 1
         log = os.path.join(self.logs, f"orchestrate-{self.started:05d}.log")
         with open(log, "wb") as out:
-            process = subprocess.Popen([self.binary] + args + ["--state", self.state],
+            process = subprocess.Popen([self.binary] + args + self.common,
                                        stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                        env=self.env)
         process.log = log
@@ -313,15 +320,35 @@ def live_group_members(pgid, leader_start):
 class ExecChainWatch:
     """The exec-chain checks around each kill (see the module's docstring)."""
 
-    def __init__(self, campaign, figures, state, log, steps, sleep):
+    def __init__(self, campaign, figures, orc, log, steps, sleep):
         self.campaign = campaign
         self.figures = figures
-        self.database = os.path.join(state, "state.sqlite")
+        self.store = orc.store
+        self.database = os.path.join(orc.state, "state.sqlite")
         self.log = log
         self.steps = steps
         self.sleep = sleep
         # Lines of each step written by attempts that were killed before they were journaled.
         self.unjournaled = {}
+
+    def journal(self, run_id):
+        """The run's step statuses and its checkpoints, from whichever store the campaign uses."""
+        if self.store:
+            quoted = "'" + run_id.replace("'", "''") + "'"
+            def rows(sql):
+                out = subprocess.run(["psql", "-X", "-At", "-F", "\t", "-d", self.store, "-c", sql],
+                                     capture_output=True, text=True, check=True).stdout
+                return [tuple(line.split("\t", 1)) for line in out.splitlines() if line]
+            steps = dict(rows(f"SELECT id, status FROM steps WHERE run_id = {quoted}"))
+            checkpoints = rows(f"SELECT step_id, convert_from(data, 'UTF8') FROM checkpoints WHERE run_id = {quoted}")
+            return steps, checkpoints
+        db = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
+        try:
+            steps = dict(db.execute("SELECT id, status FROM steps WHERE run_id = ?", (run_id,)).fetchall())
+            checkpoints = db.execute("SELECT step_id, data FROM checkpoints WHERE run_id = ?", (run_id,)).fetchall()
+        finally:
+            db.close()
+        return steps, checkpoints
 
     def lines(self):
         try:
@@ -335,12 +362,7 @@ class ExecChainWatch:
 
     def check(self, run_id, killed_at, lines_at_kill):
         name = "exec-chain"
-        db = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
-        try:
-            steps = dict(db.execute("SELECT id, status FROM steps WHERE run_id = ?", (run_id,)).fetchall())
-            checkpoints = db.execute("SELECT step_id, data FROM checkpoints WHERE run_id = ?", (run_id,)).fetchall()
-        finally:
-            db.close()
+        steps, checkpoints = self.journal(run_id)
         groups = []
         for step, data in checkpoints:
             record = json.loads(data).get("exec_process_group") if data else None
@@ -389,6 +411,7 @@ class Campaign:
         env["VIMEO_TOKEN"] = TOKEN
         env["NO_COLOR"] = "1"
         env.pop("ORCHESTRATE_STATE", None)
+        env.pop("ORCHESTRATE_STORE", None)
         self.env = env
 
     def violation(self, scenario, message):
@@ -484,8 +507,11 @@ class Campaign:
             if between is not None and run_id is not None:
                 between(run_id, None)
 
-    def check_integrity(self, scenario, state):
-        path = os.path.join(state, "state.sqlite")
+    def check_integrity(self, scenario, orc):
+        if orc.store:
+            self.check_store_ownership(scenario, orc)
+            return
+        path = os.path.join(orc.state, "state.sqlite")
         db = sqlite3.connect(path)
         try:
             verdict = db.execute("PRAGMA integrity_check").fetchall()
@@ -494,10 +520,26 @@ class Campaign:
         if verdict != [("ok",)]:
             self.violation(scenario, f"PRAGMA integrity_check of {path}: {verdict[:5]}")
 
+    def check_store_ownership(self, scenario, orc):
+        """A shared (PostgreSQL) store has no file to check: every run of the scenario must have
+        succeeded and be released (no live owner once its last process exited)."""
+        result = orc.run(["list", "--json"])
+        for line in result.stdout.splitlines():
+            try:
+                run = json.loads(line)
+            except ValueError:
+                continue
+            if not str(run.get("labels", {}).get("campaign", "")).startswith(scenario + "-"):
+                continue
+            if run.get("status") != "succeeded" or run.get("node") or run.get("owner"):
+                self.violation(scenario, f"run {run['id']} is {run.get('status')}, owned by {run.get('owner')!r}, "
+                                         "after its last process exited")
+
     def scenario_dir(self, name):
         work = os.path.join(self.work, name)
         os.makedirs(os.path.join(work, "logs"))
-        return work, Orchestrate(self.bin_dir, os.path.join(work, "state"), os.path.join(work, "logs"), self.env)
+        return work, Orchestrate(self.bin_dir, os.path.join(work, "state"), os.path.join(work, "logs"), self.env,
+                                 store=self.args.store)
 
     # Scenarios: each runs runs until its kills are spent, verifying every run.
 
@@ -550,7 +592,7 @@ class Campaign:
                 outputs = orc.status(run_id).get("outputs", {})
                 if outputs.get("video") != video["uri"]:
                     self.violation(name, f"run {run_id}: output video {outputs.get('video')} is not {video['uri']}")
-            self.check_integrity(name, orc.state)
+            self.check_integrity(name, orc)
         finally:
             sandbox.stop()
 
@@ -596,7 +638,7 @@ class Campaign:
                     else:
                         figures.files_verified += 1
                 self.check_partials(name, sshd.remote)
-            self.check_integrity(name, orc.state)
+            self.check_integrity(name, orc)
         finally:
             sshd.stop()
 
@@ -684,7 +726,7 @@ class Campaign:
                     self.violation(name, f"run {run_id}: item.finished per item {twice or finished} "
                                          f"({len(finished)} items finished of {len(added)})")
                 self.check_partials(name, sshd.remote)
-            self.check_integrity(name, orc.state)
+            self.check_integrity(name, orc)
         finally:
             sshd.stop()
 
@@ -704,7 +746,7 @@ class Campaign:
         runs = 0
         while used < kills or not runs:
             log = os.path.join(work, f"effects-{runs}.log")
-            watch = ExecChainWatch(self, figures, orc.state, log, steps, sleep)
+            watch = ExecChainWatch(self, figures, orc, log, steps, sleep)
             run_id, n = self.drive(name, orc, workflow, {"log": log}, f"{name}-{runs}", kills - used, figures,
                                    on_kill=watch)
             used += n
@@ -714,12 +756,13 @@ class Campaign:
             figures.runs += 1
             if watch.verify(run_id):
                 figures.files_verified += 1
-        self.check_integrity(name, orc.state)
+        self.check_integrity(name, orc)
 
     def run(self):
         names = self.args.scenarios
         shares = [self.args.kills // len(names) + (1 if i < self.args.kills % len(names) else 0) for i in range(len(names))]
-        report = {"seed": self.args.seed, "kills_asked": self.args.kills, "scenarios": {}}
+        report = {"seed": self.args.seed, "kills_asked": self.args.kills,
+                  "store": "postgresql" if self.args.store else "sqlite", "scenarios": {}}
         for name, kills in zip(names, shares):
             # One generator per scenario, so a scenario run alone (--scenarios NAME) with the
             # same seed repeats the same kills.
@@ -768,6 +811,8 @@ def main():
     parser.add_argument("--rate-kib", type=int, default=2048, help="upload cap for the Vimeo/tus flows (KiB/s), so kills land mid-upload")
     parser.add_argument("--chunk-kib", type=int, default=512, help="tus chunk size (KiB)")
     parser.add_argument("--stuck-timeout", type=float, default=120, help="a run not finished this long after its last kill is stuck")
+    parser.add_argument("--store", help="a PostgreSQL URL for every orchestrate command (--store), shared by the "
+                                        "scenarios; default: each scenario's state directory (SQLite)")
     parser.add_argument("--report", help="also write the JSON report to this file")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--verbose", action="store_true", help="print every kill")

@@ -109,20 +109,16 @@ import Testing
             } ?? false
         })
         let id = try #require(runID)
-        let database = h.dir.file("state/state.sqlite").path
-        func sql(_ statement: String) throws -> String {
-            try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), ["-cmd", ".timeout 5000", database, statement])
-                .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+        func sql(_ statement: String) throws -> String { try h.storeSQL(statement) }
         // What another host does when it takes over a run whose lease expired.
         let lastSeq = try sql("SELECT max(seq) FROM events")
-        _ = try sql("UPDATE runs SET owner_host = 'elsewhere', owner_pid = 1, owner_start = 1, lease_until = 9e12 WHERE id = '\(id)'")
+        _ = try sql("UPDATE runs SET \(h.ownerNodeColumn) = 'elsewhere', owner_pid = 1, owner_start = 1, lease_until = 9e12 WHERE id = '\(id)'")
         #expect(h.waitFor(15) { !process.isRunning }, "the ousted process stopped (its heartbeat beats every 2 s)")
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         #expect(process.terminationStatus == 1)
         #expect(try sql("SELECT max(seq) FROM events") == lastSeq, "no event was written after the takeover")
-        #expect(try sql("SELECT status || ' ' || owner_host FROM runs WHERE id = '\(id)'") == "running elsewhere")
+        #expect(try sql("SELECT status || ' ' || \(h.ownerNodeColumn) FROM runs WHERE id = '\(id)'") == "running elsewhere")
         #expect(try sql("SELECT status FROM steps WHERE run_id = '\(id)' AND id = 'long'") == "running")
         #expect(!FileManager.default.fileExists(atPath: undo), "no compensation ran on a run this process no longer owns")
     }

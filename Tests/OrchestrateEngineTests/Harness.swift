@@ -3,10 +3,15 @@ import OrchestrateJSON
 import OrchestrateTestSupport
 
 /// One isolated orchestrate installation for a test: a state directory, a plugin directory with
-/// the C test plugin, and helpers to run the real binary against them.
+/// the C test plugin, and helpers to run the real binary against them. With
+/// `ORCHESTRATE_TEST_STORE=postgres` (see `EngineTestStore`) its store is a fresh PostgreSQL
+/// database instead of the state directory's SQLite file; the state directory still holds the
+/// node's run directories.
 final class Harness: @unchecked Sendable {
     let dir = TemporaryDirectory("engine")
     var state: String { dir.file("state").path }
+    /// The `--store` URL of this harness's own PostgreSQL database, or nil for SQLite.
+    let storeURL: String? = EngineTestStore.usesPostgres ? EngineTestStore.freshDatabase() : nil
 
     /// The test plugin (Tests/Fixtures/plugins/teststeps.c), built once per test process with cc.
     static let pluginDir: String = {
@@ -16,7 +21,10 @@ final class Harness: @unchecked Sendable {
         return out.path
     }()
 
-    var baseArguments: [String] { ["--state", state, "--plugin-path", Harness.pluginDir] }
+    var baseArguments: [String] { ["--state", state] + storeArguments + ["--plugin-path", Harness.pluginDir] }
+
+    /// `--store URL` when the store is not the state directory's SQLite file.
+    var storeArguments: [String] { storeURL.map { ["--store", $0] } ?? [] }
 
     /// Writes `yaml` as a workflow file and returns its path.
     func workflow(_ yaml: String, name: String = "wf.yaml") -> String {
@@ -29,7 +37,7 @@ final class Harness: @unchecked Sendable {
 
     func lines(_ name: String) -> [String] { read(name).split(separator: "\n").map(String.init) }
 
-    /// Runs `orchestrate <command> <args> --state … --plugin-path …`.
+    /// Runs `orchestrate <command> <args> --state … [--store …] --plugin-path …`.
     @discardableResult
     func orchestrate(_ command: [String], environment: [String: String] = [:]) throws -> ProcessResult {
         try ChildProcess.orchestrate(command + baseArguments, environment: environment)
@@ -63,6 +71,18 @@ final class Harness: @unchecked Sendable {
     func status(_ runID: String) throws -> JSONValue {
         try JSONValue(parsing: try orchestrate(["status", runID, "--json"]).stdout)
     }
+
+    /// Runs SQL on the store's database behind the engine's back (sqlite3 on the state
+    /// directory's file, or psql on the PostgreSQL database) and returns its trimmed output.
+    func storeSQL(_ statement: String) throws -> String {
+        let result = try storeURL.map {
+            try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/psql"), ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", $0, "-c", statement])
+        } ?? ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), ["-cmd", ".timeout 5000", state + "/state.sqlite", statement])
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The column of `runs` naming the owner's machine: SQLite's schema calls it the host.
+    var ownerNodeColumn: String { storeURL == nil ? "owner_host" : "owner_node" }
 
     /// Polls `condition` every 20 ms for up to `timeout` seconds.
     func waitFor(_ timeout: Double = 20, _ condition: () -> Bool) -> Bool {

@@ -53,9 +53,15 @@ import Testing
             scanned += 1
             #expect(data.range(of: Data(secret.utf8)) == nil, "the secret is in \(relative)")
         }
-        // SQLite folds the WAL into the database and removes it when the last connection closes;
-        // the database itself must have been scanned.
-        #expect(scanned >= 1 && FileManager.default.fileExists(atPath: h.state + "/state.sqlite"))
+        if let url = h.storeURL {
+            // A PostgreSQL store: its whole database, which must hold the run.
+            let dump = try EngineTestStore.dump(url)
+            #expect(dump.contains(runID) && !dump.contains(secret), "the secret is in the PostgreSQL store")
+        } else {
+            // SQLite folds the WAL into the database and removes it when the last connection
+            // closes; the database itself must have been scanned.
+            #expect(scanned >= 1 && FileManager.default.fileExists(atPath: h.state + "/state.sqlite"))
+        }
     }
 
     /// While a run that hands a secret to child processes executes (exec through `env`, through
@@ -132,6 +138,10 @@ import Testing
         while let relative = enumerator.nextObject() as? String {
             guard let data = FileManager.default.contents(atPath: h.state + "/" + relative) else { continue }
             #expect(data.range(of: needle) == nil, "the secret is in \(relative)")
+        }
+        if let url = h.storeURL {
+            let dump = try EngineTestStore.dump(url)
+            #expect(dump.contains(runID) && !dump.contains(secret), "the secret is in the PostgreSQL store")
         }
     }
 

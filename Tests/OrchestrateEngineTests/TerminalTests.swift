@@ -27,7 +27,7 @@ import Testing
             """)
         let session = "orc-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let command = "env \(environment) TERM=xterm-256color \(TestPaths.orchestrate.path) run \(file) "
-            + "--state \(h.state) --plugin-path \(Harness.pluginDir) --plugin-path \(pluginDir.path); echo EXIT=$?; sleep 60"
+            + "\(h.baseArguments.joined(separator: " ")) --plugin-path \(pluginDir.path); echo EXIT=$?; sleep 60"
         // The tmux server this starts daemonises with the descriptors it inherited, and
         // Foundation's Process waits until every holder of its internal descriptor exits. So the
         // client is started through Python's subprocess, which closes inherited descriptors.
