@@ -88,7 +88,12 @@ class SQLiteDB:
             if not os.path.exists(self.path):
                 return []
             self.conn = sqlite3.connect(self.path, timeout=30)
-        return [list(map(str, row)) for row in self.conn.execute(sql).fetchall()]
+        try:
+            return [list(map(str, row)) for row in self.conn.execute(sql).fetchall()]
+        except sqlite3.OperationalError as error:
+            if "no such table" in str(error):  # serve has not created the schema yet
+                return []
+            raise
 
 
 class PostgresDB:
@@ -96,7 +101,12 @@ class PostgresDB:
         self.cluster, self.name = cluster, name
 
     def query(self, sql):
-        return self.cluster.sql(sql, self.name)
+        try:
+            return self.cluster.sql(sql, self.name)
+        except SystemExit as error:
+            if "does not exist" in str(error):  # serve has not created the schema yet
+                return []
+            raise
 
 
 class Case:
@@ -182,7 +192,7 @@ class Case:
             self.submit(["--batch", batch])
             submit_s = time.monotonic() - start
             self.wait_finished(runs + idle_repeats, 3600)
-            commits = self.commits() - commits_before
+            commits = None if commits_before is None else self.commits() - commits_before
         finally:
             rss = self.stop_workers()
         failed = self.count("SELECT COUNT(*) FROM runs WHERE status != 'succeeded'")
