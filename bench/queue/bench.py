@@ -325,6 +325,9 @@ def main():
                     runs, workers = args.runs[0], max(args.workers)
                     name = f"nolock{runs}w{workers}"
                     cluster.create_database(name)
+                    # The schema first: its migration's advisory lock must still work.
+                    subprocess.run([orchestrate, "list", "--store", cluster.url(name), "--state", work], check=True,
+                                   capture_output=True)
                     disable_event_order_lock(cluster, name)
                     case = Case(orchestrate, plugins, work, name, ["--store", cluster.url(name)],
                                 PostgresDB(cluster, name), workers, args.parallel)
