@@ -1,8 +1,10 @@
 """Helpers shared by the benchmark scripts in bench/*/: timing with peak RSS, free loopback
-ports, and building the C test plugin the engine benchmarks run."""
+ports, building the C test plugin the engine benchmarks run, and a throwaway PostgreSQL cluster."""
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,3 +44,65 @@ def build_test_plugin(directory):
                     "-o", os.path.join(directory, "teststeps.so"),
                     os.path.join(ROOT, "Tests/Fixtures/plugins/teststeps.c")], check=True)
     return directory
+
+
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster for a benchmark: Debian's server binaries, `initdb` in a
+    temporary directory, `pg_ctl` on a free port of 127.0.0.1 (and a Unix socket in the same
+    directory). Durable as in production unless told otherwise (fsync and synchronous_commit
+    on). As root the server runs as the `postgres` user (`runuser`): PostgreSQL refuses root.
+
+        with PostgresCluster(settings={"shared_preload_libraries": "pg_stat_statements"}) as pg:
+            url = pg.create_database("bench")
+            pg.sql("SELECT 1", "bench")
+    """
+
+    def __init__(self, settings=None):
+        root = "/usr/lib/postgresql"
+        versions = sorted(int(v) for v in os.listdir(root) if v.isdigit()) if os.path.isdir(root) else []
+        if not versions:
+            raise SystemExit("no PostgreSQL server in /usr/lib/postgresql (scripts/install-deps.sh installs it)")
+        self.bin = f"{root}/{versions[-1]}/bin"
+        self.directory = tempfile.mkdtemp(prefix="orchestrate-bench-pg-")
+        os.chmod(self.directory, 0o700)
+        self.port = free_port()
+        self.settings = {"fsync": "on", "synchronous_commit": "on", "max_connections": "300",
+                         "listen_addresses": "127.0.0.1", "unix_socket_directories": self.directory}
+        self.settings.update(settings or {})
+
+    def _as_server_user(self, args, **kwargs):
+        if os.getuid() == 0:
+            args = ["runuser", "-u", "postgres", "--"] + args
+        return subprocess.run(args, check=True, **kwargs)
+
+    def __enter__(self):
+        if os.getuid() == 0:
+            subprocess.run(["chown", "postgres:postgres", self.directory], check=True)
+        data = os.path.join(self.directory, "data")
+        self._as_server_user([f"{self.bin}/initdb", "-D", data, "-A", "trust", "-U", "postgres"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        options = f"-p {self.port} " + " ".join(f"-c {k}={v}" for k, v in self.settings.items())
+        self._as_server_user([f"{self.bin}/pg_ctl", "-D", data, "-w", "-l", os.path.join(self.directory, "log"),
+                              "-o", options, "start"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return self
+
+    def __exit__(self, *exc):
+        self._as_server_user([f"{self.bin}/pg_ctl", "-D", os.path.join(self.directory, "data"), "-m", "fast",
+                              "-w", "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def url(self, database="postgres"):
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name):
+        self.sql(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def sql(self, statement, database="postgres"):
+        """Runs SQL with psql; returns the rows, each a list of column texts."""
+        done = subprocess.run(["psql", "-X", "-q", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", self.url(database),
+                               "-c", statement], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"psql failed on {statement.strip()[:200]!r}: {done.stderr.strip()}")
+        out = done.stdout
+        return [line.split("\t") for line in out.splitlines() if line]

@@ -1,12 +1,26 @@
 #!/usr/bin/env python3
-"""Queue benchmark (issue 5).
+"""Queue benchmark (issues 5 and 12): the durable queue on SQLite (one `serve`) and on
+PostgreSQL (1, 2 and 3 `serve` workers on one throwaway cluster, fsync and synchronous_commit
+on), side by side in one run, beside the raw claim rate of the same PostgreSQL.
 
-N runs of a 3-step workflow (no-op C plugin steps) are submitted at once (`submit --batch`),
-then one `orchestrate serve --max-parallel 32` executes them. Reports runs per second,
-p50/p99 submit-to-start latency (run.added → run.started in the journal), the peak RSS of
-serve (VmHWM), and the time `submit` took. Run for 1,000 and 10,000 queued runs:
+For each store and worker count, on a fresh database:
+- the workers start and go idle; then ONE run is submitted while they are idle, `--idle`
+  times: submit-to-start measured from the submitting side's clock (just before `submit` is
+  spawned) to the run's `run.started` event, and from `run.added` to `run.started` (the
+  queue's own part, without the `submit` process starting);
+- then N runs of a 3-step workflow (no-op C plugin steps) are queued at once with
+  `submit --batch` while the workers run: runs/s from the first `run.started` to the last
+  `run.finished`, end-to-end runs/s from the first `run.added`, and submit-to-start
+  (`run.added` → `run.started`) p50/p99, which under a burst is mostly time waiting behind
+  the runs ahead;
+- the peak RSS (VmHWM) of each worker; on PostgreSQL, commits per run (pg_stat_database)
+  and the statements that took the most server time (pg_stat_statements).
+The raw claim rate is pgbench running a `FOR UPDATE SKIP LOCKED` claim + update transaction,
+then a finishing update, per "run", with 1-3 clients: what a minimal queue on the same
+server could do.
 
-    swift build -c release && python3 bench/queue/bench.py [--runs 1000 10000] [--parallel 32]
+    swift build -c release && python3 bench/queue/bench.py            # 1,000 runs
+    python3 bench/queue/bench.py --runs 1000 10000                   # and 10,000 (minutes)
 """
 import argparse
 import json
@@ -20,7 +34,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import ROOT, build_test_plugin  # noqa: E402
+from benchlib import ROOT, PostgresCluster, build_test_plugin  # noqa: E402
 
 WORKFLOW = """version: 1
 name: bench-queue
@@ -30,9 +44,23 @@ steps:
   c: { uses: test.noop, needs: [b] }
 """
 
+FINISHED = "('succeeded','failed','cancelled')"
+
+# One "run" of a minimal queue: claim the oldest queued job without waiting on the other
+# clients' locks, mark it running (one commit), then mark it done (a second commit).
+CLAIM_SCRIPT = """BEGIN;
+UPDATE jobs SET status = 'running', owner = :client_id, claimed_at = now()
+ WHERE id = (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+ RETURNING id \\gset
+COMMIT;
+UPDATE jobs SET status = 'done' WHERE id = :id;
+"""
+
 
 def percentile(values, p):
     values = sorted(values)
+    if not values:
+        return float("nan")
     k = max(0, min(len(values) - 1, round(p / 100 * (len(values) - 1))))
     return values[k]
 
@@ -48,73 +76,265 @@ def peak_rss_mib(pid):
     return float("nan")
 
 
-def one(orchestrate, plugins, work, runs, parallel):
-    state = os.path.join(work, f"state-{runs}")
-    wf = os.path.join(work, "queue.yaml")
-    with open(wf, "w") as f:
-        f.write(WORKFLOW)
-    batch = os.path.join(work, f"batch-{runs}.jsonl")
-    with open(batch, "w") as f:
-        f.write("{}\n" * runs)
-    base = ["--state", state, "--plugin-path", plugins]
-    start = time.monotonic()
-    subprocess.run([orchestrate, "submit", wf, "--batch", batch] + base, check=True, capture_output=True)
-    submit_s = time.monotonic() - start
+class SQLiteDB:
+    """Queries on the SQLite store of a state directory."""
 
-    db = os.path.join(state, "state.sqlite")
-    serve = subprocess.Popen([orchestrate, "serve", "--max-parallel", str(parallel)] + base,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    serve_start = time.monotonic()
-    rss = 0.0
-    conn = sqlite3.connect(db, timeout=30)
-    while True:
-        time.sleep(0.2)
-        rss = max(rss, peak_rss_mib(serve.pid))
-        done = conn.execute("SELECT COUNT(*) FROM runs WHERE status IN ('succeeded','failed','cancelled')").fetchone()[0]
-        if done >= runs:
-            break
-        if time.monotonic() - serve_start > 1800:
-            sys.exit("timed out")
-    elapsed = time.monotonic() - serve_start
-    rss = max(rss, peak_rss_mib(serve.pid))
-    serve.send_signal(signal.SIGTERM)
-    serve.wait()
-    failed = conn.execute("SELECT COUNT(*) FROM runs WHERE status != 'succeeded'").fetchone()[0]
-    rows = conn.execute("""
-        SELECT a.time, s.time FROM events a JOIN events s ON a.run_id = s.run_id
-        WHERE a.type = 'run.added' AND s.type = 'run.started'""").fetchall()
-    latencies = [started - added for added, started in rows]
-    first_start = conn.execute("SELECT MIN(time) FROM events WHERE type = 'run.started'").fetchone()[0]
-    last_finish = conn.execute("SELECT MAX(time) FROM events WHERE type = 'run.finished'").fetchone()[0]
-    conn.close()
-    return {
-        "runs": runs,
-        "max_parallel": parallel,
-        "failed": failed,
-        "submit_s": round(submit_s, 2),
-        "runs_per_s": round(runs / (last_finish - first_start), 1),
-        "wall_s_serve": round(elapsed, 2),
-        "submit_to_start_p50_s": round(percentile(latencies, 50), 3),
-        "submit_to_start_p99_s": round(percentile(latencies, 99), 3),
-        "serve_peak_rss_mib": round(rss, 1),
-    }
+    def __init__(self, state):
+        self.path = os.path.join(state, "state.sqlite")
+        self.conn = None
+
+    def query(self, sql):
+        if self.conn is None:
+            if not os.path.exists(self.path):
+                return []
+            self.conn = sqlite3.connect(self.path, timeout=30)
+        try:
+            return [list(map(str, row)) for row in self.conn.execute(sql).fetchall()]
+        except sqlite3.OperationalError as error:
+            if "no such table" in str(error):  # serve has not created the schema yet
+                return []
+            raise
+
+
+class PostgresDB:
+    def __init__(self, cluster, name):
+        self.cluster, self.name = cluster, name
+
+    def query(self, sql):
+        try:
+            return self.cluster.sql(sql, self.name)
+        except SystemExit as error:
+            if "does not exist" in str(error):  # serve has not created the schema yet
+                return []
+            raise
+
+
+class Case:
+    """One store with W workers: starts them, submits, waits, measures, stops them."""
+
+    def __init__(self, orchestrate, plugins, work, label, store_args, db, workers, parallel, env=None):
+        self.orchestrate, self.plugins, self.work, self.label = orchestrate, plugins, work, label
+        self.store_args, self.db, self.workers, self.parallel = store_args, db, workers, parallel
+        self.env = dict(os.environ, **(env or {}))
+        self.wf = os.path.join(work, "queue.yaml")
+        self.submitter_state = os.path.join(work, label, "submitter")
+        self.procs = []
+
+    def args(self, state):
+        return ["--state", state, "--plugin-path", self.plugins] + self.store_args
+
+    def count(self, sql):
+        rows = self.db.query(sql)
+        return int(rows[0][0]) if rows else 0
+
+    def start_workers(self):
+        for i in range(self.workers):
+            state = self.submitter_state if not self.store_args else os.path.join(self.work, self.label, f"w{i + 1}")
+            node = ["--node", f"w{i + 1}"] if self.store_args else []
+            self.procs.append(subprocess.Popen(
+                [self.orchestrate, "serve", "--max-parallel", str(self.parallel)] + self.args(state) + node,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env))
+        deadline = time.monotonic() + 30
+        while self.count("SELECT COUNT(*) FROM events WHERE type = 'worker.started'") < self.workers:
+            if time.monotonic() > deadline:
+                sys.exit(f"{self.label}: the workers did not start")
+            time.sleep(0.05)
+
+    def stop_workers(self):
+        rss = [round(peak_rss_mib(p.pid), 1) for p in self.procs]
+        for p in self.procs:
+            p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            p.wait()
+        return rss
+
+    def submit(self, extra):
+        subprocess.run([self.orchestrate, "submit", self.wf] + extra + self.args(self.submitter_state),
+                       check=True, capture_output=True, env=self.env)
+
+    def wait_finished(self, total, timeout):
+        deadline = time.monotonic() + timeout
+        while self.count(f"SELECT COUNT(*) FROM runs WHERE status IN {FINISHED}") < total:
+            if time.monotonic() > deadline:
+                sys.exit(f"{self.label}: timed out")
+            time.sleep(0.1)
+
+    def idle_latency(self, repeats):
+        """One run at a time on idle workers: (submit side → run.started, run.added → run.started)."""
+        from_submitter, in_queue = [], []
+        for i in range(repeats):
+            run_id = f"idle{i}"
+            time.sleep(0.05)
+            t0 = time.time()
+            self.submit(["--id", run_id])
+            while True:
+                rows = self.db.query(f"SELECT type, time FROM events WHERE run_id = '{run_id}' "
+                                     "AND type IN ('run.added', 'run.started')")
+                times = {t: float(v) for t, v in rows}
+                if "run.started" in times:
+                    break
+                time.sleep(0.005)
+            from_submitter.append(times["run.started"] - t0)
+            in_queue.append(times["run.started"] - times["run.added"])
+        self.wait_finished(repeats, 60)
+        return from_submitter, in_queue
+
+    def measure(self, runs, idle_repeats):
+        os.makedirs(self.submitter_state, exist_ok=True)
+        batch = os.path.join(self.work, f"batch-{runs}.jsonl")
+        with open(batch, "w") as f:
+            f.write("{}\n" * runs)
+        self.start_workers()
+        try:
+            from_submitter, in_queue = self.idle_latency(idle_repeats)
+            commits_before = self.commits()
+            start = time.monotonic()
+            self.submit(["--batch", batch])
+            submit_s = time.monotonic() - start
+            self.wait_finished(runs + idle_repeats, 3600)
+            commits = None if commits_before is None else self.commits() - commits_before
+        finally:
+            rss = self.stop_workers()
+        failed = self.count("SELECT COUNT(*) FROM runs WHERE status != 'succeeded'")
+        rows = self.db.query("""
+            SELECT a.time, s.time FROM events a JOIN events s ON a.run_id = s.run_id
+            WHERE a.type = 'run.added' AND s.type = 'run.started' AND a.run_id NOT LIKE 'idle%'""")
+        latencies = [float(s) - float(a) for a, s in rows]
+        (first_added, first_start, last_finish), = self.db.query("""
+            SELECT MIN(time) FILTER (WHERE type = 'run.added'), MIN(time) FILTER (WHERE type = 'run.started'),
+                   MAX(time) FILTER (WHERE type = 'run.finished')
+            FROM events WHERE run_id NOT LIKE 'idle%'""")
+        result = {
+            "case": self.label, "workers": self.workers, "runs": runs, "failed": failed,
+            "runs_per_s": round(runs / (float(last_finish) - float(first_start)), 1),
+            "runs_per_s_from_first_submit": round(runs / (float(last_finish) - float(first_added)), 1),
+            "submit_s": round(submit_s, 2),
+            "burst_submit_to_start_p50_s": round(percentile(latencies, 50), 3),
+            "burst_submit_to_start_p99_s": round(percentile(latencies, 99), 3),
+            "idle_submitter_to_start_p50_ms": round(1000 * percentile(from_submitter, 50), 1),
+            "idle_submitter_to_start_p99_ms": round(1000 * percentile(from_submitter, 99), 1),
+            "idle_added_to_start_p50_ms": round(1000 * percentile(in_queue, 50), 1),
+            "idle_added_to_start_p99_ms": round(1000 * percentile(in_queue, 99), 1),
+            "worker_peak_rss_mib": rss,
+        }
+        if commits is not None:
+            result["commits_per_run"] = round(commits / runs, 1)
+        return result
+
+    def commits(self):
+        if not isinstance(self.db, PostgresDB):
+            return None
+        rows = self.db.query(f"SELECT xact_commit FROM pg_stat_database WHERE datname = '{self.db.name}'")
+        return int(rows[0][0])
+
+
+def top_statements(cluster, database, n=8):
+    """The statements that took the most server time in DATABASE (pg_stat_statements)."""
+    rows = cluster.sql(f"""
+        SELECT calls, round(total_exec_time)::bigint, round(mean_exec_time::numeric, 3), left(regexp_replace(query, '\\s+', ' ', 'g'), 90)
+        FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+        WHERE d.datname = '{database}' ORDER BY total_exec_time DESC LIMIT {n}""", database)
+    return [{"calls": int(c), "total_ms": int(t), "mean_ms": float(m), "query": q} for c, t, m, q in rows]
+
+
+def raw_claims(cluster, work, clients, seconds):
+    """pgbench: claim + finish pairs per second with each number of clients, durable
+    (synchronous_commit on, as orchestrate runs) and, to show what the disk's fsyncs cost,
+    with synchronous_commit off. Each measurement on a fresh table of 300,000 queued jobs."""
+    script = os.path.join(work, "claim.sql")
+    with open(script, "w") as f:
+        f.write(CLAIM_SCRIPT)
+    os.chmod(work, 0o755)
+    os.chmod(script, 0o644)
+    results = []
+    for sync in ["on", "off"]:
+        for n in clients:
+            db = f"claims_{sync}_{n}"
+            cluster.create_database(db)
+            cluster.sql("""
+                CREATE TABLE jobs (id bigserial PRIMARY KEY, status text NOT NULL, owner int, claimed_at timestamptz);
+                INSERT INTO jobs (status) SELECT 'queued' FROM generate_series(1, 300000);
+                CREATE INDEX jobs_queued ON jobs (id) WHERE status = 'queued';""", db)
+            cluster.sql("VACUUM ANALYZE jobs", db)
+            out = subprocess.run(["pgbench", "-n", "-c", str(n), "-j", str(min(n, 4)), "-T", str(seconds), "-f", script,
+                                  "-h", "127.0.0.1", "-p", str(cluster.port), "-U", "postgres", db],
+                                 check=True, capture_output=True, text=True,
+                                 env=dict(os.environ, PGOPTIONS=f"-c synchronous_commit={sync}")).stdout
+            tps = next(float(line.split("=")[1].split()[0]) for line in out.splitlines() if line.startswith("tps"))
+            results.append({"synchronous_commit": sync, "clients": n, "claims_and_finishes_per_s": round(tps, 1)})
+    return results
+
+
+def disable_event_order_lock(cluster, database):
+    """An experiment, unsafe outside a benchmark: shadows pg_advisory_xact_lock(bigint) in
+    DATABASE with a function that does nothing (public comes before pg_catalog on its search
+    path), so commits carrying events no longer wait for each other, and event followers may
+    skip events. Measures what the store's event-order lock costs without rebuilding."""
+    cluster.sql(f"ALTER DATABASE {database} SET search_path = public, pg_catalog", database)
+    cluster.sql("CREATE FUNCTION public.pg_advisory_xact_lock(bigint) RETURNS void LANGUAGE sql AS 'SELECT NULL'",
+                database)
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--parallel", type=int, default=32)
+    parser.add_argument("--runs", type=int, nargs="+", default=[1000], help="queued runs per case (add 10000: minutes)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 3], help="PostgreSQL worker counts")
+    parser.add_argument("--parallel", type=int, default=32, help="--max-parallel of each serve")
+    parser.add_argument("--idle", type=int, default=50, help="single runs submitted to idle workers, per case")
+    parser.add_argument("--claim-seconds", type=int, default=5)
+    parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--without-event-lock", action="store_true",
+                        help="also run the largest PostgreSQL case with the event-order lock disabled (an experiment: unsafe)")
     parser.add_argument("--bin", default=os.path.join(ROOT, ".build/release"))
     args = parser.parse_args()
     orchestrate = os.path.join(args.bin, "orchestrate")
     if not os.path.exists(orchestrate):
         sys.exit(f"build first: swift build -c release (no {orchestrate})")
     work = tempfile.mkdtemp(prefix="orchestrate-queue-bench-")
+    results = {"cases": []}
     try:
-        plugins = os.path.join(work, "plugins")
-        os.makedirs(plugins)
-        build_test_plugin(plugins)
-        print(json.dumps([one(orchestrate, plugins, work, n, args.parallel) for n in args.runs], indent=2))
+        plugins = build_test_plugin(os.path.join(work, "plugins"))
+        with open(os.path.join(work, "queue.yaml"), "w") as f:
+            f.write(WORKFLOW)
+        for runs in args.runs:
+            if not args.no_sqlite:
+                for sync in ["normal", "full"]:
+                    label = f"sqlite-{sync}-{runs}"
+                    case = Case(orchestrate, plugins, work, label, [], SQLiteDB(os.path.join(work, label, "submitter")),
+                                1, args.parallel, env={"ORCHESTRATE_SYNC": sync})
+                    results["cases"].append(dict(case.measure(runs, args.idle), store=f"sqlite (synchronous={sync})"))
+                    print(json.dumps(results["cases"][-1]), file=sys.stderr)
+        if not args.no_postgres:
+            with PostgresCluster(settings={"shared_preload_libraries": "pg_stat_statements"}) as cluster:
+                results["postgres_raw_claims"] = raw_claims(cluster, work, [1, 2, 3, 32], args.claim_seconds)
+                print(json.dumps(results["postgres_raw_claims"]), file=sys.stderr)
+                for runs in args.runs:
+                    for workers in args.workers:
+                        name = f"q{runs}w{workers}"
+                        cluster.create_database(name)
+                        cluster.sql("CREATE EXTENSION pg_stat_statements", name)
+                        cluster.sql("SELECT pg_stat_statements_reset()", name)
+                        case = Case(orchestrate, plugins, work, name, ["--store", cluster.url(name)],
+                                    PostgresDB(cluster, name), workers, args.parallel)
+                        result = dict(case.measure(runs, args.idle), store="postgresql")
+                        result["top_statements"] = top_statements(cluster, name)
+                        results["cases"].append(result)
+                        print(json.dumps({k: v for k, v in result.items() if k != "top_statements"}), file=sys.stderr)
+                if args.without_event_lock:
+                    runs, workers = args.runs[0], max(args.workers)
+                    name = f"nolock{runs}w{workers}"
+                    cluster.create_database(name)
+                    # The schema first: its migration's advisory lock must still work.
+                    subprocess.run([orchestrate, "list", "--store", cluster.url(name), "--state", work], check=True,
+                                   capture_output=True)
+                    disable_event_order_lock(cluster, name)
+                    case = Case(orchestrate, plugins, work, name, ["--store", cluster.url(name)],
+                                PostgresDB(cluster, name), workers, args.parallel)
+                    result = dict(case.measure(runs, args.idle), store="postgresql WITHOUT the event-order lock (unsafe)")
+                    results["cases"].append(result)
+                    print(json.dumps(result), file=sys.stderr)
+        print(json.dumps(results, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
