@@ -77,10 +77,14 @@ struct SubmitCommand: ParsableCommand {
         } else {
             runs.append(try InputParsing.resolve(workflow: workflow, pairs: inputs, file: inputsFile))
         }
-        for resolved in runs {
-            let run = try launcher.create(workflow, inputs: resolved, status: .queued, id: id, labels: labels, priority: priority,
-                                           maxRate: maxRate?.bytesPerSecond, queue: queue)
-            Terminal.line(global.json ? "{\"id\":\"\(run.id)\"}" : run.id)
+        let created: [RunRecord]
+        if let id {
+            created = [try launcher.create(workflow, inputs: runs[0], status: .queued, id: id, labels: labels, priority: priority,
+                                           maxRate: maxRate?.bytesPerSecond, queue: queue)]
+        } else {
+            created = try launcher.createAll(workflow, inputs: runs, labels: labels, priority: priority,
+                                             maxRate: maxRate?.bytesPerSecond, queue: queue)
         }
+        for run in created { Terminal.line(global.json ? "{\"id\":\"\(run.id)\"}" : run.id) }
     }
 }

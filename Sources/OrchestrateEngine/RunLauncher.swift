@@ -23,6 +23,30 @@ public struct RunLauncher: Sendable {
                        labels: [String: String] = [:], priority: Int = 0, maxRate: Int64? = nil,
                        queue: String = "default") throws -> RunRecord
     {
+        let (run, events) = Self.record(workflow, inputs: inputs, status: status, id: id, labels: labels, priority: priority,
+                                        maxRate: maxRate, queue: queue)
+        try store.createRun(run, events: events)
+        return run
+    }
+
+    /// Journals one run per element of `inputs`, all in one transaction (`submit --batch`):
+    /// a thousand runs cost one commit, and a failure queues none.
+    public func createAll(_ workflow: Workflow, inputs: [JSONValue], status: RunStatus = .queued,
+                          labels: [String: String] = [:], priority: Int = 0, maxRate: Int64? = nil,
+                          queue: String = "default") throws -> [RunRecord]
+    {
+        let records = inputs.map {
+            Self.record(workflow, inputs: $0, status: status, id: nil, labels: labels, priority: priority, maxRate: maxRate,
+                        queue: queue)
+        }
+        try store.createRuns(records.map { (run: $0.0, events: $0.1) })
+        return records.map(\.0)
+    }
+
+    /// A new run's record and its `run.added` event.
+    static func record(_ workflow: Workflow, inputs: JSONValue, status: RunStatus, id: String?, labels: [String: String],
+                       priority: Int, maxRate: Int64?, queue: String) -> (RunRecord, [EventRecord])
+    {
         let runID = id ?? RunIDs.make()
         // The directory itself is made by the node that executes the run (RunExecutor).
         let now = Date().timeIntervalSince1970
@@ -33,8 +57,7 @@ public struct RunLauncher: Sendable {
         run.queue = queue
         let added = EventRecord(runID: runID, time: now, type: .runAdded,
                                 data: ["workflow": .string(workflow.name), "file": .string(workflow.file)])
-        try store.createRun(run, events: [added])
-        return run
+        return (run, [added])
     }
 }
 

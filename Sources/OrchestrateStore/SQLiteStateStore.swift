@@ -99,8 +99,13 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     // MARK: Runs
 
-    public func createRun(_ run: RunRecord, events: [EventRecord]) throws {
+    public func createRuns(_ runs: [(run: RunRecord, events: [EventRecord])]) throws {
         try write { db in
+            for (run, events) in runs { try Self.insertRun(run, events: events, db) }
+        }
+    }
+
+    private static func insertRun(_ run: RunRecord, events: [EventRecord], _ db: Database) throws {
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM runs WHERE id = ?", arguments: [run.id]) == true {
                 throw StoreError.duplicateRun(run.id)
             }
@@ -112,7 +117,6 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                                  run.inputs.jsonText, run.status.rawValue, run.createdAt, run.runDir,
                                  run.priority, Self.labelsJSON(run.labels), run.queueOrder, run.maxRate, run.queue])
             try Self.insertEvents(events, db)
-        }
     }
 
     public func run(_ id: String) throws -> RunRecord? {

@@ -82,9 +82,10 @@ public protocol StateStore: AnyObject, Sendable {
 
     // MARK: Runs
 
-    /// Journals a new run (`RunRecord.owner` is ignored: a new run has none) with its first
-    /// events, in one transaction. Throws if a run with that id exists. Wakes idle workers.
-    func createRun(_ run: RunRecord, events: [EventRecord]) throws
+    /// Journals new runs (`RunRecord.owner` is ignored: a new run has none) with their first
+    /// events, all in one transaction (`submit --batch` queues a thousand runs with one commit).
+    /// Throws, creating none, if a run with one of the ids exists. Wakes idle workers.
+    func createRuns(_ runs: [(run: RunRecord, events: [EventRecord])]) throws
     /// The run, or nil. `ownerIsLive` is judged now.
     func run(_ id: String) throws -> RunRecord?
     /// The runs matching `filter`, oldest first.
@@ -179,6 +180,13 @@ public protocol StateStore: AnyObject, Sendable {
 }
 
 /// A subscription made by `StateStore.watchForWork`.
+extension StateStore {
+    /// Journals one new run with its first events (see `createRuns`).
+    public func createRun(_ run: RunRecord, events: [EventRecord]) throws {
+        try createRuns([(run, events)])
+    }
+}
+
 public protocol WorkWatch: Sendable {
     /// Stops the calls; returns once none is in progress.
     func cancel()

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateStore
 import OrchestrateTestSupport
 
 /// One isolated orchestrate installation for a test: a state directory, a plugin directory with
@@ -22,6 +23,11 @@ final class Harness: @unchecked Sendable {
     }()
 
     var baseArguments: [String] { ["--state", state] + storeArguments + ["--plugin-path", Harness.pluginDir] }
+
+    /// The harness's store, opened in this process (another process's view of it).
+    func openStore() throws -> any StateStore {
+        try StoreOpening.open(storeURL.map { .postgres(connection: $0) } ?? .sqlite(directory: state))
+    }
 
     /// `--store URL` when the store is not the state directory's SQLite file.
     var storeArguments: [String] { storeURL.map { ["--store", $0] } ?? [] }

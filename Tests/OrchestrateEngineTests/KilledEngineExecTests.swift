@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateStore
 import OrchestrateTestSupport
 import Testing
 
@@ -23,14 +24,12 @@ import Testing
         return h.workflow("version: 1\nname: exec-chain\nsteps:\n" + steps.joined(separator: "\n") + "\n")
     }
 
-    /// The process group the exec plugin journaled for `step` (its checkpoint), once there is one.
+    /// The process group the exec plugin journaled for `step` (its checkpoint), once there is one;
+    /// read from the store behind the engine's back, as another process would (either store).
     func journaledGroup(_ step: String) -> Int32? {
-        let database = h.dir.file("state/state.sqlite").path
-        guard FileManager.default.fileExists(atPath: database),
-              let result = try? ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sqlite3"),
-                                                 ["-cmd", ".timeout 5000", database,
-                                                  "SELECT data FROM checkpoints WHERE step_id = '\(step)'"]),
-              let json = try? JSONValue(parsing: result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        guard let store = try? h.openStore(), let run = try? store.listRuns(RunFilter()).first,
+              let data = try? store.checkpoint(runID: run.id, stepID: step),
+              let json = try? JSONValue(parsing: String(decoding: data, as: UTF8.self))
         else { return nil }
         return json["exec_process_group"]?["pgid"]?.intValue.map { Int32($0) }
     }

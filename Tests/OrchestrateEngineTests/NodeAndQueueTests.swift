@@ -62,7 +62,7 @@ import Testing
             """, name: "session.yaml")
         let id = try #require(try h.orchestrate(["submit", session]).stdout.split(separator: "\n").first.map(String.init))
         // Another node holds the run (its lease is valid): simulate it in the store.
-        let store = try SQLiteStateStore(directory: h.state)
+        let store = try h.openStore()
         #expect(try store.claimRun(id, owner: OwnerIdentity(node: "farm-2", pid: 1, startTime: 1), lease: 60))
         let relative = try h.orchestrate(["add-path", id, "renders/a.mov", "in/a.mov"])
         #expect(relative.status == 2)
@@ -70,7 +70,7 @@ import Testing
         let absolute = try h.orchestrate(["add-path", id, "/media/renders/a.mov", "in/a.mov"])
         #expect(absolute.status == 0, "\(absolute.stderr)")
         let items = try store.items(runID: id, stepID: "accept")
-        #expect(items.count == 1)
+        try #require(items.count == 1)
         #expect(try JSONValue(parsing: items[0].json)["source"]?.stringValue == "/media/renders/a.mov")
         // The item and its event were journaled together.
         #expect(try store.events(runID: id, afterSeq: 0, limit: 10).map(\.type).contains(.itemAdded))

@@ -76,6 +76,22 @@ func deadOwner() throws -> OwnerIdentity {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aBatchOfRunsIsCreatedWholeOrNotAtAll(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        func record(_ id: String) -> (run: RunRecord, events: [EventRecord]) {
+            (RunRecord(id: id, workflowName: "wf", workflowFile: "/wf.yaml", workflowSource: "", inputs: [:], status: .queued,
+                       createdAt: 1, runDir: RunRecord.runDirectory(for: id)), [EventRecord(runID: id, time: 1, type: .runAdded)])
+        }
+        try t.store.createRuns((0..<50).map { record("b\($0)") })
+        #expect(try t.store.listRuns(RunFilter()).count == 50)
+        #expect(try t.store.events(runID: nil, afterSeq: 0, limit: 100).count == 50)
+        // One id taken: nothing of the batch is created.
+        #expect(throws: StoreError.self) { try t.store.createRuns([record("c1"), record("b7"), record("c2")]) }
+        #expect(try t.store.run("c1") == nil && t.store.run("c2") == nil)
+        #expect(try t.store.events(runID: nil, afterSeq: 0, limit: 100).count == 50)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func stepsCheckpointsAndEventsAreJournaled(_ kind: StoreKind) throws {
         let t = try StoreUnderTest(kind)
         try t.makeRun()

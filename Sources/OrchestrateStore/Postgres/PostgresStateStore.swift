@@ -49,8 +49,16 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
 
     // MARK: Runs
 
-    public func createRun(_ run: RunRecord, events: [EventRecord]) throws {
+    public func createRuns(_ runs: [(run: RunRecord, events: [EventRecord])]) throws {
+        guard !runs.isEmpty else { return }
         try pool.transaction { conn in
+            for (run, _) in runs { try Self.insertRun(run, conn) }
+            try Self.notifyWork(conn)
+            try Self.insertEvents(runs.flatMap(\.events), conn)
+        }
+    }
+
+    private static func insertRun(_ run: RunRecord, _ conn: PGConnection) throws {
             let inserted = try conn.execute("""
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status, created_at,
                                   run_dir, priority, labels_json, queue_order, max_rate, queue)
@@ -58,11 +66,8 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
                 ON CONFLICT (id) DO NOTHING
                 """, [run.id, run.workflowName, run.workflowFile, run.workflowSource, run.inputs.jsonText,
                       run.status.rawValue, PGText.of(run.createdAt), run.runDir, PGText.of(run.priority),
-                      Self.labelsJSON(run.labels), PGText.of(run.queueOrder), PGText.of(run.maxRate), run.queue])
+                      labelsJSON(run.labels), PGText.of(run.queueOrder), PGText.of(run.maxRate), run.queue])
             guard inserted.affected == 1 else { throw StoreError.duplicateRun(run.id) }
-            try Self.notifyWork(conn)
-            try Self.insertEvents(events, conn)
-        }
     }
 
     public func run(_ id: String) throws -> RunRecord? {
