@@ -114,6 +114,7 @@ let package = Package(
             "OrchestrateTestSupport",
         ]),
         .testTarget(name: "OrchestrateHTTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        .testTarget(name: "OrchestrateHTTPAPITests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateSFTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
     ]
 )
