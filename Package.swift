@@ -68,8 +68,16 @@ let package = Package(
             "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
         ]),
         .target(name: "OrchestrateCLI", dependencies: [
-            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
+            "OrchestrateEngine", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // `serve --http`: the JSON API (OpenAPI-described, SSE events, bearer tokens).
+        .target(name: "OrchestrateHTTPAPI", dependencies: [
+            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateJSON",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HummingbirdTLS", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "orchestrate", dependencies: ["OrchestrateCLI"]),
         .executableTarget(name: "OrchestratePluginRunner", dependencies: ["OrchestratePluginHost", "OrchestrateJSON"]),
@@ -106,6 +114,7 @@ let package = Package(
             "OrchestrateTestSupport",
         ]),
         .testTarget(name: "OrchestrateHTTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        .testTarget(name: "OrchestrateHTTPAPITests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateSFTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         // Several machines (network namespaces) sharing one PostgreSQL queue: spread, takeover,
         // fencing, database restarts. Skipped unless root with `ip netns`.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateStore
 
@@ -49,42 +50,21 @@ struct AddPathCommand: ParsableCommand {
 
     func run() throws {
         let store = try global.openStore()
-        guard let run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(try global.storeLocation().redacted)") }
-        guard !run.status.isFinished else { throw CLIFailure.usage("run \(runID) already finished (\(run.status.rawValue))") }
-        let stepID = try sessionStep(of: run)
+        let paths = SessionPaths(store: store, registry: global.loadPlugins(quiet: true))
+        let target: (run: RunRecord, step: String)
+        do { target = try paths.target(runID: runID, step: step) } catch let refusal as SessionPaths.Refusal {
+            throw CLIFailure.usage(refusal.description)
+        }
         var added = 0
         for (source, destination) in try pairs() {
-            let item: JSONValue = ["source": .string(try sourcePath(source, run: run)), "destination": .string(destination)]
-            let id = "p-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-            try store.addItem(runID: runID, stepID: stepID, id: id, json: item.jsonText,
-                              event: EventRecord(runID: runID, time: Date().timeIntervalSince1970, type: .itemAdded,
-                                                 step: stepID, data: ["item": .string(id), "value": item]))
-            if !global.json { Terminal.line("\(id) \(source) -> \(destination)") } else {
-                Terminal.line(JSONValue.object(["id": .string(id), "step": .string(stepID), "item": item]).jsonText)
+            let item = try paths.add(runID: runID, step: target.step, source: try sourcePath(source, run: target.run),
+                                     destination: destination)
+            if !global.json { Terminal.line("\(item["id"]?.stringValue ?? "") \(source) -> \(destination)") } else {
+                Terminal.line(item.jsonText)
             }
             added += 1
         }
         if added == 0 { throw CLIFailure.usage("no paths given") }
-    }
-
-    /// The step to add to: the one named, else the only one whose type accepts items.
-    private func sessionStep(of run: RunRecord) throws -> String {
-        let registry = global.loadPlugins(quiet: true)
-        let workflow = try WorkflowLoading.parse(source: run.workflowSource, file: run.workflowFile, registry: registry)
-        let accepting = workflow.steps.filter { registry.stepType($0.uses)?.acceptsItems == true }.map(\.id)
-        if let step {
-            guard workflow.step(step) != nil else { throw CLIFailure.usage("run \(runID) has no step '\(step)'") }
-            guard accepting.contains(step) else {
-                throw CLIFailure.usage("step '\(step)' does not accept paths (steps that do: \(accepting.joined(separator: ", ")))")
-            }
-            return step
-        }
-        guard accepting.count == 1 else {
-            throw CLIFailure.usage(accepting.isEmpty
-                ? "run \(runID) has no step that accepts paths"
-                : "run \(runID) has several steps that accept paths (\(accepting.joined(separator: ", "))): choose one with --step")
-        }
-        return accepting[0]
     }
 
     private func pairs() throws -> [(String, String)] {

@@ -1,5 +1,4 @@
 import ArgumentParser
-import OrchestrateStore
 
 struct CloseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,11 +11,5 @@ struct CloseCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    func run() throws {
-        let store = try global.openStore()
-        guard let run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID)") }
-        guard !run.status.isFinished else { throw CLIFailure.usage("run \(runID) already finished (\(run.status.rawValue))") }
-        try store.requestControl(runID, control: .close)
-        Terminal.line("close requested for \(runID)")
-    }
+    func run() throws { try ControlVerb.run(.close, runID: runID, global: global) }
 }

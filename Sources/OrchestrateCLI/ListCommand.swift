@@ -24,7 +24,7 @@ struct ListCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
-        let known = Set(RunStatus.allCases.map(\.rawValue) + ["interrupted"])
+        let known = RunDocument.knownStatuses
         for status in statuses where !known.contains(status) {
             throw CLIFailure.usage("unknown status '\(status)'; one of \(known.sorted().joined(separator: ", "))")
         }
@@ -34,12 +34,7 @@ struct ListCommand: ParsableCommand {
             .filter { run in ids.isEmpty || ids.contains { run.id.hasPrefix($0) } }
         for run in runs {
             if global.json {
-                var json = RunDisplay.json(run)
-                if case .object(var object) = json {
-                    object["transfer"] = try TransferStatistics.of(run, store: store).json
-                    json = .object(object)
-                }
-                Terminal.line(json.jsonText)
+                Terminal.line(try RunDocument.summary(run, store: store).jsonText)
             } else {
                 let node = run.ownerIsLive ? run.owner?.node ?? "-" : "-"
                 Terminal.line("\(run.id)  \(RunDisplay.effectiveStatus(run).padding(12)) \(run.workflowName.padding(20)) "

@@ -1,4 +1,5 @@
 import ArgumentParser
+import OrchestrateEngine
 import OrchestrateJSON
 import OrchestratePluginHost
 
@@ -16,7 +17,7 @@ struct PluginsCommand: ParsableCommand {
         func run() throws {
             let registry = global.loadPlugins()
             if global.json {
-                for type in registry.stepTypes { Terminal.line(PluginsCommand.json(type).jsonText) }
+                for type in registry.stepTypes { Terminal.line(StepTypeDocument.json(type).jsonText) }
                 return
             }
             let width = max(registry.stepTypes.map(\.id.count).max() ?? 0, 8)
@@ -42,7 +43,7 @@ struct PluginsCommand: ParsableCommand {
             guard !types.isEmpty else { throw CLIFailure.usage("no step type or plugin named '\(id)'") }
             for type in types {
                 if global.json {
-                    Terminal.line(PluginsCommand.json(type).jsonText)
+                    Terminal.line(StepTypeDocument.json(type).jsonText)
                     continue
                 }
                 Terminal.line(Terminal.styled("\(type.id) \(type.version)", .bold) + " — \(type.summary)")
@@ -53,12 +54,6 @@ struct PluginsCommand: ParsableCommand {
                 if let output = type.outputSchema { Terminal.line("outputs:\n" + SchemaSummary.describe(output)) }
             }
         }
-    }
-
-    static func json(_ type: StepType) -> JSONValue {
-        ["id": .string(type.id), "version": .string(type.version), "summary": .string(type.summary),
-         "plugin": .string(type.pluginName), "path": .string(type.pluginPath), "accepts_items": .bool(type.acceptsItems),
-         "input_schema": type.inputSchema, "output_schema": type.outputSchema ?? .null]
     }
 }
 

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import OrchestrateEngine
+import OrchestrateHTTPAPI
+import OrchestratePluginHost
 import OrchestrateStore
 import OrchestrateTokenBucket
 
@@ -39,9 +41,30 @@ struct ServeCommand: ParsableCommand {
         "A named queue to take runs from (repeatable; default: default).", valueName: "name"))
     var queues: [String] = []
 
+    @Option(name: .customLong("http"), help: ArgumentHelp(
+        "Also serve the HTTP API on HOST:PORT (e.g. 127.0.0.1:8080; see README \"HTTP API\").", valueName: "addr"))
+    var http: String?
+
+    @Option(name: .customLong("http-token-file"), help: ArgumentHelp(
+        "More API tokens, one per line: NAME read|write TOKEN.", valueName: "file"))
+    var httpTokenFile: String?
+
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("The HTTP API's TLS certificate chain (PEM).", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("The HTTP API's TLS private key (PEM).", valueName: "file"))
+    var tlsKey: String?
+
+    @Flag(name: .customLong("http-plaintext"), help: "Allow plain HTTP on an address other machines can reach (behind a TLS proxy).")
+    var httpPlaintext = false
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
+        if http == nil && (httpTokenFile != nil || tlsCert != nil || tlsKey != nil || httpPlaintext) {
+            throw ValidationError("--http-token-file, --tls-cert, --tls-key and --http-plaintext need --http ADDR")
+        }
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("give both --tls-cert and --tls-key, or neither") }
         if maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1") }
         if let bad = queues.first(where: { !QueueName.isValid($0) }) { throw ValidationError("--queue \(bad): \(QueueName.rule)") }
     }
@@ -54,6 +77,7 @@ struct ServeCommand: ParsableCommand {
         options.warn = { Terminal.warning($0) }
         options.engine = try global.engineOptions()
         options.engine.bandwidth = maxRate?.bytesPerSecond.map { TokenBucket(bytesPerSecond: $0) }
+        if let http { try startHTTP(http, store: store, registry: registry) }
         let worker = QueueWorker(store: store, registry: registry, options: options,
                                  observer: ServePrinter(json: global.json))
         let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {
@@ -64,6 +88,30 @@ struct ServeCommand: ParsableCommand {
             try worker.run()
         } catch {
             throw CLIFailure(status: ExitStatus.runFailed, message: "the state store failed: \(error)")
+        }
+    }
+
+    /// Starts the HTTP API next to the queue worker and prints its URL with the default token
+    /// (as Jupyter does), on stderr: stdout is the event stream.
+    private func startHTTP(_ text: String, store: any StateStore, registry: PluginRegistry) throws {
+        do {
+            let address = try ListenAddress(parsing: text)
+            if !address.isLoopback && tlsCert == nil && !httpPlaintext {
+                throw CLIFailure.usage("--http \(text) is reachable from other machines: give --tls-cert and --tls-key, "
+                    + "or --http-plaintext if a TLS proxy stands in front")
+            }
+            let stateDirectory = global.resolvedStateDirectory()
+            let defaultToken = try APITokens.loadOrCreateDefault(stateDirectory: stateDirectory)
+            var tokens = [APITokens.token(name: "default", access: .write, secret: defaultToken)]
+            if let httpTokenFile { tokens += try APITokens.parseFile(httpTokenFile) }
+            let configuration = HTTPAPIServer.Configuration(address: address, tokens: APITokens(tokens: tokens),
+                                                            tlsCertificate: tlsCert, tlsKey: tlsKey)
+            let running = try HTTPAPIServer.start(configuration, store: store, registry: registry, stateDirectory: stateDirectory)
+            Terminal.line("HTTP API on \(running.baseURL)/api/ — open \(running.baseURL)/?token=\(defaultToken)", to: .standardError)
+        } catch let error as HTTPAPIServer.StartError {
+            throw CLIFailure.usage(error.description)
+        } catch let error as APITokens.LoadError {
+            throw CLIFailure.usage(error.description)
         }
     }
 }

@@ -37,24 +37,10 @@ struct StatusCommand: ParsableCommand {
 
     private func show(_ store: any StateStore) throws {
         guard let run = try store.run(runID) else { throw CLIFailure.usage("run \(runID) was deleted") }
+        if global.json { return Terminal.line(try RunDocument.detail(run, store: store).jsonText) }
         let steps = try store.steps(ofRun: runID)
-        // Files added to persistent sessions, per declared step.
-        var items: [(step: String, items: [ItemRecord])] = []
-        for step in Set(steps.map(\.step)).sorted() {
-            let stepItems = try store.items(runID: runID, stepID: step)
-            if !stepItems.isEmpty { items.append((step, stepItems)) }
-        }
+        let items = try RunDocument.sessionItems(of: runID, steps: steps, store: store)
         let stats = try TransferStatistics.of(run, store: store)
-        if global.json {
-            var json = RunDisplay.json(run, steps: steps)
-            if case .object(var object) = json {
-                if !items.isEmpty { object["items"] = .array(items.flatMap { group in group.items.map { RunDisplay.json($0) } }) }
-                object["transfer"] = stats.json
-                json = .object(object)
-            }
-            Terminal.line(json.jsonText)
-            return
-        }
         Terminal.line(Terminal.styled("run \(run.id)", .bold) + "  \(RunDisplay.effectiveStatus(run))")
         Terminal.line("workflow  \(run.workflowName) (\(run.workflowFile))")
         var placement = "queue     \(run.queue)"
@@ -66,7 +52,7 @@ struct StatusCommand: ParsableCommand {
         if let error = run.error { Terminal.line("error     \(error)") }
         if stats.bytesDone > 0 || stats.bytesTotal != nil { Terminal.line("transfer  \(RunDisplay.describe(stats))") }
         Terminal.line("")
-        for step in steps.sorted(by: RunDisplay.stepOrder) {
+        for step in steps.sorted(by: RunDocument.stepOrder) {
             var line = "  \(step.id.padding(24)) \(step.status.rawValue.padding(13)) attempt \(step.attempt)"
             if let node = step.node { line += " on \(node)" }
             if let message = step.errorMessage, step.status != .succeeded { line += "  \(step.errorKind ?? "error"): \(message)" }

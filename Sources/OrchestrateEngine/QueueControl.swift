@@ -15,10 +15,11 @@ import OrchestrateStore
 /// | run-now | — | start now, pre-empting the newest running run | same |
 ///
 /// `retry` re-queues a failed or cancelled run, resetting only what did not succeed (and what a
-/// compensation undid); `delete` removes a finished run.
+/// compensation undid); `close` ends a run's persistent sessions once their queued paths are
+/// transferred; `delete` removes a finished run.
 public struct QueueControl: Sendable {
     public enum Verb: String, CaseIterable, Sendable {
-        case cancel, stop, pause, unpause, runNow = "run-now", retry, delete
+        case cancel, stop, pause, unpause, runNow = "run-now", retry, close, delete
     }
 
     public struct Refusal: Error, CustomStringConvertible {
@@ -106,6 +107,10 @@ public struct QueueControl: Sendable {
             try resetForRetry(run)
             try event(.queueChanged)
             return "\(id) queued again; only what did not succeed runs"
+        case .close:
+            guard !run.status.isFinished else { throw Refusal(description: "run \(id) already finished (\(run.status.rawValue))") }
+            try store.requestControl(id, control: .close)
+            return "close requested for \(id)"
         case .delete:
             guard run.status.isFinished else {
                 throw Refusal(description: "run \(id) is \(run.status.rawValue); cancel it first, then delete it")

@@ -1,0 +1,93 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateStore
+
+/// A run as JSON, as `status --json`, `list --json` and the HTTP API show it, including what
+/// the stored status cannot say by itself: a "running" run whose owner died is shown as
+/// interrupted (resumable). Holds no secrets: the journal holds none.
+public enum RunDocument {
+    public static func effectiveStatus(_ run: RunRecord) -> String {
+        guard run.status == .running || run.status == .compensating else { return run.status.rawValue }
+        return run.ownerIsLive ? run.status.rawValue : "interrupted"
+    }
+
+    /// The statuses `effectiveStatus` can return, for validating filters.
+    public static let knownStatuses = Set(RunStatus.allCases.map(\.rawValue) + ["interrupted"])
+
+    /// The run's record, with its steps when given.
+    public static func json(_ run: RunRecord, steps: [StepRecord]? = nil) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "id": .string(run.id), "workflow": .string(run.workflowName), "file": .string(run.workflowFile),
+            "status": .string(effectiveStatus(run)), "created_at": .double(run.createdAt),
+            "inputs": run.inputs, "labels": .object(run.labels.mapValues { .string($0) }), "priority": .int(Int64(run.priority)),
+        ]
+        if let rate = run.maxRate { object["max_rate"] = .int(rate) }
+        if let t = run.startedAt { object["started_at"] = .double(t) }
+        if let t = run.finishedAt { object["finished_at"] = .double(t) }
+        if let e = run.error { object["error"] = .string(e) }
+        if let o = run.outputs { object["outputs"] = o }
+        object["queue"] = .string(run.queue)
+        if let owner = run.owner, run.ownerIsLive {
+            object["node"] = .string(owner.node)
+            object["owner"] = ["node": .string(owner.node), "pid": .int(Int64(owner.pid))]
+        }
+        if let steps {
+            object["steps"] = .array(steps.sorted(by: stepOrder).map { s in
+                var step: [String: JSONValue] = ["id": .string(s.id), "status": .string(s.status.rawValue),
+                                                 "attempt": .int(Int64(s.attempt)), "kind": .string(s.kind.rawValue)]
+                if let k = s.errorKind { step["error_kind"] = .string(k) }
+                if let m = s.errorMessage { step["error"] = .string(m) }
+                if let o = s.outputs { step["outputs"] = o }
+                if let key = s.idempotencyKey { step["idempotency_key"] = .string(key) }
+                if let t = s.startedAt { step["started_at"] = .double(t) }
+                if let t = s.finishedAt { step["finished_at"] = .double(t) }
+                if let node = s.node { step["node"] = .string(node) }
+                return .object(step)
+            })
+        }
+        return .object(object)
+    }
+
+    /// A run as a list shows it: the record and its transfer figures.
+    public static func summary(_ run: RunRecord, store: any StateStore) throws -> JSONValue {
+        var object = json(run).objectValue ?? [:]
+        object["transfer"] = try TransferStatistics.of(run, store: store).json
+        return .object(object)
+    }
+
+    /// Everything about one run: record, steps, the files added to its persistent sessions
+    /// ("items", when any) and its transfer figures (`status --json`, `GET /api/runs/{id}`).
+    public static func detail(_ run: RunRecord, store: any StateStore) throws -> JSONValue {
+        let steps = try store.steps(ofRun: run.id)
+        var object = json(run, steps: steps).objectValue ?? [:]
+        let items = try sessionItems(of: run.id, steps: steps, store: store)
+        if !items.isEmpty { object["items"] = .array(items.flatMap { group in group.items.map { json($0) } }) }
+        object["transfer"] = try TransferStatistics.of(run, store: store).json
+        return .object(object)
+    }
+
+    /// Files added to persistent sessions, per declared step that has any.
+    public static func sessionItems(of runID: String, steps: [StepRecord], store: any StateStore) throws
+        -> [(step: String, items: [ItemRecord])]
+    {
+        var result: [(step: String, items: [ItemRecord])] = []
+        for step in Set(steps.map(\.step)).sorted() {
+            let stepItems = try store.items(runID: runID, stepID: step)
+            if !stepItems.isEmpty { result.append((step, stepItems)) }
+        }
+        return result
+    }
+
+    public static func json(_ item: ItemRecord) -> JSONValue {
+        var object: [String: JSONValue] = ["id": .string(item.id), "step": .string(item.stepID), "status": .string(item.status.rawValue),
+                                           "item": (try? JSONValue(parsing: item.json)) ?? .string(item.json)]
+        if let error = item.error { object["error"] = .string(error) }
+        return .object(object)
+    }
+
+    /// Steps in the order they started, unstarted ones last.
+    public static func stepOrder(_ a: StepRecord, _ b: StepRecord) -> Bool {
+        let ta = a.startedAt ?? .infinity, tb = b.startedAt ?? .infinity
+        return ta == tb ? a.id < b.id : ta < tb
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateModel
+import OrchestratePluginHost
+import OrchestrateStore
+
+/// Adding files to a running persistent session (`add-path`, `POST /api/runs/{id}/paths`):
+/// each path goes durably into the step's item queue, whether or not the run executes right
+/// now; the node that holds the run transfers it.
+public struct SessionPaths: Sendable {
+    public struct Refusal: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    let store: any StateStore
+    let registry: PluginRegistry
+
+    public init(store: any StateStore, registry: PluginRegistry) {
+        self.store = store
+        self.registry = registry
+    }
+
+    /// The unfinished run `runID` and the step to add to: the one named, else the run's only
+    /// step whose type accepts items.
+    public func target(runID: String, step: String?) throws -> (run: RunRecord, step: String) {
+        guard let run = try store.run(runID) else { throw Refusal(description: "no run \(runID)") }
+        guard !run.status.isFinished else { throw Refusal(description: "run \(runID) already finished (\(run.status.rawValue))") }
+        let workflow: Workflow
+        do {
+            workflow = try WorkflowLoader.parse(source: run.workflowSource, file: run.workflowFile,
+                                                catalog: RegistryStepCatalog(registry: registry))
+        } catch {
+            throw Refusal(description: "run \(runID)'s workflow no longer loads with these plugins:\n\(error)")
+        }
+        let accepting = workflow.steps.filter { registry.stepType($0.uses)?.acceptsItems == true }.map(\.id)
+        if let step {
+            guard workflow.step(step) != nil else { throw Refusal(description: "run \(runID) has no step '\(step)'") }
+            guard accepting.contains(step) else {
+                throw Refusal(description: "step '\(step)' does not accept paths (steps that do: \(accepting.joined(separator: ", ")))")
+            }
+            return (run, step)
+        }
+        guard accepting.count == 1 else {
+            throw Refusal(description: accepting.isEmpty
+                ? "run \(runID) has no step that accepts paths"
+                : "run \(runID) has several steps that accept paths (\(accepting.joined(separator: ", "))): choose one with step")
+        }
+        return (run, accepting[0])
+    }
+
+    /// Journals one path (SOURCE as the holding node reads it) with its `item.added` event;
+    /// returns the item.
+    @discardableResult
+    public func add(runID: String, step: String, source: String, destination: String) throws -> JSONValue {
+        let value: JSONValue = ["source": .string(source), "destination": .string(destination)]
+        let id = "p-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        try store.addItem(runID: runID, stepID: step, id: id, json: value.jsonText,
+                          event: EventRecord(runID: runID, time: Date().timeIntervalSince1970, type: .itemAdded,
+                                             step: step, data: ["item": .string(id), "value": value]))
+        return ["id": .string(id), "step": .string(step), "item": value]
+    }
+}

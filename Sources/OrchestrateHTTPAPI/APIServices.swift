@@ -1,0 +1,45 @@
+import OrchestrateEngine
+import OrchestratePluginHost
+import OrchestrateStore
+import Foundation
+
+/// What the routes work with. The store is synchronous (SQLite or libpq calls that may wait on
+/// disk or network): every store call goes through `blocking`, on a dispatch queue of its own,
+/// so it never stalls NIO's event loops or Swift's cooperative pool (two threads on a
+/// two-core machine).
+final class APIServices: Sendable {
+    let store: any StateStore
+    let registry: PluginRegistry
+    let stateDirectory: String
+    let maxStreams: Int
+    private let queue = DispatchQueue(label: "orchestrate.http.store", attributes: .concurrent)
+    private let streamsLock = NSLock()
+    nonisolated(unsafe) private var streams = 0  // guarded by streamsLock
+
+    init(store: any StateStore, registry: PluginRegistry, stateDirectory: String, maxStreams: Int) {
+        self.store = store
+        self.registry = registry
+        self.stateDirectory = stateDirectory
+        self.maxStreams = maxStreams
+    }
+
+    /// Runs `work` (store calls) off the cooperative pool and the event loops.
+    func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    /// Takes one of the `maxStreams` event-stream slots, or returns false when all are taken.
+    func openStream() -> Bool {
+        streamsLock.withLock {
+            guard streams < maxStreams else { return false }
+            streams += 1
+            return true
+        }
+    }
+
+    func closeStream() { streamsLock.withLock { streams -= 1 } }
+
+    var queueControl: QueueControl { QueueControl(store: store, stateDirectory: stateDirectory) }
+}

@@ -1,0 +1,36 @@
+import Hummingbird
+import HTTPTypes
+
+/// Every request needs `Authorization: Bearer TOKEN`, except that an event stream may give the
+/// token as `?token=` (a browser's EventSource cannot set headers). A read-only token may
+/// only read (GET, HEAD): anything else is 403.
+struct BearerAuthMiddleware: RouterMiddleware {
+    typealias Context = APIContext
+    let tokens: APITokens
+
+    func handle(_ request: Request, context: APIContext,
+                next: (Request, APIContext) async throws -> Response) async throws -> Response
+    {
+        guard let presented = Self.presentedToken(request) else {
+            throw Problem(.unauthorized, "an Authorization: Bearer TOKEN header is required (the token is in the state directory's http-token file)")
+        }
+        guard let token = tokens.match(presented) else { throw Problem(.unauthorized, "the bearer token is not valid") }
+        if token.access == .read && request.method != .get && request.method != .head {
+            throw Problem(.forbidden, "token '\(token.name)' is read-only")
+        }
+        var context = context
+        context.token = token
+        return try await next(request, context)
+    }
+
+    static func presentedToken(_ request: Request) -> Substring? {
+        if let header = request.headers[.authorization] {
+            let parts = header.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+            return parts[1]
+        }
+        if request.method == .get, request.uri.path.hasSuffix("/events"),
+           let token = request.uri.queryParameters.get("token") { return Substring(token) }
+        return nil
+    }
+}

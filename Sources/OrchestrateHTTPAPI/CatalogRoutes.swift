@@ -1,0 +1,47 @@
+import Hummingbird
+import OrchestrateEngine
+import OrchestrateJSON
+import OrchestrateStore
+
+/// `/api/queues` (counts per named queue, the store-wide passive switch) and `/api/plugins`
+/// (step types with their schemas).
+enum CatalogRoutes {
+    static func add(to router: Router<APIContext>, services: APIServices) {
+        router.get("/api/queues") { _, _ in
+            let document = try await services.blocking { () -> JSONValue in
+                let runs = try services.store.listRuns(RunFilter())
+                var counts: [String: [String: Int64]] = [:]
+                for run in runs { counts[run.queue, default: [:]][RunDocument.effectiveStatus(run), default: 0] += 1 }
+                let queues: [JSONValue] = counts.keys.sorted().map { name in
+                    ["name": .string(name), "runs": .object(counts[name]!.mapValues { .int($0) })]
+                }
+                return ["passive": .bool(try services.store.isQueuePassive()), "queues": .array(queues)]
+            }
+            return JSONResponse.make(document)
+        }
+
+        // `queue stop|start`: a passive queue starts nothing and interrupts what runs, on every `serve`.
+        router.post("/api/queues/{action}") { _, context in
+            let action = try context.parameters.require("action")
+            guard action == "stop" || action == "start" else { throw Problem(.notFound, "no queue action '\(action)'; stop or start") }
+            try await services.blocking { try services.store.setQueuePassive(action == "stop") }
+            return JSONResponse.make(["passive": .bool(action == "stop")])
+        }
+
+        router.get("/api/plugins") { _, _ in
+            let plugins: [JSONValue] = services.registry.plugins.map { plugin in
+                ["name": .string(plugin.name), "version": .string(plugin.version), "path": .string(plugin.path)]
+            }
+            return JSONResponse.make(["plugins": .array(plugins),
+                                      "step_types": .array(services.registry.stepTypes.map(StepTypeDocument.json))])
+        }
+
+        // A step type (`http.request`) or every step type of a plugin (`http`).
+        router.get("/api/plugins/{id}") { _, context in
+            let id = try context.parameters.require("id")
+            let types = services.registry.stepType(id).map { [$0] } ?? services.registry.stepTypes.filter { $0.pluginName == id }
+            guard !types.isEmpty else { throw Problem(.notFound, "no step type or plugin named '\(id)'") }
+            return JSONResponse.make(["step_types": .array(types.map(StepTypeDocument.json))])
+        }
+    }
+}

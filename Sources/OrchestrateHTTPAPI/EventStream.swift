@@ -1,0 +1,75 @@
+import Foundation
+import Hummingbird
+import HTTPTypes
+import OrchestrateJSON
+import OrchestrateStore
+
+/// The journal as Server-Sent Events: `GET /api/events` (every run and the queue) and
+/// `GET /api/runs/{id}/events`. Each event is `id: SEQ` and `data: {JSON}` (the `events
+/// --json` form, whose `type` says what happened). A client resumes after the last seq it saw,
+/// from `Last-Event-ID` (what EventSource sends on reconnecting) or `?after=SEQ`; the store
+/// guarantees that reading after a seq skips nothing, and reading strictly after it repeats
+/// nothing.
+enum EventStream {
+    /// How often the store is polled when there is nothing new, and how often an idle stream
+    /// sends a comment (which also finds clients that went away).
+    static let pollInterval: Duration = .milliseconds(200)
+    static let keepAliveInterval: Double = 10
+
+    static func add(to router: Router<APIContext>, services: APIServices) {
+        router.get("/api/events") { request, _ in
+            try stream(runID: nil, after: try resumePoint(request), services: services)
+        }
+        router.get("/api/runs/{id}/events") { request, context in
+            let id = try context.parameters.require("id")
+            let after = try resumePoint(request)
+            guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }
+            return try stream(runID: id, after: after, services: services)
+        }
+    }
+
+    static func resumePoint(_ request: Request) throws -> Int64 {
+        let text = request.headers[.lastEventID] ?? request.uri.queryParameters.get("after")
+        guard let text else { return 0 }
+        guard let seq = Int64(text.trimmingCharacters(in: .whitespaces)), seq >= 0 else {
+            throw Problem(.badRequest, "Last-Event-ID or after must be an event seq (a non-negative integer), not '\(text)'")
+        }
+        return seq
+    }
+
+    static func stream(runID: String?, after: Int64, services: APIServices) throws -> Response {
+        guard services.openStream() else {
+            throw Problem(.serviceUnavailable, "too many event streams are open (at most \(services.maxStreams)); retry later")
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-cache"
+        let body = ResponseBody { writer in
+            defer { services.closeStream() }
+            var last = after
+            var lastWrite = Date()
+            try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+            while !Task.isCancelled {
+                let events = try await services.blocking { [last] in try services.store.events(runID: runID, afterSeq: last, limit: 500) }
+                if !events.isEmpty {
+                    var text = ""
+                    for event in events { text += "id: \(event.seq)\ndata: \(event.json.jsonText)\n\n" }
+                    try await writer.write(ByteBuffer(string: text))
+                    last = events.last!.seq
+                    lastWrite = Date()
+                    if events.count == 500 { continue }
+                } else if Date().timeIntervalSince(lastWrite) >= keepAliveInterval {
+                    try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                    lastWrite = Date()
+                }
+                try await Task.sleep(for: pollInterval)
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: headers, body: body)
+    }
+}
+
+extension HTTPField.Name {
+    static let lastEventID = HTTPField.Name("Last-Event-ID")!
+}

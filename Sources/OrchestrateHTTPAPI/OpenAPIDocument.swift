@@ -1,0 +1,159 @@
+import OrchestrateJSON
+
+/// The OpenAPI 3.1 description of the API, served at `/api/openapi.json`. Hand-written: when a
+/// route changes, change its entry here (the API tests check every path listed is served).
+enum OpenAPIDocument {
+    static let json: JSONValue = {
+        do { return try JSONValue(parsing: text) } catch { fatalError("OpenAPIDocument.text is not JSON: \(error)") }
+    }()
+
+    static let text = #"""
+    {
+      "openapi": "3.1.0",
+      "info": {"title": "orchestrate", "version": "1",
+               "description": "The API of `orchestrate serve --http`. Every request needs `Authorization: Bearer TOKEN`; event streams also take `?token=` (EventSource cannot set headers). Errors are RFC 9457 problem documents."},
+      "security": [{"bearer": []}],
+      "paths": {
+        "/api/runs": {
+          "get": {"summary": "List runs, oldest first (the newest `limit`)", "operationId": "listRuns",
+                  "parameters": [
+                    {"name": "status", "in": "query", "schema": {"type": "array", "items": {"type": "string"}}, "explode": true},
+                    {"name": "label", "in": "query", "description": "KEY=VALUE", "schema": {"type": "array", "items": {"type": "string"}}, "explode": true},
+                    {"name": "queue", "in": "query", "schema": {"type": "array", "items": {"type": "string"}}, "explode": true},
+                    {"name": "workflow", "in": "query", "schema": {"type": "string"}},
+                    {"name": "text", "in": "query", "schema": {"type": "string"}},
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}],
+                  "responses": {"200": {"description": "Runs", "content": {"application/json": {"schema": {
+                                  "type": "object", "required": ["runs"], "properties": {"runs": {"type": "array", "items": {"$ref": "#/components/schemas/Run"}}}}}}},
+                                "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}}},
+          "post": {"summary": "Submit a run to the queue", "operationId": "submitRun",
+                   "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Submission"}}}},
+                   "responses": {"201": {"description": "Queued", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}}},
+                                 "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
+                                 "403": {"$ref": "#/components/responses/Problem"}, "409": {"$ref": "#/components/responses/Problem"},
+                                 "413": {"$ref": "#/components/responses/Problem"}, "422": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/runs/{id}": {
+          "parameters": [{"$ref": "#/components/parameters/RunID"}],
+          "get": {"summary": "A run with its steps, session items and transfer figures", "operationId": "getRun",
+                  "responses": {"200": {"description": "The run", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}}},
+                                "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}},
+          "delete": {"summary": "Delete a finished run", "operationId": "deleteRun",
+                     "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "401": {"$ref": "#/components/responses/Problem"},
+                                   "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"},
+                                   "409": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/runs/{id}/{verb}": {
+          "parameters": [{"$ref": "#/components/parameters/RunID"},
+                         {"name": "verb", "in": "path", "required": true,
+                          "schema": {"type": "string", "enum": ["cancel", "stop", "pause", "unpause", "run-now", "retry", "close"]}}],
+          "post": {"summary": "Apply a control verb (as the CLI's verb commands do)", "operationId": "controlRun",
+                   "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "401": {"$ref": "#/components/responses/Problem"},
+                                 "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"},
+                                 "409": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/runs/{id}/paths": {
+          "parameters": [{"$ref": "#/components/parameters/RunID"}],
+          "post": {"summary": "Add files to a running persistent session (add-path)", "operationId": "addPaths",
+                   "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {
+                     "step": {"type": "string"}, "source": {"type": "string"}, "destination": {"type": "string"},
+                     "paths": {"type": "array", "items": {"type": "object", "required": ["source", "destination"],
+                               "properties": {"source": {"type": "string", "description": "absolute, on the node holding the run"}, "destination": {"type": "string"}}}}}}}}},
+                   "responses": {"201": {"description": "Added", "content": {"application/json": {"schema": {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object"}}}}}}},
+                                 "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
+                                 "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"},
+                                 "409": {"$ref": "#/components/responses/Problem"}, "422": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/runs/{id}/events": {
+          "parameters": [{"$ref": "#/components/parameters/RunID"}, {"$ref": "#/components/parameters/After"}, {"$ref": "#/components/parameters/LastEventID"}, {"$ref": "#/components/parameters/QueryToken"}],
+          "get": {"summary": "The run's events as Server-Sent Events", "operationId": "runEvents",
+                  "responses": {"200": {"$ref": "#/components/responses/EventStream"}, "401": {"$ref": "#/components/responses/Problem"},
+                                "404": {"$ref": "#/components/responses/Problem"}, "503": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/events": {
+          "parameters": [{"$ref": "#/components/parameters/After"}, {"$ref": "#/components/parameters/LastEventID"}, {"$ref": "#/components/parameters/QueryToken"}],
+          "get": {"summary": "Every event (all runs and the queue) as Server-Sent Events", "operationId": "allEvents",
+                  "responses": {"200": {"$ref": "#/components/responses/EventStream"}, "401": {"$ref": "#/components/responses/Problem"},
+                                "503": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/queues": {
+          "get": {"summary": "Run counts per named queue and status; whether the queue is passive", "operationId": "listQueues",
+                  "responses": {"200": {"description": "Queues", "content": {"application/json": {"schema": {"type": "object", "required": ["passive", "queues"], "properties": {
+                                  "passive": {"type": "boolean"},
+                                  "queues": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "runs": {"type": "object", "additionalProperties": {"type": "integer"}}}}}}}}}},
+                                "401": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/queues/{action}": {
+          "parameters": [{"name": "action", "in": "path", "required": true, "schema": {"type": "string", "enum": ["stop", "start"]}}],
+          "post": {"summary": "Make every serve on the store passive (stop) or active (start)", "operationId": "setQueuePassive",
+                   "responses": {"200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "properties": {"passive": {"type": "boolean"}}}}}},
+                                 "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/plugins": {
+          "get": {"summary": "Loaded plugins and their step types", "operationId": "listPlugins",
+                  "responses": {"200": {"description": "Plugins", "content": {"application/json": {"schema": {"type": "object", "properties": {
+                                  "plugins": {"type": "array", "items": {"type": "object"}}, "step_types": {"type": "array", "items": {"$ref": "#/components/schemas/StepType"}}}}}}},
+                                "401": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/plugins/{id}": {
+          "parameters": [{"name": "id", "in": "path", "required": true, "description": "a step type (http.request) or plugin name (http)", "schema": {"type": "string"}}],
+          "get": {"summary": "A step type, or a plugin's step types, with their schemas", "operationId": "getPlugin",
+                  "responses": {"200": {"description": "Step types", "content": {"application/json": {"schema": {"type": "object", "properties": {
+                                  "step_types": {"type": "array", "items": {"$ref": "#/components/schemas/StepType"}}}}}}},
+                                "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/openapi.json": {
+          "get": {"summary": "This document", "operationId": "openapi",
+                  "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {"schema": {"type": "object"}}}},
+                                "401": {"$ref": "#/components/responses/Problem"}}}
+        }
+      },
+      "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "parameters": {
+          "RunID": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+          "After": {"name": "after", "in": "query", "description": "resume after this event seq", "schema": {"type": "integer", "minimum": 0}},
+          "LastEventID": {"name": "Last-Event-ID", "in": "header", "description": "resume after this event seq (sent by EventSource on reconnecting)", "schema": {"type": "integer", "minimum": 0}},
+          "QueryToken": {"name": "token", "in": "query", "description": "the bearer token, for EventSource only", "schema": {"type": "string"}}
+        },
+        "responses": {
+          "Problem": {"description": "An RFC 9457 problem document", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+          "VerbDone": {"description": "What happened", "content": {"application/json": {"schema": {"type": "object", "required": ["id", "verb", "message"], "properties": {
+                         "id": {"type": "string"}, "verb": {"type": "string"}, "message": {"type": "string"}}}}}},
+          "EventStream": {"description": "`id: SEQ` and `data: EVENT` per event; `: keep-alive` comments when idle", "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+        },
+        "schemas": {
+          "Problem": {"type": "object", "required": ["type", "title", "status", "detail"], "properties": {
+            "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"}, "detail": {"type": "string"},
+            "errors": {"type": "array", "description": "422: each problem; workflow errors carry file, line, column", "items": {"type": "object", "properties": {
+              "file": {"type": "string"}, "line": {"type": "integer"}, "column": {"type": "integer"}, "message": {"type": "string"}, "text": {"type": "string"}}}}}},
+          "Run": {"type": "object", "required": ["id", "workflow", "file", "status", "created_at", "inputs", "labels", "priority", "queue"], "properties": {
+            "id": {"type": "string"}, "workflow": {"type": "string"}, "file": {"type": "string"},
+            "status": {"type": "string", "enum": ["queued", "running", "paused", "compensating", "succeeded", "failed", "cancelled", "interrupted"]},
+            "created_at": {"type": "number"}, "started_at": {"type": "number"}, "finished_at": {"type": "number"},
+            "inputs": {}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}, "priority": {"type": "integer"},
+            "queue": {"type": "string"}, "node": {"type": "string"}, "error": {"type": "string"}, "outputs": {}, "max_rate": {"type": "integer"},
+            "owner": {"type": "object"}, "transfer": {"$ref": "#/components/schemas/Transfer"}}},
+          "RunDetail": {"allOf": [{"$ref": "#/components/schemas/Run"}, {"type": "object", "required": ["steps", "transfer"], "properties": {
+            "steps": {"type": "array", "items": {"type": "object", "required": ["id", "status", "attempt", "kind"], "properties": {
+              "id": {"type": "string"}, "status": {"type": "string"}, "attempt": {"type": "integer"}, "kind": {"type": "string"},
+              "error_kind": {"type": "string"}, "error": {"type": "string"}, "outputs": {}, "idempotency_key": {"type": "string"},
+              "started_at": {"type": "number"}, "finished_at": {"type": "number"}, "node": {"type": "string"}}}},
+            "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "step": {"type": "string"}, "status": {"type": "string"}, "item": {}, "error": {"type": "string"}}}}}}]},
+          "Transfer": {"type": "object", "properties": {"bytes_done": {"type": "integer"}, "bytes_total": {"type": "integer"}, "elapsed_s": {"type": "number"},
+                       "average_rate": {"type": "number"}, "remaining_s": {"type": "number"}}},
+          "Submission": {"type": "object", "additionalProperties": false, "properties": {
+            "workflow_path": {"type": "string", "description": "absolute path of a workflow file on the server"},
+            "workflow_yaml": {"type": "string", "description": "the workflow itself"},
+            "file_name": {"type": "string", "description": "the name workflow_yaml's diagnostics use"},
+            "inputs": {"type": "object"}, "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "queue": {"type": "string"}, "priority": {"type": "integer"}, "id": {"type": "string"}, "max_rate": {"type": "integer", "minimum": 1}},
+            "oneOf": [{"required": ["workflow_path"]}, {"required": ["workflow_yaml"]}]},
+          "StepType": {"type": "object", "properties": {"id": {"type": "string"}, "version": {"type": "string"}, "summary": {"type": "string"},
+                       "plugin": {"type": "string"}, "path": {"type": "string"}, "accepts_items": {"type": "boolean"},
+                       "documentation": {"type": ["string", "null"]}, "input_schema": {}, "output_schema": {}}}
+        }
+      }
+    }
+    """#
+}

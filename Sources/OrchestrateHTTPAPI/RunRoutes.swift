@@ -1,0 +1,156 @@
+import Foundation
+import Hummingbird
+import HTTPTypes
+import OrchestrateEngine
+import OrchestrateJSON
+import OrchestrateModel
+import OrchestrateStore
+
+/// `/api/runs…`: list, detail, submit, control verbs, delete, add paths.
+enum RunRoutes {
+    static func add(to router: Router<APIContext>, services: APIServices) {
+        router.get("/api/runs") { request, _ in
+            let query = try RunQuery(request)
+            let runs = try await services.blocking {
+                let matching = try services.store.listRuns(RunFilter(labels: query.labels, queues: query.queues))
+                    .filter(query.matches)
+                return try matching.suffix(query.limit).map { try RunDocument.summary($0, store: services.store) }
+            }
+            return JSONResponse.make(["runs": .array(runs)])
+        }
+
+        router.get("/api/runs/{id}") { _, context in
+            let id = try context.parameters.require("id")
+            let detail = try await services.blocking { () -> JSONValue? in
+                guard let run = try services.store.run(id) else { return nil }
+                return try RunDocument.detail(run, store: services.store)
+            }
+            guard let detail else { throw Problem(.notFound, "no run \(id)") }
+            return JSONResponse.make(detail)
+        }
+
+        router.post("/api/runs") { request, context in
+            let submission = try RunSubmission(try await request.jsonObject(context))
+            let detail = try await services.blocking { try submission.submit(services) }
+            var response = JSONResponse.make(detail, status: .created)
+            response.headers[.location] = "/api/runs/\(detail["id"]?.stringValue ?? "")"
+            return response
+        }
+
+        router.post("/api/runs/{id}/paths") { request, context in
+            let id = try context.parameters.require("id")
+            let body = try await request.jsonObject(context)
+            let step = try body.string("step")
+            let pairs = try pathPairs(body)
+            let items = try await services.blocking { () -> [JSONValue] in
+                let paths = SessionPaths(store: services.store, registry: services.registry)
+                do {
+                    let target = try paths.target(runID: id, step: step)
+                    return try pairs.map { try paths.add(runID: id, step: target.step, source: $0.source, destination: $0.destination) }
+                } catch let refusal as SessionPaths.Refusal {
+                    throw Problem(refusal.description.hasPrefix("no run ") ? .notFound : .conflict, refusal.description)
+                }
+            }
+            return JSONResponse.make(["items": .array(items)], status: .created)
+        }
+
+        router.post("/api/runs/{id}/{verb}") { _, context in
+            let id = try context.parameters.require("id")
+            let name = try context.parameters.require("verb")
+            guard let verb = QueueControl.Verb(rawValue: name), verb != .delete else {
+                let verbs = QueueControl.Verb.allCases.filter { $0 != .delete }.map(\.rawValue).joined(separator: ", ")
+                throw Problem(.notFound, "no verb '\(name)'; one of \(verbs) (delete is DELETE /api/runs/{id})")
+            }
+            return try await control(verb, id: id, services: services)
+        }
+
+        router.delete("/api/runs/{id}") { _, context in
+            try await control(.delete, id: try context.parameters.require("id"), services: services)
+        }
+    }
+
+    /// Applies a verb through the same `QueueControl` the CLI uses: a missing run is 404, a
+    /// verb the run's state refuses is 409.
+    static func control(_ verb: QueueControl.Verb, id: String, services: APIServices) async throws -> Response {
+        let message = try await services.blocking { () -> String in
+            guard try services.store.run(id) != nil else { throw Problem(.notFound, "no run \(id)") }
+            do {
+                return try services.queueControl.apply(verb, to: id)
+            } catch let refusal as QueueControl.Refusal {
+                throw Problem(.conflict, refusal.description)
+            }
+        }
+        return JSONResponse.make(["id": .string(id), "verb": .string(verb.rawValue), "message": .string(message)])
+    }
+
+    /// `{"source", "destination"}` or `{"paths": [{"source", "destination"}, …]}`; sources must
+    /// be absolute: they are read by the node that holds the run, not relative to anything the
+    /// client knows.
+    static func pathPairs(_ body: [String: JSONValue]) throws -> [(source: String, destination: String)] {
+        let entries: [[String: JSONValue]]
+        if let list = body["paths"] {
+            guard let array = list.arrayValue, !array.isEmpty else { throw Problem(.badRequest, "'paths' must be a non-empty array") }
+            entries = try array.map {
+                guard let object = $0.objectValue else { throw Problem(.badRequest, "each of 'paths' must be an object {source, destination}") }
+                return object
+            }
+        } else {
+            entries = [body]
+        }
+        return try entries.map { entry in
+            guard let source = try entry.string("source"), let destination = try entry.string("destination") else {
+                throw Problem(.badRequest, "a path needs 'source' and 'destination'")
+            }
+            guard source.hasPrefix("/") else {
+                throw Problem(.unprocessableContent, "source '\(source)' must be an absolute path on the node that holds the run")
+            }
+            return (source, destination)
+        }
+    }
+}
+
+/// The filters of `GET /api/runs`: `status`, `label` (KEY=VALUE), `queue` (each repeatable, any
+/// of them matches), `workflow` (name), `text` (in the id, workflow, file or a label), `limit`
+/// (the newest N, default 100, at most 1000).
+struct RunQuery: Sendable {
+    var statuses: Set<String> = []
+    var labels: [String: String] = [:]
+    var queues: Set<String>?
+    var workflow: String?
+    var text: String?
+    var limit = 100
+
+    init(_ request: Request) throws {
+        let parameters = request.uri.queryParameters
+        for status in parameters.getAll("status") {
+            guard RunDocument.knownStatuses.contains(status) else {
+                throw Problem(.badRequest, "unknown status '\(status)'; one of \(RunDocument.knownStatuses.sorted().joined(separator: ", "))")
+            }
+            statuses.insert(status)
+        }
+        for pair in parameters.getAll("label") {
+            guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
+                throw Problem(.badRequest, "label takes KEY=VALUE, got '\(pair)'")
+            }
+            labels[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+        }
+        let queueNames = parameters.getAll("queue")
+        if !queueNames.isEmpty { queues = Set(queueNames) }
+        workflow = parameters.get("workflow")
+        text = parameters.get("text").flatMap { $0.isEmpty ? nil : $0.lowercased() }
+        if let value = parameters.get("limit") {
+            guard let n = Int(value), (1...1000).contains(n) else { throw Problem(.badRequest, "limit must be 1 to 1000, not '\(value)'") }
+            limit = n
+        }
+    }
+
+    func matches(_ run: RunRecord) -> Bool {
+        if !statuses.isEmpty && !statuses.contains(RunDocument.effectiveStatus(run)) { return false }
+        if let workflow, run.workflowName != workflow { return false }
+        if let text {
+            let haystack = [run.id, run.workflowName, run.workflowFile] + run.labels.flatMap { [$0.key, $0.value] }
+            if !haystack.contains(where: { $0.lowercased().contains(text) }) { return false }
+        }
+        return true
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import OrchestrateEngine
+import OrchestrateJSON
+import OrchestrateModel
+import OrchestrateStore
+
+/// `POST /api/runs`: what `orchestrate submit` does, from a JSON body.
+///
+/// ```json
+/// {"workflow_path": "/srv/flows/upload.yaml", "inputs": {"source": "/data/a.mov"},
+///  "labels": {"batch": "7"}, "queue": "uploads", "priority": 5}
+/// ```
+/// or `"workflow_yaml": "name: …"` (with an optional `"file_name"` for its diagnostics) instead
+/// of `workflow_path`. A workflow or inputs that do not validate are a 422 whose `errors` list
+/// the problems, each workflow error with its FILE:LINE:COL.
+struct RunSubmission: Sendable {
+    enum Source: Sendable { case path(String), yaml(String, file: String) }
+
+    var source: Source
+    var inputs: [String: JSONValue]
+    var labels: [String: String]
+    var queue: String
+    var priority: Int
+    var id: String?
+    var maxRate: Int64?
+
+    init(_ body: [String: JSONValue]) throws {
+        let known: Set<String> = ["workflow_path", "workflow_yaml", "file_name", "inputs", "labels", "queue", "priority", "id", "max_rate"]
+        if let unknown = body.keys.sorted().first(where: { !known.contains($0) }) {
+            throw Problem(.badRequest, "unknown member '\(unknown)'; known: \(known.sorted().joined(separator: ", "))")
+        }
+        switch (try body.string("workflow_path"), try body.string("workflow_yaml")) {
+        case (let path?, nil):
+            guard path.hasPrefix("/") else { throw Problem(.badRequest, "workflow_path must be an absolute path on the server") }
+            source = .path(path)
+        case (nil, let yaml?): source = .yaml(yaml, file: try body.string("file_name") ?? "submitted.yaml")
+        default: throw Problem(.badRequest, "give exactly one of workflow_path and workflow_yaml")
+        }
+        inputs = try body.object("inputs") ?? [:]
+        labels = try (body.object("labels") ?? [:]).mapValues {
+            guard let text = $0.stringValue else { throw Problem(.badRequest, "label values must be strings") }
+            return text
+        }
+        queue = try body.string("queue") ?? "default"
+        guard QueueName.isValid(queue) else { throw Problem(.badRequest, "queue '\(queue)': \(QueueName.rule)") }
+        priority = Int(try body.int("priority") ?? 0)
+        id = try body.string("id")
+        if let id, id.isEmpty || id.contains("/") || id.contains(" ") {
+            throw Problem(.badRequest, "id must be non-empty, without '/' or spaces")
+        }
+        maxRate = try body.int("max_rate")
+        if let maxRate, maxRate <= 0 { throw Problem(.badRequest, "max_rate must be a positive number of bytes per second") }
+    }
+
+    /// Validates and queues the run; returns its detail. Runs on the blocking pool.
+    func submit(_ services: APIServices) throws -> JSONValue {
+        let catalog = RegistryStepCatalog(registry: services.registry)
+        let workflow: Workflow
+        do {
+            switch source {
+            case .path(let path): workflow = try WorkflowLoader.load(path: path, catalog: catalog)
+            case .yaml(let yaml, let file): workflow = try WorkflowLoader.parse(source: yaml, file: file, catalog: catalog)
+            }
+        } catch {
+            let errors: [JSONValue] = error.diagnostics.map {
+                ["file": .string($0.location.file), "line": .int(Int64($0.location.line)), "column": .int(Int64($0.location.column)),
+                 "message": .string($0.message), "text": .string($0.description)]
+            }
+            throw Problem(.unprocessableContent, "the workflow has \(errors.count) error(s)", extra: ["errors": .array(errors)])
+        }
+        let resolved: JSONValue
+        do {
+            // Relative input paths mean nothing to a remote client: they resolve against the
+            // workflow file's directory (or the state directory, for YAML sent in the body).
+            let base: String
+            if case .path(let path) = source { base = (path as NSString).deletingLastPathComponent } else { base = services.stateDirectory }
+            resolved = try workflow.resolveInputs(strings: [:], json: inputs, currentDirectory: base)
+        } catch {
+            throw Problem(.unprocessableContent, "the inputs do not match the workflow",
+                          extra: ["errors": .array(error.messages.map { ["message": .string($0), "text": .string("\(workflow.file): \($0)")] })])
+        }
+        if let id, try services.store.run(id) != nil { throw Problem(.conflict, "a run named \(id) already exists") }
+        let run = try RunLauncher(store: services.store).create(workflow, inputs: resolved, status: .queued, id: id, labels: labels,
+                                                                priority: priority, maxRate: maxRate, queue: queue)
+        return try RunDocument.detail(services.store.run(run.id) ?? run, store: services.store)
+    }
+}

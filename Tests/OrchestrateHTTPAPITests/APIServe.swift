@@ -1,0 +1,70 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+
+/// A real `orchestrate serve --http 127.0.0.1:PORT` with the C test plugin, its default token,
+/// and a read-only token from `--http-token-file`.
+final class APIServe: @unchecked Sendable {
+    let dir = TemporaryDirectory("api")
+    let port = Ports.free()
+    let process = Process()
+    let readerToken = "reader-0123456789abcdef"
+    var state: String { dir.file("state").path }
+    var http: RawHTTP { RawHTTP(port: port) }
+    private(set) var token = ""
+
+    static let pluginDir: String = {
+        let out = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("orchestrate-api-fixtures-\(getpid())")
+        try! FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        _ = try! CCompiler.buildFixture("teststeps", into: out)
+        return out.path
+    }()
+
+    var baseArguments: [String] { ["--state", state, "--plugin-path", APIServe.pluginDir] }
+
+    init(extra: [String] = []) throws {
+        let tokens = dir.write("tokens", "# name access token\nreader read \(readerToken)\n").path
+        process.executableURL = TestPaths.orchestrate
+        process.arguments = ["serve", "--http", "127.0.0.1:\(port)", "--http-token-file", tokens] + extra + baseArguments
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = try FileHandle(forWritingTo: dir.write("serve.err", ""))
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: state + "/http-token", encoding: .utf8),
+               (try? http.request("GET", "/api/queues", token: nil))?.status == 401
+            {
+                token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw StartFailure(description: "serve did not start: \((try? String(contentsOfFile: dir.file("serve.err").path, encoding: .utf8)) ?? "")")
+    }
+
+    deinit {
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    func get(_ path: String) throws -> RawHTTP.Reply { try http.request("GET", path, token: token) }
+    func post(_ path: String, _ body: JSONValue = [:]) throws -> RawHTTP.Reply { try http.request("POST", path, token: token, body: body.jsonText) }
+
+    func orchestrate(_ arguments: [String]) throws -> ProcessResult { try ChildProcess.orchestrate(arguments + baseArguments) }
+
+    /// Polls `condition` every 20 ms for up to `timeout` seconds.
+    func waitFor(_ timeout: Double = 20, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return try condition()
+    }
+
+    func status(_ id: String) throws -> String? { try get("/api/runs/\(id)").json["status"]?.stringValue }
+}
+
+struct StartFailure: Error, CustomStringConvertible {
+    let description: String
+}
