@@ -7,6 +7,7 @@
 // The type-checking macros of typecheck-gcc.h are for direct callers; the wrappers are typed.
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
+#include <sys/socket.h>
 
 static inline CURLcode orc_curl_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -52,6 +53,23 @@ static inline CURLcode orc_curl_getinfo_off(CURL *handle, CURLINFO info, curl_of
 
 static inline CURLcode orc_curl_getinfo_string(CURL *handle, CURLINFO info, const char **value) {
     return curl_easy_getinfo(handle, info, value);
+}
+
+/// Makes every socket of `handle` end with a reset instead of an orderly close (SO_LINGER 0):
+/// bytes still in the kernel's send buffer when the transfer is abandoned are dropped, not
+/// delivered later. A node cut off from the network that gave its run up must not have the
+/// rest of an old request reach the server once the network is back, after another node has
+/// continued the upload. A finished request loses nothing: its answer came after its body.
+static inline int orc_curl_linger_zero(void *clientp, curl_socket_t fd, curlsocktype purpose) {
+    (void)clientp;
+    (void)purpose;
+    struct linger off = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
+    return CURL_SOCKOPT_OK;
+}
+
+static inline CURLcode orc_curl_reset_on_close(CURL *handle) {
+    return curl_easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, orc_curl_linger_zero);
 }
 
 #endif

@@ -31,6 +31,7 @@ extension RunExecutor {
         for step in workflow.steps {
             for need in step.needs { dependents[need, default: []].append(step.id) }
         }
+        noteTakeover()
         if resumed {
             reopenSessionsOnResume()
             redoStepsFromOtherNodes()

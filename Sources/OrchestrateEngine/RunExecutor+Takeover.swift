@@ -12,11 +12,15 @@ import OrchestrateStore
 /// redone one by one: a `for_each` step over run-directory files should be followed by a step
 /// that checks them.
 extension RunExecutor {
-    func redoStepsFromOtherNodes() {
-        // The run moved here from another node (the claim says whose it was).
+    /// The run moved here from another node (the claim says whose it was): journal it, whether
+    /// or not that node had started anything.
+    func noteTakeover() {
         if let previous = run.takenFrom, previous.node != owner.node {
             emit(.runTakenOver, step: nil, data: ["from": .string(previous.node), "node": .string(owner.node)])
         }
+    }
+
+    func redoStepsFromOtherNodes() {
         let stillNeeded = workflow.steps.contains { step in
             !(instances[step.id]?.record.status.isFinished ?? true) && step.with.readsRunDirectory
         }

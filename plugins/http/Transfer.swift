@@ -102,6 +102,8 @@ final class Transfer {
         let me = Unmanaged.passUnretained(self).toOpaque()
         Curl.set(easy, CURLOPT_URL, url)
         Curl.set(easy, CURLOPT_NOSIGNAL, true)
+        // An abandoned request's unsent bytes are dropped, never delivered late (see the shim).
+        _ = orc_curl_reset_on_close(easy)
         Curl.set(easy, CURLOPT_ERRORBUFFER, pointer: UnsafeRawPointer(errorBuffer))
         Curl.set(easy, CURLOPT_USERAGENT, "orchestrate-http/1.0")
         Curl.set(easy, CURLOPT_FOLLOWLOCATION, options.followRedirects)
