@@ -107,7 +107,10 @@ struct ServeCommand: ParsableCommand {
             let configuration = HTTPAPIServer.Configuration(address: address, tokens: APITokens(tokens: tokens),
                                                             tlsCertificate: tlsCert, tlsKey: tlsKey)
             let running = try HTTPAPIServer.start(configuration, store: store, registry: registry, stateDirectory: stateDirectory)
-            Terminal.line("HTTP API on \(running.baseURL)/api/ — open \(running.baseURL)/?token=\(defaultToken)", to: .standardError)
+            // The dashboard (issue 13's second part) will be the URL to print with the token; until
+            // it exists, point at the API and the token file rather than at a page that is not there.
+            Terminal.line("HTTP API on \(running.baseURL)/api/ (Authorization: Bearer <the token in \(stateDirectory)/http-token>)",
+                          to: .standardError)
         } catch let error as HTTPAPIServer.StartError {
             throw CLIFailure.usage(error.description)
         } catch let error as APITokens.LoadError {
