@@ -36,8 +36,9 @@ import Testing
         #expect(starts[2] - starts[0] >= 0.55)
     }
 
-    /// An `exec` step whose command exits 1, counting its runs in a file.
-    func failingCommand(exitStatus: Int, retry: String) -> String {
+    /// An `exec` step whose command exits `exitStatus`, counting its runs in a file; `with` adds
+    /// inputs (one `key: value` line).
+    func failingCommand(exitStatus: Int, retry: String, with extra: String? = nil) -> String {
         h.workflow("""
             version: 1
             name: exec-retries
@@ -46,7 +47,7 @@ import Testing
                 uses: exec
                 with:
                   command: [sh, -c, 'echo run >> "$COUNTER"; exit \(exitStatus)']
-                  env: { COUNTER: "\(h.path("counter"))" }
+                  env: { COUNTER: "\(h.path("counter"))" }\(extra.map { "\n      " + $0 } ?? "")
                 retry: \(retry)
             """)
     }
@@ -82,18 +83,8 @@ import Testing
     }
 
     @Test func theDeprecatedRetryableExitCodesStillMakeOtherStatusesPermanent() throws {
-        let file = h.workflow("""
-            version: 1
-            name: exec-retries
-            steps:
-              flaky:
-                uses: exec
-                with:
-                  command: [sh, -c, 'echo run >> "$COUNTER"; exit 1']
-                  env: { COUNTER: "\(h.path("counter"))" }
-                  retryable_exit_codes: [75]
-                retry: { max_attempts: 3, initial_interval: 10ms }
-            """)
+        let file = failingCommand(exitStatus: 1, retry: "{ max_attempts: 3, initial_interval: 10ms }",
+                                  with: "retryable_exit_codes: [75]")
         let result = try h.orchestrate(["run", file])
         #expect(result.status == 1)
         #expect(h.lines("counter").count == 1)
