@@ -61,6 +61,9 @@ public final class QueueWorker: @unchecked Sendable {
     /// Runs whose executor stopped on a store failure, to be given up once the store answers.
     private var toRelease: Set<String> = []
     private var storeFailing = false
+    /// Workflows parsed for recent runs, by file and text: a queue of runs of one workflow
+    /// parses and validates it once, not once per run. Loop thread only.
+    private var parsedWorkflows: [String: Workflow] = [:]
 
     public init(store: any StateStore, registry: PluginRegistry, options: Options, observer: (any RunObserver)? = nil) {
         self.store = store
@@ -217,8 +220,7 @@ public final class QueueWorker: @unchecked Sendable {
     private func start(_ run: RunRecord, cancelAtOnce: Bool = false) {
         let workflow: Workflow
         do {
-            workflow = try WorkflowLoader.parse(source: run.workflowSource, file: run.workflowFile,
-                                                catalog: RegistryStepCatalog(registry: registry))
+            workflow = try parsedWorkflow(run)
         } catch {
             fail(run, "the workflow no longer validates: \(error.description)")
             return
@@ -249,6 +251,16 @@ public final class QueueWorker: @unchecked Sendable {
         }
         thread.name = "run \(run.id)"
         thread.start()
+    }
+
+    private func parsedWorkflow(_ run: RunRecord) throws(WorkflowErrors) -> Workflow {
+        let key = run.workflowFile + "\u{0}" + run.workflowSource
+        if let workflow = parsedWorkflows[key] { return workflow }
+        let workflow = try WorkflowLoader.parse(source: run.workflowSource, file: run.workflowFile,
+                                                catalog: RegistryStepCatalog(registry: registry))
+        if parsedWorkflows.count >= 64 { parsedWorkflows.removeAll() }
+        parsedWorkflows[key] = workflow
+        return workflow
     }
 
     private func fail(_ run: RunRecord, _ message: String) {

@@ -146,7 +146,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.bandwidth = BandwidthCaps([run.maxRate.map { TokenBucket(bytesPerSecond: $0) }, options.bandwidth])
         self.threads = AttemptThreads(name: "steps of \(run.id)")
         guard !run.status.isFinished else { throw ExecutionError.alreadyFinished(run.id, run.status) }
-        guard try store.claimRun(run.id, owner: owner, lease: options.leaseDuration)
+        // A run this process has just claimed from the queue (`claimNextRuns`) is held already:
+        // claiming it again would cost a transaction per run for nothing.
+        let claimedHere = run.owner == owner && run.ownerIsLive
+        guard try claimedHere || store.claimRun(run.id, owner: owner, lease: options.leaseDuration)
         else {
             throw ExecutionError.ownedElsewhere(run.id, try store.run(run.id)?.owner ?? owner)
         }

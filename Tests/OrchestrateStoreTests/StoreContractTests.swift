@@ -303,6 +303,53 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(Set(claimed.all).count == 120)
     }
 
+    /// Many run threads of one process commit at once (a worker with 32 runs; the PostgreSQL
+    /// store folds such commits into shared transactions): each batch still succeeds or fails
+    /// on its own fence, and what succeeded is all there, in each run's order.
+    @Test(arguments: StoreKind.allCases)
+    func concurrentCommitsSucceedOrFailEachOnItsOwnFence(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        let owner = OwnerIdentity(node: "worker", pid: 1, startTime: 1)
+        let stranger = OwnerIdentity(node: "stranger", pid: 2, startTime: 2)
+        let ids = (0..<24).map { String(format: "r%02d", $0) }
+        for id in ids {
+            try t.makeRun(id)
+            #expect(try t.store.claimRun(id, owner: id == "r07" ? stranger : owner, lease: 60))
+        }
+        let refused = Collected<String>()
+        DispatchQueue.concurrentPerform(iterations: ids.count) { i in
+            let id = ids[i]
+            for round in 1...5 {
+                var batch = JournalBatch()
+                batch.fence = (id, owner)
+                var run = RunRecord(id: id, workflowName: "wf", workflowFile: "/wf.yaml", workflowSource: "name: wf",
+                                    inputs: [:], status: round == 5 ? .succeeded : .running, createdAt: 1,
+                                    runDir: RunRecord.runDirectory(for: id))
+                run.startedAt = 10
+                batch.runUpdates = [run]
+                batch.stepUpserts = [StepRecord(runID: id, id: "s\(round)", step: "s", kind: .step, status: .succeeded)]
+                if round == 3 { batch.deletedSteps = [(id, "s1")] }  // commits alone; must not disturb the others
+                batch.events = [EventRecord(runID: id, time: Double(round), type: .stepSucceeded, step: "s\(round)")]
+                do { try t.store.commit(batch) } catch { refused.add("\(id)/\(round)") }
+            }
+        }
+        #expect(Set(refused.all) == Set((1...5).map { "r07/\($0)" }))
+        for id in ids {
+            let events = try t.store.events(runID: id, afterSeq: 0, limit: 100)
+            let steps = try t.store.steps(ofRun: id).map(\.id).sorted()
+            if id == "r07" {
+                #expect(steps.isEmpty)
+                #expect(events.map(\.type) == [.runAdded])
+                #expect(try t.store.run(id)?.status == .running)
+            } else {
+                #expect(steps == ["s2", "s3", "s4", "s5"], "\(id)")
+                #expect(events.compactMap(\.step) == ["s1", "s2", "s3", "s4", "s5"], "\(id)")
+                #expect(try t.store.run(id)?.status == .succeeded)
+                #expect(try t.store.run(id)?.startedAt == 10)
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aFollowerOfEventsMissesNothingWhileManyWrite(_ kind: StoreKind) throws {
         let t = try StoreUnderTest(kind)

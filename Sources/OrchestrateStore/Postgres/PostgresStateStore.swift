@@ -28,6 +28,15 @@ import OrchestrateJSON
 public final class PostgresStateStore: StateStore, @unchecked Sendable {
     let pool: PGPool
     private let connection: String
+    /// Gathers the journal commits of this process's run threads into shared transactions.
+    private var commitGroup: CommitGroup<GroupedWrite>!
+
+    /// What run threads commit through the `CommitGroup`: a round of a run's journal, or the
+    /// release of a run once it stops.
+    enum GroupedWrite {
+        case journal(JournalBatch)
+        case release(runID: String, owner: OwnerIdentity)
+    }
 
     /// Connects (so a bad URL or unreachable server fails here, with the location minus its
     /// password) and creates or migrates the schema.
@@ -36,6 +45,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         pool = PGPool(connection: connection, displayName: ConnectionText.redacted(connection))
         try pool.check()
         try PostgresSchema.migrate(pool)
+        commitGroup = CommitGroup { [unowned self] batches in writeGroup(batches) }
     }
 
     /// The database server's clock, as SQL (seconds since 1970).
@@ -124,17 +134,22 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     }
 
     public func releaseRun(_ id: String, owner: OwnerIdentity) throws {
-        try pool.transaction { conn in
-            let released = try conn.execute("""
+        try commitGroup.commit(.release(runID: id, owner: owner))
+    }
+
+    /// Frees the run's row and ends its concurrency leases, in one statement; wakes the other
+    /// workers only if the run is not finished (a serve shutting down hands its runs over): a
+    /// finished run is no one's work.
+    private static func release(_ id: String, _ owner: OwnerIdentity, _ conn: PGConnection) throws {
+        try conn.execute("""
+            WITH released AS (
                 UPDATE runs SET owner_node = NULL, owner_pid = NULL, owner_start = NULL, lease_until = NULL
                 WHERE id = $1 AND owner_node = $2 AND owner_pid = $3 AND owner_start = $4
-                """, [id] + Self.ownerParameters(owner))
-            try conn.execute("""
-                DELETE FROM leases WHERE owner_node = $2 AND owner_pid = $3 AND owner_start = $4 AND holder LIKE $1
-                """, [Self.likePrefix(id + "/")] + Self.ownerParameters(owner))
-            // Another worker may take it now (a serve shutting down hands its runs over).
-            if released.affected > 0 { try Self.notifyWork(conn) }
-        }
+                RETURNING status),
+            ended AS (
+                DELETE FROM leases WHERE owner_node = $2 AND owner_pid = $3 AND owner_start = $4 AND holder LIKE $5)
+            SELECT pg_notify($6, '') FROM released WHERE status NOT IN ('succeeded', 'failed', 'cancelled')
+            """, [id] + ownerParameters(owner) + [likePrefix(id + "/"), PostgresSchema.workChannel])
     }
 
     public func requestControl(_ id: String, control: RunControl?) throws {
@@ -148,27 +163,62 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
 
     public func commit(_ batch: JournalBatch) throws {
         guard !batch.isEmpty else { return }
-        try pool.transaction { conn in
-            if let (runID, owner) = batch.fence { try Self.checkFence(runID, owner, conn) }
-            for run in batch.runUpdates {
-                try conn.execute("""
-                    UPDATE runs SET status = $2, ending = $3, started_at = $4, finished_at = $5, error = $6,
-                                    outputs_json = $7, priority = $8, labels_json = $9, max_rate = $10
-                    WHERE id = $1
-                    """, [run.id, run.status.rawValue, run.ending?.rawValue, PGText.of(run.startedAt),
-                          PGText.of(run.finishedAt), run.error, run.outputs?.jsonText, PGText.of(run.priority),
-                          Self.labelsJSON(run.labels), PGText.of(run.maxRate)])
-            }
-            try Self.upsertSteps(batch.stepUpserts, conn)
-            for (runID, id) in batch.deletedSteps {
-                try conn.execute("DELETE FROM steps WHERE run_id = $1 AND id = $2", [runID, id])
-                try conn.execute("DELETE FROM checkpoints WHERE run_id = $1 AND step_id = $2", [runID, id])
-            }
-            if !batch.releasedLeases.isEmpty {
-                try conn.execute("DELETE FROM leases WHERE holder = ANY($1::text[])", [PGText.array(batch.releasedLeases)])
-            }
-            try Self.insertEvents(batch.events, conn)  // last: see "Event order"
+        try commitGroup.commit(.journal(batch))
+    }
+
+    /// Writes what `CommitGroup` gathered in one transaction. A batch whose fence fails is left
+    /// out (`ownershipLost`) and the others commit; any other failure of the shared transaction
+    /// is sorted out by committing each piece alone, so one bad batch never fails its
+    /// neighbours. A lost connection fails them all: their fate is unknown.
+    func writeGroup(_ writes: [GroupedWrite]) -> [Result<Void, any Error>] {
+        func eachAlone() -> [Result<Void, any Error>] {
+            writes.map { one in Result { try pool.transaction { conn in try Self.write([one], conn) }[0].get() } }
         }
+        // Deleting steps is rare (`retry`) and must follow its own upserts: such a batch goes alone.
+        let deletes = writes.contains { if case .journal(let batch) = $0 { !batch.deletedSteps.isEmpty } else { false } }
+        if writes.count == 1 || deletes { return eachAlone() }
+        do {
+            return try pool.transaction { conn in try Self.write(writes, conn) }
+        } catch let error as StoreError {
+            return writes.map { _ in .failure(error) }
+        } catch {
+            return eachAlone()
+        }
+    }
+
+    /// The statements of `writeGroup`, in the caller's transaction: one fence check for every
+    /// fenced run, then each kind of write for all batches at once, the releases, and the
+    /// events last (see "Event order").
+    private static func write(_ writes: [GroupedWrite], _ conn: PGConnection) throws -> [Result<Void, any Error>] {
+        let batches = writes.compactMap { if case .journal(let batch) = $0 { batch } else { nil } }
+        let held = try heldRuns(batches.compactMap(\.fence), conn)
+        var outcomes: [Result<Void, any Error>] = []
+        var accepted: [JournalBatch] = []
+        for write in writes {
+            guard case .journal(let batch) = write else {
+                outcomes.append(.success(()))
+                continue
+            }
+            if let (runID, owner) = batch.fence, held[runID] != owner {
+                outcomes.append(.failure(StoreError.ownershipLost(runID: runID)))
+            } else {
+                outcomes.append(.success(()))
+                accepted.append(batch)
+            }
+        }
+        try updateRuns(accepted.flatMap(\.runUpdates), conn)
+        try upsertSteps(accepted.flatMap(\.stepUpserts), conn)
+        for (runID, id) in accepted.flatMap(\.deletedSteps) {
+            try conn.execute("DELETE FROM steps WHERE run_id = $1 AND id = $2", [runID, id])
+            try conn.execute("DELETE FROM checkpoints WHERE run_id = $1 AND step_id = $2", [runID, id])
+        }
+        let released = accepted.flatMap(\.releasedLeases)
+        if !released.isEmpty {
+            try conn.execute("DELETE FROM leases WHERE holder = ANY($1::text[])", [PGText.array(released)])
+        }
+        for case .release(let runID, let owner) in writes { try release(runID, owner, conn) }
+        try insertEvents(accepted.flatMap(\.events), conn)  // last: see "Event order"
+        return outcomes
     }
 
     public func steps(ofRun runID: String) throws -> [StepRecord] {
@@ -350,6 +400,55 @@ extension PostgresStateStore {
             FOR UPDATE
             """, [runID] + ownerParameters(owner))
         guard held.count == 1 else { throw StoreError.ownershipLost(runID: runID) }
+    }
+
+    /// The owners of those `fences` runs whose lease has not run out by the server's clock;
+    /// locks their rows until the transaction ends (in id order, so two groups never wait on
+    /// each other in a cycle), so no claim slips in between the check and the writes.
+    static func heldRuns(_ fences: [(runID: String, owner: OwnerIdentity)], _ conn: PGConnection) throws
+        -> [String: OwnerIdentity]
+    {
+        guard !fences.isEmpty else { return [:] }
+        let rows = try conn.execute("""
+            SELECT id, owner_node, owner_pid, owner_start FROM runs
+            WHERE id = ANY($1::text[]) AND owner_node IS NOT NULL AND lease_until > \(serverNow)
+            ORDER BY id FOR UPDATE
+            """, [PGText.array(Set(fences.map(\.runID)).sorted())])
+        var owners: [String: OwnerIdentity] = [:]
+        for row in rows.all {
+            owners[row.string("id") ?? ""] = OwnerIdentity(node: row.string("owner_node") ?? "", pid: Int32(row.int("owner_pid") ?? 0),
+                                                           startTime: row.int64("owner_start") ?? 0)
+        }
+        return owners
+    }
+
+    /// Writes the journaled fields of runs, many per statement; of several versions of one
+    /// run, the last wins.
+    static func updateRuns(_ runs: [RunRecord], _ conn: PGConnection) throws {
+        guard !runs.isEmpty else { return }
+        var latest: [String: Int] = [:]
+        for (i, run) in runs.enumerated() { latest[run.id] = i }
+        let unique = latest.values.sorted().map { runs[$0] }
+        for chunk in stride(from: 0, to: unique.count, by: 100).map({ unique[$0..<min($0 + 100, unique.count)] }) {
+            var values: [String] = []
+            var parameters: [String?] = []
+            for run in chunk {
+                let n = parameters.count
+                values.append("($\(n + 1), $\(n + 2), $\(n + 3), $\(n + 4)::double precision, $\(n + 5)::double precision, "
+                    + "$\(n + 6), $\(n + 7), $\(n + 8)::integer, $\(n + 9), $\(n + 10)::bigint)")
+                parameters += [run.id, run.status.rawValue, run.ending?.rawValue, PGText.of(run.startedAt),
+                               PGText.of(run.finishedAt), run.error, run.outputs?.jsonText, PGText.of(run.priority),
+                               labelsJSON(run.labels), PGText.of(run.maxRate)]
+            }
+            try conn.execute("""
+                UPDATE runs SET status = v.status, ending = v.ending, started_at = v.started_at,
+                                finished_at = v.finished_at, error = v.error, outputs_json = v.outputs_json,
+                                priority = v.priority, labels_json = v.labels_json, max_rate = v.max_rate
+                FROM (VALUES \(values.joined(separator: ", ")))
+                    AS v(id, status, ending, started_at, finished_at, error, outputs_json, priority, labels_json, max_rate)
+                WHERE runs.id = v.id
+                """, parameters)
+        }
     }
 
     static func notifyWork(_ conn: PGConnection) throws {
