@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""The dashboard in a real browser (Debian's headless Chromium driven by Selenium), against a
+real `orchestrate serve --http` that DashboardBrowserTests started.
+
+    dashboard_browser.py URL ARTIFACTS_DIR
+
+URL is what `serve` printed (`http://127.0.0.1:PORT/?token=…`). The script opens it, submits
+runs through the API (one whose label is hostile markup, moving bytes slowly under a rate cap),
+sees the run appear and its progress advance without the page reloading, presses Cancel, and
+waits for the page to show it cancelled. It saves a screenshot of each view in ARTIFACTS_DIR and
+prints `CANCELLED RUN_ID` for the Swift test to check in the store. Exits non-zero on any
+failure, with what went wrong.
+"""
+import json
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+HOSTILE = "<script>alert(1)</script>"
+HOSTILE_FILE = "<img src=x onerror=alert(2)>"
+SLOW = """version: 1
+name: slow-transfer
+steps:
+  prepare: { uses: test.noop }
+  transfer: { uses: test.metered, with: { bytes: 200000000, chunk: 65536 }, needs: [prepare] }
+  checksum: { uses: test.sleep, with: { ms: 300 }, needs: [prepare] }
+  publish: { uses: test.noop, needs: [transfer, checksum] }
+"""
+FAILING = """version: 1
+name: flaky-upload
+steps:
+  upload: { uses: test.fail, with: { kind: permanent, message: "the server said 403" } }
+"""
+QUICK = "version: 1\nname: quick\nsteps:\n  a: { uses: test.noop }\n"
+
+
+def main():
+    url, artifacts = sys.argv[1], sys.argv[2]
+    parsed = urllib.parse.urlparse(url)
+    base = f"{parsed.scheme}://{parsed.netloc}"
+    token = urllib.parse.parse_qs(parsed.query)["token"][0]
+
+    def api(method, path, body=None):
+        request = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return json.loads(response.read())
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,900"]:
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_script_timeout(20)
+    try:
+        run(driver, api, url, artifacts)
+    except Exception:
+        driver.save_screenshot(f"{artifacts}/failure.png")
+        print("page text at the failure:\n" + driver.find_element(By.TAG_NAME, "body").text[:3000], file=sys.stderr)
+        raise
+    finally:
+        driver.quit()
+
+
+def wait(what, condition, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception:  # an element replaced while we looked at it: look again
+            pass
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def run(driver, api, url, artifacts):
+    # The token moves from the URL into this tab's sessionStorage.
+    driver.get(url)
+    wait("the overview", lambda: driver.find_element(By.CSS_SELECTOR, "main h1").text == "Overview")
+    assert "token" not in driver.current_url, "the token stayed in the address bar: " + driver.current_url
+    assert driver.execute_script("return sessionStorage.getItem('orchestrate-token')") == url.split("token=")[1]
+
+    driver.find_element(By.CSS_SELECTOR, "nav a[data-view=runs]").click()
+    wait("the runs view", lambda: driver.find_element(By.CSS_SELECTOR, "main h1").text == "Runs")
+    # Set in this document: still there later means the page never reloaded.
+    driver.execute_script("window.sameDocument = 'yes'")
+    wait("the live indicator", lambda: driver.find_element(By.ID, "live").text == "live")
+
+    api("POST", "/api/runs", {"workflow_yaml": FAILING, "labels": {"batch": "7"}})
+    api("POST", "/api/runs", {"workflow_yaml": QUICK, "queue": "thumbnails"})
+    slow = api("POST", "/api/runs", {"workflow_yaml": SLOW, "max_rate": 1_000_000,
+                                     "labels": {"title": HOSTILE, "file": HOSTILE_FILE}})
+    run_id = slow["id"]
+
+    # The run appears without a reload (the event stream refreshes the list).
+    row = wait("the submitted run in the list", lambda: driver.find_element(By.CSS_SELECTOR, f"tr[data-run='{run_id}']"))
+    labels = row.find_element(By.CSS_SELECTOR, "td.labels").text
+    assert HOSTILE in labels and HOSTILE_FILE in labels, "the labels are not shown as text: " + labels
+    assert_no_markup_ran(driver)
+    wait("the failed run in the list", lambda: "failed" in driver.find_element(By.CSS_SELECTOR, "table.runs").text)
+    driver.save_screenshot(f"{artifacts}/runs.png")
+
+    # Run detail: the transfer step's bar advances as events arrive.
+    row.find_element(By.CSS_SELECTOR, "a").click()
+    wait("the run detail", lambda: run_id in driver.find_element(By.CSS_SELECTOR, "main h1").text)
+
+    def transfer_done():
+        bar = driver.find_element(By.CSS_SELECTOR, "tr[data-step='transfer'] progress")
+        return float(bar.get_attribute("value") or 0)
+    first = wait("progress of the transfer step", lambda: transfer_done() > 0)
+    later = wait("the progress to advance", lambda: transfer_done() > first and transfer_done())
+    print(f"progress advanced from {first:.0f} to {later:.0f} bytes without a reload")
+    figures = driver.find_element(By.CSS_SELECTOR, "tr[data-step='transfer'] .figures").text
+    assert "/s" in figures and "ETA" in figures, "no rate or ETA beside the bar: " + figures
+    detail_text = driver.find_element(By.TAG_NAME, "main").text
+    assert HOSTILE in detail_text, "the hostile label is not shown as text in the run detail"
+    assert_no_markup_ran(driver)
+    graph = driver.find_element(By.CSS_SELECTOR, ".graph").text
+    assert "publish" in graph and "← transfer, checksum" in graph, "the step graph is missing edges: " + graph
+    driver.save_screenshot(f"{artifacts}/run.png")
+
+    # On a phone: nothing wider than the screen except inside scrolling tables.
+    driver.set_window_size(390, 844)
+    time.sleep(0.5)
+    overflow = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1, f"the run page is {overflow}px wider than a phone's screen"
+    driver.save_screenshot(f"{artifacts}/run-phone.png")
+    driver.set_window_size(1280, 900)
+
+    # Cancel: the page shows it (live), and the API (the store) agrees.
+    driver.find_element(By.CSS_SELECTOR, "button[data-verb='cancel']").click()
+    wait("the run shown cancelled", lambda: driver.find_element(By.CSS_SELECTOR, "main h1 .badge").text == "cancelled")
+    assert api("GET", "/api/runs/" + run_id)["status"] == "cancelled"
+    assert driver.execute_script("return window.sameDocument") == "yes", "the page reloaded"
+
+    # Every other view, each with its screenshot.
+    for view, expect in [("overview", "Recent failures"), ("queues", "thumbnails"), ("nodes", "Nodes"), ("plugins", "test.metered")]:
+        driver.find_element(By.CSS_SELECTOR, f"nav a[data-view={view}]").click()
+        wait(f"the {view} view showing {expect!r}", lambda: expect in driver.find_element(By.TAG_NAME, "main").text)
+        time.sleep(0.3)
+        driver.save_screenshot(f"{artifacts}/{view}.png")
+    overview = driver.find_element(By.TAG_NAME, "main")
+    driver.find_element(By.CSS_SELECTOR, "nav a[data-view=overview]").click()
+    wait("the failure in the overview", lambda: "the server said 403" in driver.find_element(By.TAG_NAME, "main").text)
+    assert driver.execute_script("return window.sameDocument") == "yes", "the page reloaded"
+    assert_no_markup_ran(driver)
+
+    # The browser's console: no Content-Security-Policy violation, no script error. (The
+    # nodes view's 404 from a server without /api/nodes is expected.)
+    problems = [e["message"] for e in driver.get_log("browser")
+                if e["level"] == "SEVERE" and "/api/nodes" not in e["message"]]
+    assert not problems, "console errors: " + "\n".join(problems)
+    print("CANCELLED " + run_id)
+
+
+def assert_no_markup_ran(driver):
+    try:
+        text = driver.switch_to.alert.text
+        raise AssertionError("an alert opened: " + text)
+    except NoAlertPresentException:
+        pass
+    injected = driver.execute_script("return document.querySelectorAll('main script, main img').length")
+    assert injected == 0, f"{injected} element(s) made from a label"
+
+
+if __name__ == "__main__":
+    main()
