@@ -82,15 +82,27 @@ def wait(what, condition, timeout=30):
     raise AssertionError("timed out waiting for " + what)
 
 
+def text(driver, selector):
+    return driver.find_element(By.CSS_SELECTOR, selector).text
+
+
+def click(driver, selector):
+    """Clicks what `selector` finds, looking again if the live page redrew it meanwhile."""
+    def attempt():
+        driver.find_element(By.CSS_SELECTOR, selector).click()
+        return True
+    wait("a click on " + selector, attempt)
+
+
 def run(driver, api, url, artifacts):
     # The token moves from the URL into this tab's sessionStorage.
     driver.get(url)
-    wait("the overview", lambda: driver.find_element(By.CSS_SELECTOR, "main h1").text == "Overview")
+    wait("the overview", lambda: text(driver, "main h1") == "Overview")
     assert "token" not in driver.current_url, "the token stayed in the address bar: " + driver.current_url
     assert driver.execute_script("return sessionStorage.getItem('orchestrate-token')") == url.split("token=")[1]
 
-    driver.find_element(By.CSS_SELECTOR, "nav a[data-view=runs]").click()
-    wait("the runs view", lambda: driver.find_element(By.CSS_SELECTOR, "main h1").text == "Runs")
+    click(driver, "nav a[data-view=runs]")
+    wait("the runs view", lambda: text(driver, "main h1") == "Runs")
     # Set in this document: still there later means the page never reloaded.
     driver.execute_script("window.sameDocument = 'yes'")
     wait("the live indicator", lambda: driver.find_element(By.ID, "live").text == "live")
@@ -110,7 +122,7 @@ def run(driver, api, url, artifacts):
     driver.save_screenshot(f"{artifacts}/runs.png")
 
     # Run detail: the transfer step's bar advances as events arrive.
-    row.find_element(By.CSS_SELECTOR, "a").click()
+    click(driver, f"tr[data-run='{run_id}'] a")
     wait("the run detail", lambda: run_id in driver.find_element(By.CSS_SELECTOR, "main h1").text)
 
     def transfer_done():
@@ -119,13 +131,12 @@ def run(driver, api, url, artifacts):
     first = wait("progress of the transfer step", lambda: transfer_done() > 0)
     later = wait("the progress to advance", lambda: transfer_done() > first and transfer_done())
     print(f"progress advanced from {first:.0f} to {later:.0f} bytes without a reload")
-    figures = driver.find_element(By.CSS_SELECTOR, "tr[data-step='transfer'] .figures").text
-    assert "/s" in figures and "ETA" in figures, "no rate or ETA beside the bar: " + figures
-    detail_text = driver.find_element(By.TAG_NAME, "main").text
-    assert HOSTILE in detail_text, "the hostile label is not shown as text in the run detail"
+    wait("a rate and an ETA beside the bar", lambda: "/s · ETA" in text(driver, "tr[data-step='transfer'] .figures"))
+    wait("the hostile label as text in the run detail", lambda: HOSTILE in text(driver, "dl.meta"))
     assert_no_markup_ran(driver)
-    graph = driver.find_element(By.CSS_SELECTOR, ".graph").text
-    assert "publish" in graph and "← transfer, checksum" in graph, "the step graph is missing edges: " + graph
+    wait("the step graph's edges", lambda: "← transfer, checksum" in text(driver, ".graph"))
+    driver.set_window_size(1100, 1250)  # the whole run page, for the README
+    time.sleep(0.5)
     driver.save_screenshot(f"{artifacts}/run.png")
 
     # On a phone: nothing wider than the screen except inside scrolling tables.
@@ -137,20 +148,19 @@ def run(driver, api, url, artifacts):
     driver.set_window_size(1280, 900)
 
     # Cancel: the page shows it (live), and the API (the store) agrees.
-    driver.find_element(By.CSS_SELECTOR, "button[data-verb='cancel']").click()
-    wait("the run shown cancelled", lambda: driver.find_element(By.CSS_SELECTOR, "main h1 .badge").text == "cancelled")
+    click(driver, "button[data-verb='cancel']")
+    wait("the run shown cancelled", lambda: text(driver, "main h1 .badge") == "cancelled")
     assert api("GET", "/api/runs/" + run_id)["status"] == "cancelled"
     assert driver.execute_script("return window.sameDocument") == "yes", "the page reloaded"
 
     # Every other view, each with its screenshot.
     for view, expect in [("overview", "Recent failures"), ("queues", "thumbnails"), ("nodes", "Nodes"), ("plugins", "test.metered")]:
-        driver.find_element(By.CSS_SELECTOR, f"nav a[data-view={view}]").click()
-        wait(f"the {view} view showing {expect!r}", lambda: expect in driver.find_element(By.TAG_NAME, "main").text)
+        click(driver, f"nav a[data-view={view}]")
+        wait(f"the {view} view showing {expect!r}", lambda: expect in text(driver, "main"))
         time.sleep(0.3)
         driver.save_screenshot(f"{artifacts}/{view}.png")
-    overview = driver.find_element(By.TAG_NAME, "main")
-    driver.find_element(By.CSS_SELECTOR, "nav a[data-view=overview]").click()
-    wait("the failure in the overview", lambda: "the server said 403" in driver.find_element(By.TAG_NAME, "main").text)
+    click(driver, "nav a[data-view=overview]")
+    wait("the failure in the overview", lambda: "the server said 403" in text(driver, "main"))
     assert driver.execute_script("return window.sameDocument") == "yes", "the page reloaded"
     assert_no_markup_ran(driver)
 

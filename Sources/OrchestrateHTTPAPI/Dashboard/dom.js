@@ -16,7 +16,7 @@ export function h(tag, properties = {}, ...children) {
 }
 
 function append(element, children) {
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     element.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
