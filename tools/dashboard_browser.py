@@ -13,6 +13,7 @@ failure, with what went wrong.
 """
 import json
 import sys
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -37,6 +38,12 @@ name: flaky-upload
 steps:
   upload: { uses: test.fail, with: { kind: permanent, message: "the server said 403" } }
 """
+SESSION = """version: 1
+name: inbox
+steps:
+  accept: { uses: test.items, with: { file: "FILE", item_ms: 30000 } }
+"""
+HOSTILE_PATH = "/data/<b onmouseover=alert(3)>clip</b>.mov"
 QUICK = "version: 1\nname: quick\nsteps:\n  a: { uses: test.noop }\n"
 
 
@@ -159,6 +166,25 @@ def run(driver, api, url, artifacts):
     click(driver, "button[data-verb='cancel']")
     wait("the run shown cancelled", lambda: text(driver, "main h1 .badge") == "cancelled")
     assert api("GET", "/api/runs/" + run_id)["status"] == "cancelled"
+    assert driver.execute_script("return window.sameDocument") == "yes", "the page reloaded"
+
+    # A persistent session: a file added to it shows its own bar, advancing, its name as text.
+    inbox = tempfile.mkdtemp(prefix="dashboard-inbox-")
+    session = api("POST", "/api/runs", {"workflow_yaml": SESSION.replace("FILE", inbox + "/received")})["id"]
+    wait("the session to run", lambda: api("GET", "/api/runs/" + session)["status"] == "running")
+    api("POST", f"/api/runs/{session}/paths", {"source": HOSTILE_PATH, "destination": "in/clip.mov"})
+    driver.execute_script("window.location.hash = arguments[0]", "#/runs/" + session)
+
+    def file_done():
+        return float(driver.find_element(By.CSS_SELECTOR, "table.files progress").get_attribute("value") or 0)
+    first = wait("progress of the session's file", lambda: file_done() > 0)
+    wait("the file's progress to advance", lambda: file_done() > first)
+    wait("the file's name as text", lambda: HOSTILE_PATH + " → in/clip.mov" in text(driver, "table.files"))
+    wait("the file's rate and ETA", lambda: "/s · ETA" in text(driver, "table.files .figures"))
+    assert_no_markup_ran(driver)
+    driver.execute_script("document.querySelector('table.files').scrollIntoView()")
+    driver.save_screenshot(f"{artifacts}/run-files.png")
+    api("POST", f"/api/runs/{session}/cancel")
     assert driver.execute_script("return window.sameDocument") == "yes", "the page reloaded"
 
     # Every other view, each with its screenshot.

@@ -6,7 +6,7 @@ import Testing
 /// The dashboard in a real browser: Debian's headless Chromium, driven by Selenium from a
 /// virtualenv (tools/browser_venv.sh), against a real `serve`. tools/dashboard_browser.py does
 /// the clicking (a run with a hostile label appears and is shown as text, its progress advances
-/// without a reload, Cancel cancels it); this test checks the store agrees, and keeps a
+/// without a reload, Cancel cancels it; a file added to a session shows its own advancing bar); this test checks the store agrees, and keeps a
 /// screenshot of each view in .build/artifacts/dashboard/.
 @Suite(.serialized) struct DashboardBrowserTests {
     @Test func theDashboardInABrowser() throws {
@@ -36,7 +36,7 @@ import Testing
         let status = try JSONValue(parsing: try serve.orchestrate(["status", String(cancelled), "--json"]).stdout)
         #expect(status["status"]?.stringValue == "cancelled")
         #expect(status["labels"]?["title"]?.stringValue == "<script>alert(1)</script>")
-        for view in ["overview", "runs", "run", "run-phone", "queues", "nodes", "plugins"] {
+        for view in ["overview", "runs", "run", "run-phone", "run-files", "queues", "nodes", "plugins"] {
             #expect(FileManager.default.fileExists(atPath: artifacts.appendingPathComponent("\(view).png").path), "no screenshot of \(view)")
         }
     }

@@ -121,7 +121,8 @@ function draw(state, sections, act) {
   let done = 0, total = 0, liveRate = 0;
   for (const p of state.progress.values()) { done += Math.max(p.done, 0); total += Math.max(p.total, 0); liveRate += p.done < p.total ? p.rate : 0; }
   const t = run.transfer || {};
-  const transfer = done >= (t.bytes_done || 0) ? progressBar(done, total || t.bytes_total, running ? liveRate : 0)
+  const transfer = !(done || total || t.bytes_done || t.bytes_total) ? '—'
+    : done >= (t.bytes_done || 0) ? progressBar(done, total || t.bytes_total, running ? liveRate : 0)
     : progressBar(t.bytes_done, t.bytes_total, running ? t.average_rate : 0);
   const rows = [
     ['Workflow', run.workflow + ' (' + run.file + ')'], ['Queue', run.queue], ['Priority', String(run.priority)],
