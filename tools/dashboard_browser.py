@@ -162,6 +162,12 @@ def run(driver, api, url, artifacts):
     click(driver, f"main table a[href='#/runs/{run_id}']")
     wait("the run detail again", lambda: run_id in text(driver, "main h1"))
 
+    # Pause and Resume: the page follows the run's status as the worker acts on each.
+    click(driver, "button[data-verb='pause']")
+    wait("the run shown paused", lambda: text(driver, "main h1 .badge") == "paused")
+    click(driver, "button[data-verb='unpause']")
+    wait("the run shown running again", lambda: text(driver, "main h1 .badge") == "running")
+
     # Cancel: the page shows it (live), and the API (the store) agrees.
     click(driver, "button[data-verb='cancel']")
     wait("the run shown cancelled", lambda: text(driver, "main h1 .badge") == "cancelled")
@@ -186,6 +192,20 @@ def run(driver, api, url, artifacts):
     driver.save_screenshot(f"{artifacts}/run-files.png")
     api("POST", f"/api/runs/{session}/cancel")
     assert driver.execute_script("return window.sameDocument") == "yes", "the page reloaded"
+
+    # The runs view's filters: a search and a status, kept in the URL.
+    click(driver, "nav a[data-view=runs]")
+    search = wait("the search box", lambda: driver.find_element(By.CSS_SELECTOR, "form.filters input[name=text]"))
+    search.send_keys("flaky")
+    click(driver, "form.filters button")
+    wait("only the flaky run listed", lambda: [r.text.split()[1] for r in driver.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")] == ["flaky-upload"])
+    assert "text=flaky" in driver.current_url, driver.current_url
+    driver.execute_script("window.location.hash = '#/runs?status=cancelled'")
+    def only_cancelled():
+        rows = driver.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")
+        statuses = {r.find_element(By.CSS_SELECTOR, ".badge").text for r in rows}
+        return statuses == {"cancelled"} and run_id in [r.get_attribute("data-run") for r in rows]
+    wait("only cancelled runs listed", only_cancelled)
 
     # Every other view, each with its screenshot.
     for view, expect in [("overview", "Recent failures"), ("queues", "thumbnails"), ("plugins", "test.metered")]:

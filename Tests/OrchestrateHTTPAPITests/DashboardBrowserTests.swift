@@ -6,7 +6,8 @@ import Testing
 /// The dashboard in a real browser: Debian's headless Chromium, driven by Selenium from a
 /// virtualenv (tools/browser_venv.sh), against a real `serve`. tools/dashboard_browser.py does
 /// the clicking (a run with a hostile label appears and is shown as text, its progress advances
-/// without a reload, Cancel cancels it; a file added to a session shows its own advancing bar); this test checks the store agrees, and keeps a
+/// without a reload, Pause and Resume and Cancel act on it, the filters filter; a file added to a
+/// session shows its own advancing bar); this test checks the store agrees, and keeps a
 /// screenshot of each view in .build/artifacts/dashboard/.
 @Suite(.serialized) struct DashboardBrowserTests {
     @Test func theDashboardInABrowser() throws {
