@@ -6,8 +6,9 @@ real `orchestrate serve --http` that DashboardBrowserTests started.
 
 URL is what `serve` printed (`http://127.0.0.1:PORT/?token=…`). The script opens it, submits
 runs through the API (one whose label is hostile markup, moving bytes slowly under a rate cap),
-sees the run appear and its progress advance without the page reloading, presses Cancel, and
-waits for the page to show it cancelled. It saves a screenshot of each view in ARTIFACTS_DIR and
+sees the run appear and its progress advance without the page reloading, presses Pause, Resume
+and Cancel and waits for the page to show each; then a session file's progress, the filters,
+every other view, the console, and a tab that has no token. It saves a screenshot of each view in ARTIFACTS_DIR and
 prints `CANCELLED RUN_ID` for the Swift test to check in the store. Exits non-zero on any
 failure, with what went wrong.
 """
@@ -220,9 +221,22 @@ def run(driver, api, url, artifacts):
 
     # The browser's console: no Content-Security-Policy violation, no script error. (The
     # nodes view's 404 from a server without /api/nodes is expected.)
-    problems = [e["message"] for e in driver.get_log("browser")
-                if e["level"] == "SEVERE" and "/api/nodes" not in e["message"]]
+    problems = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"
+                and "/api/nodes" not in e["message"]]
     assert not problems, "console errors: " + "\n".join(problems)
+
+    # A new tab opened without the token (sessionStorage is per tab) asks for it, refuses a
+    # wrong one, and takes the right one.
+    driver.switch_to.new_window("tab")
+    driver.get(url.split("?")[0])
+    field = wait("the token form", lambda: driver.find_element(By.CSS_SELECTOR, "form.token-form input[name=token]"))
+    field.send_keys("not-the-token-at-all")
+    click(driver, "form.token-form button")
+    wait("the refusal", lambda: "refused" in text(driver, "main"))
+    driver.find_element(By.CSS_SELECTOR, "form.token-form input[name=token]").send_keys(url.split("token=")[1])
+    click(driver, "form.token-form button")
+    wait("the overview with the right token", lambda: "Recent failures" in text(driver, "main"))
+
     print("CANCELLED " + run_id)
 
 
