@@ -83,6 +83,18 @@ export function subscribe(path, onEvent, onState = () => {}) {
   return () => { clearTimeout(retry); source.close(); };
 }
 
+/**
+ * Calls `refresh` whenever anything happens in the store, and when the stream (re)connects:
+ * it starts at the end of the journal (`after=end`), so what happened while it was away is
+ * caught up by refreshing, not by replaying. For the views that show lists and counts.
+ */
+export function watchChanges(refresh) {
+  return subscribe('/api/events?after=end', refresh, (open) => {
+    liveState(open);
+    if (open) refresh();
+  });
+}
+
 /** Tells the header's indicator whether the view's event stream is connected. */
 export function liveState(open) {
   window.dispatchEvent(new CustomEvent('orchestrate-live', { detail: open }));

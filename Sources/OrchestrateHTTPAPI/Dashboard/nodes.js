@@ -1,6 +1,6 @@
 // Nodes: the machines (`serve` processes) sharing the store. From /api/nodes when the server
 // has it; otherwise derived from the runs, as the nodes that own a running run.
-import { api, subscribe, liveState } from './api.js';
+import { api, watchChanges } from './api.js';
 import { h, fill, runLink, throttle, flash } from './dom.js';
 
 export function mount(container) {
@@ -34,7 +34,7 @@ export function mount(container) {
             h('td', { className: 'labels' }, (n.runs || []).map((id) => [runLink(id), ' ']))))))));
   }
   refresh();
-  return subscribe('/api/events?after=end', throttle(refresh, 2000), liveState);
+  return watchChanges(throttle(refresh, 2000));
 }
 
 function fromRuns(runs) {

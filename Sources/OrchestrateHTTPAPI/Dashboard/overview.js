@@ -1,5 +1,5 @@
 // Overview: runs by status, what moves now and what moved, the latest failures.
-import { api, subscribe, liveState } from './api.js';
+import { api, watchChanges } from './api.js';
 import { h, fill, badge, bytes, rate, runLink, time, throttle, flash } from './dom.js';
 
 const STATUSES = ['queued', 'running', 'paused', 'compensating', 'interrupted', 'succeeded', 'failed', 'cancelled'];
@@ -15,7 +15,7 @@ export function mount(container) {
     } catch (error) { flash(error.message); }
   }
   refresh();
-  return subscribe('/api/events?after=end', throttle(refresh, 1000), liveState);
+  return watchChanges(throttle(refresh, 1000));
 }
 
 function draw(body, runs) {

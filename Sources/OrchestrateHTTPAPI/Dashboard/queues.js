@@ -1,5 +1,5 @@
 // Queues: runs per queue and status, and the store-wide switch (`queue stop|start`).
-import { api, subscribe, liveState } from './api.js';
+import { api, watchChanges } from './api.js';
 import { h, fill, badge, link, throttle, flash } from './dom.js';
 
 export function mount(container) {
@@ -27,5 +27,5 @@ export function mount(container) {
             statuses.map((s) => h('td', { className: 'number' }, String(q.runs[s] || 0)))))))));
   }
   refresh();
-  return subscribe('/api/events?after=end', throttle(refresh, 1000), liveState);
+  return watchChanges(throttle(refresh, 1000));
 }

@@ -1,6 +1,6 @@
 // Runs: the list, filtered by status, queue, label and workflow, searched by text; the filters
 // live in the URL (`#/runs?status=failed&text=x`), so a filtered view can be bookmarked.
-import { api, subscribe, liveState } from './api.js';
+import { api, watchChanges } from './api.js';
 import { h, fill, badge, labels, progressBar, runLink, time, throttle, flash } from './dom.js';
 
 const STATUSES = ['', 'queued', 'running', 'paused', 'compensating', 'interrupted', 'succeeded', 'failed', 'cancelled'];
@@ -33,7 +33,7 @@ export function mount(container, route) {
     } catch (error) { flash(error.message); }
   }
   refresh();
-  return subscribe('/api/events?after=end', throttle(refresh, 1000), liveState);
+  return watchChanges(throttle(refresh, 1000));
 }
 
 function draw(body, runs) {
