@@ -31,7 +31,7 @@ name: slow-transfer
 steps:
   prepare: { uses: test.noop }
   transfer: { uses: test.metered, with: { bytes: 200000000, chunk: 65536 }, needs: [prepare] }
-  checksum: { uses: test.sleep, with: { ms: 300 }, needs: [prepare] }
+  checksum: { uses: exec, with: { command: [sh, -c, 'echo "checksum of <i>clip</i> ok"'] }, needs: [prepare] }
   publish: { uses: test.noop, needs: [transfer, checksum] }
 """
 FAILING = """version: 1
@@ -143,6 +143,7 @@ def run(driver, api, url, artifacts):
     wait("the hostile label as text in the run detail", lambda: HOSTILE in text(driver, "dl.meta"))
     assert_no_markup_ran(driver)
     wait("the step graph's edges", lambda: "← transfer, checksum" in text(driver, ".graph"))
+    wait("the exec step's output in the log", lambda: "checksum of <i>clip</i> ok" in text(driver, "ol.log"))
     driver.set_window_size(1100, 1250)  # the whole run page, for the README
     time.sleep(0.5)
     driver.save_screenshot(f"{artifacts}/run.png")
