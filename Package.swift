@@ -71,14 +71,15 @@ let package = Package(
             "OrchestrateEngine", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        // `serve --http`: the JSON API (OpenAPI-described, SSE events, bearer tokens).
+        // `serve --http`: the JSON API (OpenAPI-described, SSE events, bearer tokens) and the web
+        // dashboard on it (its files compiled into the binary).
         .target(name: "OrchestrateHTTPAPI", dependencies: [
             "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateJSON",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], resources: [.embedInCode("Dashboard")]),
         .executableTarget(name: "orchestrate", dependencies: ["OrchestrateCLI"]),
         .executableTarget(name: "OrchestratePluginRunner", dependencies: ["OrchestratePluginHost", "OrchestrateJSON"]),
         // Plain C, no dependencies: it starts once per exec step and must cost next to nothing.

@@ -107,8 +107,9 @@ struct ServeCommand: ParsableCommand {
             let configuration = HTTPAPIServer.Configuration(address: address, tokens: APITokens(tokens: tokens),
                                                             tlsCertificate: tlsCert, tlsKey: tlsKey)
             let running = try HTTPAPIServer.start(configuration, store: store, registry: registry, stateDirectory: stateDirectory)
-            // The dashboard (issue 13's second part) will be the URL to print with the token; until
-            // it exists, point at the API and the token file rather than at a page that is not there.
+            // As Jupyter does: the dashboard's URL with the token, to open as it is (the page
+            // moves the token out of the address bar at once).
+            Terminal.line("Dashboard: \(running.baseURL)/?token=\(defaultToken)", to: .standardError)
             Terminal.line("HTTP API on \(running.baseURL)/api/ (Authorization: Bearer <the token in \(stateDirectory)/http-token>)",
                           to: .standardError)
         } catch let error as HTTPAPIServer.StartError {

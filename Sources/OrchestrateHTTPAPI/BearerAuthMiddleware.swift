@@ -2,8 +2,14 @@ import Hummingbird
 import HTTPTypes
 
 /// Every request needs `Authorization: Bearer TOKEN`, except that an event stream may give the
-/// token as `?token=` (a browser's EventSource cannot set headers). A read-only token may
-/// only read (GET, HEAD): anything else is 403.
+/// token as `?token=` (a browser's EventSource cannot set headers), and the dashboard's static
+/// files need none (they hold no data). A read-only token may only read (GET, HEAD): anything
+/// else is 403.
+///
+/// The token is never taken from a cookie, nor from the URL of a request that changes
+/// anything: a form or link on another site can make a browser send cookies and query strings,
+/// but not an Authorization header, so it cannot forge a verb (CSRF). No CORS headers are sent,
+/// so another site's script cannot send that header either.
 struct BearerAuthMiddleware: RouterMiddleware {
     typealias Context = APIContext
     let tokens: APITokens
@@ -11,6 +17,7 @@ struct BearerAuthMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: APIContext,
                 next: (Request, APIContext) async throws -> Response) async throws -> Response
     {
+        if DashboardRoutes.isAsset(request) { return try await next(request, context) }
         guard let presented = Self.presentedToken(request) else {
             throw Problem(.unauthorized, "an Authorization: Bearer TOKEN header is required (the token is in the state directory's http-token file)")
         }

@@ -18,23 +18,45 @@ enum EventStream {
 
     static func add(to router: Router<APIContext>, services: APIServices) {
         router.get("/api/events") { request, _ in
-            try stream(runID: nil, after: try resumePoint(request), services: services)
+            var after = try resumePoint(request)
+            if after == fromTheEnd { after = try await services.blocking { try latestSeq(services.store) } }
+            return try stream(runID: nil, after: after, services: services)
         }
         router.get("/api/runs/{id}/events") { request, context in
             let id = try context.parameters.require("id")
             let after = try resumePoint(request)
+            guard after != fromTheEnd else { throw Problem(.badRequest, "after=end is for /api/events; a run's stream starts at its beginning") }
             guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }
             return try stream(runID: id, after: after, services: services)
         }
     }
 
+    /// `?after=end` (the stream of everything): only what happens from now on. The dashboard
+    /// wants to hear of changes, not to download a journal of months.
+    static let fromTheEnd: Int64 = -1
+
     static func resumePoint(_ request: Request) throws -> Int64 {
         let text = request.headers[.lastEventID] ?? request.uri.queryParameters.get("after")
         guard let text else { return 0 }
+        if text == "end" && request.headers[.lastEventID] == nil { return fromTheEnd }
         guard let seq = Int64(text.trimmingCharacters(in: .whitespaces)), seq >= 0 else {
             throw Problem(.badRequest, "Last-Event-ID or after must be an event seq (a non-negative integer), not '\(text)'")
         }
         return seq
+    }
+
+    /// The newest event's seq (0 when there is none), by exponential then binary search on
+    /// "is there an event after x" (seqs grow but may have gaps): a few dozen indexed reads.
+    static func latestSeq(_ store: any StateStore) throws -> Int64 {
+        func anyAfter(_ x: Int64) throws -> Bool { try !store.events(runID: nil, afterSeq: x, limit: 1).isEmpty }
+        guard try anyAfter(0) else { return 0 }
+        var low: Int64 = 0, high: Int64 = 1  // invariant, once found: anyAfter(low) && !anyAfter(high)
+        while try anyAfter(high) { low = high; high *= 2 }
+        while high - low > 1 {
+            let middle = low + (high - low) / 2
+            if try anyAfter(middle) { low = middle } else { high = middle }
+        }
+        return high
     }
 
     static func stream(runID: String?, after: Int64, services: APIServices) throws -> Response {

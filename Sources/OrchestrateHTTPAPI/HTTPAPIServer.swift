@@ -56,6 +56,7 @@ public enum HTTPAPIServer {
         EventStream.add(to: router, services: services)
         CatalogRoutes.add(to: router, services: services)
         router.get("/api/openapi.json") { _, _ in JSONResponse.make(OpenAPIDocument.json) }
+        DashboardRoutes.add(to: router)
 
         let server: HTTPServerBuilder
         if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {

@@ -11,7 +11,7 @@ enum OpenAPIDocument {
     {
       "openapi": "3.1.0",
       "info": {"title": "orchestrate", "version": "1",
-               "description": "The API of `orchestrate serve --http`. Every request needs `Authorization: Bearer TOKEN`; event streams also take `?token=` (EventSource cannot set headers). Errors are RFC 9457 problem documents."},
+               "description": "The API of `orchestrate serve --http`. Every request needs `Authorization: Bearer TOKEN`; event streams (GET) also take `?token=` (EventSource cannot set headers); a token in a cookie, or in the URL of anything but an event stream, is ignored. Errors are RFC 9457 problem documents."},
       "security": [{"bearer": []}],
       "paths": {
         "/api/runs": {
@@ -112,7 +112,7 @@ enum OpenAPIDocument {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         "parameters": {
           "RunID": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
-          "After": {"name": "after", "in": "query", "description": "resume after this event seq", "schema": {"type": "integer", "minimum": 0}},
+          "After": {"name": "after", "in": "query", "description": "resume after this event seq; `end` (GET /api/events only): only events from now on", "schema": {"anyOf": [{"type": "integer", "minimum": 0}, {"const": "end"}]}},
           "LastEventID": {"name": "Last-Event-ID", "in": "header", "description": "resume after this event seq (sent by EventSource on reconnecting)", "schema": {"type": "integer", "minimum": 0}},
           "QueryToken": {"name": "token", "in": "query", "description": "the bearer token, for EventSource only", "schema": {"type": "string"}}
         },
@@ -139,7 +139,10 @@ enum OpenAPIDocument {
               "id": {"type": "string"}, "status": {"type": "string"}, "attempt": {"type": "integer"}, "kind": {"type": "string"},
               "error_kind": {"type": "string"}, "error": {"type": "string"}, "outputs": {}, "idempotency_key": {"type": "string"},
               "started_at": {"type": "number"}, "finished_at": {"type": "number"}, "node": {"type": "string"}}}},
-            "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "step": {"type": "string"}, "status": {"type": "string"}, "item": {}, "error": {"type": "string"}}}}}}]},
+            "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "step": {"type": "string"}, "status": {"type": "string"}, "item": {}, "error": {"type": "string"}}}},
+            "graph": {"type": "array", "description": "the declared steps (from the workflow stored with the run) and what each needs",
+                      "items": {"type": "object", "required": ["id", "uses", "needs", "for_each"], "properties": {
+                        "id": {"type": "string"}, "uses": {"type": "string"}, "needs": {"type": "array", "items": {"type": "string"}}, "for_each": {"type": "boolean"}}}}}}]},
           "Transfer": {"type": "object", "properties": {"bytes_done": {"type": "integer"}, "bytes_total": {"type": "integer"}, "elapsed_s": {"type": "number"},
                        "average_rate": {"type": "number"}, "remaining_s": {"type": "number"}}},
           "Submission": {"type": "object", "additionalProperties": false, "properties": {

@@ -23,7 +23,9 @@ enum RunRoutes {
             let id = try context.parameters.require("id")
             let detail = try await services.blocking { () -> JSONValue? in
                 guard let run = try services.store.run(id) else { return nil }
-                return try RunDocument.detail(run, store: services.store)
+                var detail = try RunDocument.detail(run, store: services.store).objectValue ?? [:]
+                detail["graph"] = RunGraph.json(run)
+                return .object(detail)
             }
             guard let detail else { throw Problem(.notFound, "no run \(id)") }
             return JSONResponse.make(detail)

@@ -23,8 +23,10 @@
  *                    integer (passed to set_error as is), or "none" (fails without set_error).
  *   test.echo        any inputs; outputs `with` (the inputs JSON), `idempotency_key` (string or
  *                    null) and `attempt`.
- *   test.items       {file}: ORC_STEP_ACCEPTS_ITEMS; appends each item's JSON + "\n" to file
- *                    and reports it done, until the session closes; output `count`.
+ *   test.items       {file, item_ms?}: ORC_STEP_ACCEPTS_ITEMS; appends each item's JSON + "\n"
+ *                    to file and reports it done, until the session closes; output `count`.
+ *                    With item_ms, each item first "moves" 1 MB over that many milliseconds,
+ *                    reporting per-file progress 20 times a second.
  *   test.metered     {bytes, chunk?}: "moves" bytes in chunks (default 64 KiB) through the
  *                    orchestrate.bandwidth.v1 extension, as a network step would; outputs
  *                    `bytes` and `extension` (whether the host offered it).
@@ -376,7 +378,9 @@ static int32_t run_echo(const orc_step_call *call, const orc_host_api *api, orc_
 static int32_t run_items(const orc_step_call *call, const orc_host_api *api, orc_host *host) {
     char file[4096], text[32];
     long long count = 0;
+    long long item_ms = 0;
     if (!json_string(call->inputs_json, "file", file, sizeof file)) return missing(api, host, "file");
+    json_int(call->inputs_json, "item_ms", &item_ms);
     for (;;) {
         orc_item item;
         memset(&item, 0, sizeof item);
@@ -387,6 +391,12 @@ static int32_t run_items(const orc_step_call *call, const orc_host_api *api, orc
             if (api->is_cancelled(host))
                 return fail(api, host, ORC_ERROR_CANCELLED, "cancelled", "test.items was cancelled");
             continue;
+        }
+        long long ticks = item_ms / 50;
+        for (long long i = 1; i <= ticks; i++) {
+            if (api->sleep_ms(host, 50) || api->is_cancelled(host))
+                return fail(api, host, ORC_ERROR_CANCELLED, "cancelled", "test.items was cancelled");
+            api->item_progress(host, item.id, 1000000 * i / ticks, 1000000);
         }
         size_t len = strlen(item.json);
         char *line = malloc(len + 1);
@@ -463,7 +473,7 @@ STEP(echo, "test.echo", 0, "Outputs its inputs, idempotency key and attempt.", "
      "{\"type\":\"object\",\"properties\":{\"with\":{\"type\":\"object\"},\"attempt\":{\"type\":\"integer\"}}}",
      run_echo);
 STEP(items, "test.items", ORC_STEP_ACCEPTS_ITEMS, "Appends every item it is given to a file.",
-     OBJECT_SCHEMA("\"file\":{\"type\":\"string\"}", "\"file\""),
+     OBJECT_SCHEMA("\"file\":{\"type\":\"string\"},\"item_ms\":{\"type\":\"integer\"}", "\"file\""),
      OBJECT_SCHEMA("\"count\":{\"type\":\"integer\"}", "\"count\""), run_items);
 
 STEP(metered, "test.metered", 0, "Moves bytes through the bandwidth extension, as a transfer would.",

@@ -1,0 +1,44 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// The dashboard in a real browser: Debian's headless Chromium, driven by Selenium from a
+/// virtualenv (tools/browser_venv.sh), against a real `serve`. tools/dashboard_browser.py does
+/// the clicking (a run with a hostile label appears and is shown as text, its progress advances
+/// without a reload, Pause and Resume and Cancel act on it, the filters filter; a file added to a
+/// session shows its own advancing bar); this test checks the store agrees, and keeps a
+/// screenshot of each view in .build/artifacts/dashboard/.
+@Suite(.serialized) struct DashboardBrowserTests {
+    @Test func theDashboardInABrowser() throws {
+        for program in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
+            #expect(FileManager.default.isExecutableFile(atPath: program), "\(program) is missing: run scripts/install-deps.sh")
+        }
+        let venv = try ChildProcess.run(TestPaths.packageRoot.appendingPathComponent("tools/browser_venv.sh"), [])
+        try #require(venv.status == 0, "cannot make the Selenium virtualenv: \(venv.stderr)")
+        let python = venv.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+
+        let serve = try APIServe()
+        let printed = try String(contentsOfFile: serve.dir.file("serve.err").path, encoding: .utf8)
+        let url = try #require(printed.split(separator: "\n").first { $0.hasPrefix("Dashboard: ") }?.dropFirst("Dashboard: ".count),
+                               "serve printed no dashboard URL: \(printed)")
+        let artifacts = TestPaths.packageRoot.appendingPathComponent(".build/artifacts/dashboard")
+        try? FileManager.default.removeItem(at: artifacts)
+        try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+
+        let browser = try ChildProcess.run(URL(fileURLWithPath: python),
+                                           [TestPaths.packageRoot.appendingPathComponent("tools/dashboard_browser.py").path,
+                                            String(url), artifacts.path])
+        print("dashboard screenshots: \(artifacts.path)")
+        try #require(browser.status == 0, "the browser test failed:\n\(browser.stdout)\n\(browser.stderr)")
+        let cancelled = try #require(browser.stdout.split(separator: "\n").first { $0.hasPrefix("CANCELLED ") }?.dropFirst("CANCELLED ".count))
+
+        // The store says what the page said.
+        let status = try JSONValue(parsing: try serve.orchestrate(["status", String(cancelled), "--json"]).stdout)
+        #expect(status["status"]?.stringValue == "cancelled")
+        #expect(status["labels"]?["title"]?.stringValue == "<script>alert(1)</script>")
+        for view in ["overview", "runs", "run", "run-phone", "run-files", "queues", "nodes", "plugins"] {
+            #expect(FileManager.default.fileExists(atPath: artifacts.appendingPathComponent("\(view).png").path), "no screenshot of \(view)")
+        }
+    }
+}
