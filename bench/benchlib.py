@@ -46,6 +46,19 @@ def build_test_plugin(directory):
     return directory
 
 
+def process_cpu_seconds(pid, with_reaped_children=False):
+    """User + system CPU seconds of a process (and of its reaped children, if asked); 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    if with_reaped_children:
+        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 class PostgresCluster:
     """A throwaway PostgreSQL cluster for a benchmark: Debian's server binaries, `initdb` in a
     temporary directory, `pg_ctl` on a free port of 127.0.0.1 (and a Unix socket in the same
@@ -90,6 +103,23 @@ class PostgresCluster:
         self._as_server_user([f"{self.bin}/pg_ctl", "-D", os.path.join(self.directory, "data"), "-m", "fast",
                               "-w", "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def cpu_seconds(self):
+        """CPU time (user + system) the server has used so far: the postmaster, its live
+        children (backends, WAL writer, checkpointer) and the children it has reaped."""
+        with open(os.path.join(self.directory, "data", "postmaster.pid")) as f:
+            postmaster = int(f.readline())
+        total = process_cpu_seconds(postmaster, with_reaped_children=True)
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                except OSError:
+                    continue
+                if parent == postmaster:
+                    total += process_cpu_seconds(int(pid))
+        return total
 
     def url(self, database="postgres"):
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

@@ -34,7 +34,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import ROOT, PostgresCluster, build_test_plugin  # noqa: E402
+from benchlib import ROOT, PostgresCluster, build_test_plugin, process_cpu_seconds  # noqa: E402
 
 WORKFLOW = """version: 1
 name: bench-queue
@@ -112,8 +112,9 @@ class PostgresDB:
 class Case:
     """One store with W workers: starts them, submits, waits, measures, stops them."""
 
-    def __init__(self, orchestrate, plugins, work, label, store_args, db, workers, parallel, env=None):
+    def __init__(self, orchestrate, plugins, work, label, store_args, db, workers, parallel, env=None, cluster=None):
         self.orchestrate, self.plugins, self.work, self.label = orchestrate, plugins, work, label
+        self.cluster = cluster  # PostgreSQL: its server's CPU time is measured too
         self.store_args, self.db, self.workers, self.parallel = store_args, db, workers, parallel
         self.env = dict(os.environ, **(env or {}))
         self.wf = os.path.join(work, "queue.yaml")
@@ -188,11 +189,13 @@ class Case:
         try:
             from_submitter, in_queue = self.idle_latency(idle_repeats)
             commits_before = self.commits()
+            cpu_before = self.cpu_seconds()
             start = time.monotonic()
             self.submit(["--batch", batch])
             submit_s = time.monotonic() - start
             self.wait_finished(runs + idle_repeats, 3600)
             commits = None if commits_before is None else self.commits() - commits_before
+            cpu = [after - before for before, after in zip(cpu_before, self.cpu_seconds())]
         finally:
             rss = self.stop_workers()
         failed = self.count("SELECT COUNT(*) FROM runs WHERE status != 'succeeded'")
@@ -216,10 +219,19 @@ class Case:
             "idle_added_to_start_p50_ms": round(1000 * percentile(in_queue, 50), 1),
             "idle_added_to_start_p99_ms": round(1000 * percentile(in_queue, 99), 1),
             "worker_peak_rss_mib": rss,
+            # CPU per run of the burst: all workers together, and the database server.
+            "workers_cpu_ms_per_run": round(1000 * cpu[0] / runs, 2),
         }
+        if self.cluster is not None:
+            result["postgres_cpu_ms_per_run"] = round(1000 * cpu[1] / runs, 2)
         if commits is not None:
             result["commits_per_run"] = round(commits / runs, 1)
         return result
+
+    def cpu_seconds(self):
+        """(CPU seconds of all workers, of the PostgreSQL server or 0) so far."""
+        workers = sum(process_cpu_seconds(p.pid) for p in self.procs)
+        return workers, (self.cluster.cpu_seconds() if self.cluster is not None else 0.0)
 
     def commits(self):
         if not isinstance(self.db, PostgresDB):
@@ -316,7 +328,7 @@ def main():
                         cluster.sql("CREATE EXTENSION pg_stat_statements", name)
                         cluster.sql("SELECT pg_stat_statements_reset()", name)
                         case = Case(orchestrate, plugins, work, name, ["--store", cluster.url(name)],
-                                    PostgresDB(cluster, name), workers, args.parallel)
+                                    PostgresDB(cluster, name), workers, args.parallel, cluster=cluster)
                         result = dict(case.measure(runs, args.idle), store="postgresql")
                         result["top_statements"] = top_statements(cluster, name)
                         results["cases"].append(result)
