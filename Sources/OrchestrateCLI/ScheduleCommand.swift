@@ -55,6 +55,9 @@ struct ScheduleCommand: ParsableCommand {
         func run() throws {
             let registry = global.loadPlugins()
             let workflow = try WorkflowLoading.load(path: absolute(file), registry: registry)
+            guard !workflow.triggers.schedules.isEmpty else {
+                throw CLIFailure.usage("\(file) has no 'on: schedule:' entries to register")
+            }
             let name = self.name ?? workflow.name
             guard QueueName.isValid(name) else {
                 throw CLIFailure.usage("the schedule name '\(name)' is not usable: \(QueueName.rule.replacingOccurrences(of: "a queue name", with: "a name")); give --name")

@@ -38,11 +38,14 @@ enum ScheduleListing {
         return ScheduleRegistration.nextDue(later)
     }
 
-    /// `2026-11-24 02:00 CET` in the entry's zone.
+    /// `2026-11-24 02:00 +01:00`: the wall time in the entry's zone, with that zone's offset
+    /// then (abbreviations such as CET are not available everywhere).
     static func local(_ time: Int64, zone: String) -> String {
         guard let tz = TimeZone(identifier: zone) else { return Scheduler.iso(time) }
-        let abbreviation = tz.abbreviation(for: Date(timeIntervalSince1970: Double(time))) ?? zone
-        return "\(tz.wallTime(at: time)) \(abbreviation)"
+        let offset = tz.secondsFromGMT(for: Date(timeIntervalSince1970: Double(time)))
+        let minutes = abs(offset) / 60
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(tz.wallTime(at: time)) \(offset < 0 ? "-" : "+")\(two(minutes / 60)):\(two(minutes % 60))"
     }
 
     static func line(_ r: ScheduleRecord, now: Double) -> String {

@@ -45,7 +45,7 @@ struct ScheduleTriggerTests {
         #expect(s[1].cron.text == "@hourly" && s[1].timeZone?.identifier == "Europe/Berlin")
         #expect(s[1].overlap == .queue && s[1].catchup == .seconds(21_600))
         #expect(s[1].inputs == ["source": "relative/dir", "note": "hello"])
-        #expect(s[1].location.line == 8)
+        #expect(s[1].location.line == 9)
     }
 
     @Test func aSingleEntryMayBeAMapping() throws {
