@@ -16,7 +16,7 @@ struct ScheduleCommand: ParsableCommand {
             `orchestrate schedules` lists them with their next times.
 
             Examples:
-              orchestrate schedule add workflows/nightly-upload.yaml
+              orchestrate schedule add nightly-upload.yaml
               orchestrate schedule add nightly.yaml --name nightly-eu --queue uploads --replace
               orchestrate schedule pause nightly-upload
               orchestrate schedule resume nightly-upload
@@ -35,7 +35,7 @@ struct ScheduleCommand: ParsableCommand {
                 registering never starts past times.
 
                 Examples:
-                  orchestrate schedule add workflows/nightly-upload.yaml
+                  orchestrate schedule add nightly-upload.yaml
                   TZ=Europe/Berlin orchestrate schedule add nightly.yaml --name nightly-berlin --replace
                 """)
 
