@@ -48,7 +48,9 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
     }
 
-    func serve() throws -> Process { try h.start(["serve", "--max-parallel", "4"], environment: env) }
+    func serve(node: String? = nil) throws -> Process {
+        try h.start(["serve", "--max-parallel", "4"] + (node.map { ["--node", $0] } ?? []), environment: env)
+    }
 
     func stop(_ process: Process) {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
@@ -71,8 +73,9 @@ import Testing
     @Test func twoServesOnOneStoreStartOneRunPerDueTime() throws {
         setClock(Self.at("10:00", 30))
         try add(workflow("      - { cron: \"* * * * *\" }"))
-        let a = try serve()
-        let b = try serve()
+        // Two nodes (on PostgreSQL, ORCHESTRATE_TEST_STORE=postgres, as two machines would be).
+        let a = try serve(node: "bay-1")
+        let b = try serve(node: "bay-2")
         defer { stop(a); stop(b) }
         Thread.sleep(forTimeInterval: 1.5)  // both started and looking at the clock
         #expect(try runs("tick").isEmpty, "registering never starts a past time")
