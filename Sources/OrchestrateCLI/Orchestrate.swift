@@ -22,6 +22,7 @@ public struct Orchestrate: ParsableCommand {
             SubmitCommand.self, ServeCommand.self, StatusCommand.self, ListCommand.self, EventsCommand.self,
             CancelCommand.self, StopCommand.self, PauseCommand.self, UnpauseCommand.self, RunNowCommand.self,
             RetryCommand.self, DeleteCommand.self, QueueCommand.self, AddPathCommand.self, CloseCommand.self,
+            ScheduleCommand.self, SchedulesCommand.self,
         ])
 
     public init() {}

@@ -25,6 +25,10 @@ struct ServeCommand: ParsableCommand {
             queues it is given, as its node. A node that dies, or is cut off from the database \
             longer than its lease (15 s), loses its runs to another node serving their queue.
 
+            It also starts the runs of the schedules registered in the store (`orchestrate schedule \
+            add`; see `orchestrate schedules`): each due time starts one run, whichever serve gets \
+            there first; --no-schedules leaves that to the others.
+
             Examples:
               orchestrate serve --max-parallel 8
               orchestrate serve --store postgresql://orc@db.internal/orchestrate --queue uploads --node edit-bay-3
@@ -58,6 +62,9 @@ struct ServeCommand: ParsableCommand {
     @Flag(name: .customLong("http-plaintext"), help: "Allow plain HTTP on an address other machines can reach (behind a TLS proxy).")
     var httpPlaintext = false
 
+    @Flag(name: .customLong("no-schedules"), help: "Do not start the runs of registered schedules (other serve processes do).")
+    var noSchedules = false
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -78,17 +85,29 @@ struct ServeCommand: ParsableCommand {
         options.engine = try global.engineOptions()
         options.engine.bandwidth = maxRate?.bytesPerSecond.map { TokenBucket(bytesPerSecond: $0) }
         if let http { try startHTTP(http, store: store, registry: registry) }
-        let worker = QueueWorker(store: store, registry: registry, options: options,
-                                 observer: ServePrinter(json: global.json))
+        let printer = ServePrinter(json: global.json)
+        let worker = QueueWorker(store: store, registry: registry, options: options, observer: printer)
+        let scheduler = noSchedules ? nil : startScheduler(store: store, observer: printer)
         let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {
             worker.shutdown()
         }
         _ = signals
+        // The scheduler stops once the worker has: a run it starts meanwhile just stays queued.
+        defer { scheduler?.shutdown() }
         do {
             try worker.run()
         } catch {
             throw CLIFailure(status: ExitStatus.runFailed, message: "the state store failed: \(error)")
         }
+    }
+
+    /// Starts the thread that fires registered schedules (README "Schedules").
+    private func startScheduler(store: any StateStore, observer: ServePrinter) -> Scheduler {
+        var options = Scheduler.Options()
+        options.warn = { Terminal.warning($0) }
+        let scheduler = Scheduler(store: store, clock: ScheduleClock(store: store), options: options, observer: observer)
+        scheduler.start()
+        return scheduler
     }
 
     /// Starts the HTTP API next to the queue worker and prints its URL with the default token

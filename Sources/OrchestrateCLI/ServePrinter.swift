@@ -33,6 +33,12 @@ final class ServePrinter: RunObserver, @unchecked Sendable {
         case EventType.workerStarted:
             let queues = d["queues"]?.arrayValue?.compactMap(\.stringValue).joined(separator: ", ") ?? "default"
             Terminal.line("\(time) serving queue \(queues) as node \(d["node"]?.stringValue ?? "?") (pid \(d["pid"]?.intValue ?? 0), up to \(d["max_parallel"]?.intValue ?? 0) runs at once)")
+        case EventType.runAdded where d["schedule"] != nil:
+            Terminal.line("\(time) \(run) queued by schedule \(d["schedule"]?.stringValue ?? "")#\(d["entry"]?.intValue ?? 0) for \(d["due"]?.stringValue ?? "")")
+        case EventType.scheduleSkipped:
+            Terminal.line("\(time) schedule \(d["schedule"]?.stringValue ?? "") skipped \(d["due"]?.stringValue ?? ""): \(d["running"]?.stringValue ?? "") is still running")
+        case EventType.scheduleMissed:
+            Terminal.line("\(time) schedule \(d["schedule"]?.stringValue ?? "") missed \(d["count"]?.intValue ?? 0) time(s) from \(d["due"]?.stringValue ?? "") to \(d["last"]?.stringValue ?? "") (older than its catchup)")
         case EventType.workerStopped:
             Terminal.line("\(time) stopped")
         default:

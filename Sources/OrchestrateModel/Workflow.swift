@@ -24,13 +24,17 @@ public struct Workflow: Sendable {
     public let outputs: [(name: String, value: Template)]
     /// Notifications run after the run ended (`on_finish:`), in file order.
     public let onFinish: [FinishHook]
+    /// What starts runs without a `submit` (`on:`): schedules.
+    public let triggers: WorkflowTriggers
 
     let stepIndex: [String: Int]
 
     init(file: String, source: String, name: String, description: String?, inputs: [InputDeclaration],
          secrets: [SecretDeclaration], defaults: StepDefaults, concurrency: [ConcurrencyLimit], steps: [Step],
-         outputs: [(name: String, value: Template)], onFinish: [FinishHook] = [])
+         outputs: [(name: String, value: Template)], onFinish: [FinishHook] = [],
+         triggers: WorkflowTriggers = WorkflowTriggers())
     {
+        self.triggers = triggers
         self.onFinish = onFinish
         self.file = file
         self.source = source

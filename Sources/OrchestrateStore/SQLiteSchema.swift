@@ -124,6 +124,31 @@ enum SQLiteSchema {
                 ALTER TABLE steps ADD COLUMN node TEXT;
                 """)
         }
+        migrator.registerMigration("v6 schedules") { db in
+            // One row per `on.schedule` entry of a registered workflow (ScheduleRecord.swift).
+            try db.execute(sql: """
+                CREATE TABLE schedules (
+                    name TEXT NOT NULL,
+                    entry INTEGER NOT NULL,
+                    workflow_name TEXT NOT NULL,
+                    workflow_file TEXT NOT NULL,
+                    workflow_source TEXT NOT NULL,
+                    cron TEXT NOT NULL,
+                    timezone TEXT NOT NULL,
+                    inputs_json TEXT NOT NULL,
+                    overlap TEXT NOT NULL,
+                    catchup REAL,
+                    queue TEXT NOT NULL,
+                    priority INTEGER NOT NULL DEFAULT 0,
+                    paused INTEGER NOT NULL DEFAULT 0,
+                    -- Whole seconds since 1970: compared for equality by the exactly-once claim.
+                    last_due INTEGER NOT NULL,
+                    last_run_id TEXT,
+                    created_at REAL NOT NULL,
+                    PRIMARY KEY (name, entry)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -105,7 +105,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         }
     }
 
-    private static func insertRun(_ run: RunRecord, events: [EventRecord], _ db: Database) throws {
+    static func insertRun(_ run: RunRecord, events: [EventRecord], _ db: Database) throws {
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM runs WHERE id = ?", arguments: [run.id]) == true {
                 throw StoreError.duplicateRun(run.id)
             }
@@ -386,7 +386,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                     step: row["step"], data: (try? JSONValue(parsing: row["data_json"] as String)) ?? [:])
     }
 
-    private static func insertEvents(_ events: [EventRecord], _ db: Database) throws {
+    static func insertEvents(_ events: [EventRecord], _ db: Database) throws {
         guard !events.isEmpty else { return }
         let statement = try db.cachedStatement(sql: "INSERT INTO events (run_id, time, type, step, data_json) VALUES (?, ?, ?, ?, ?)")
         for e in events {

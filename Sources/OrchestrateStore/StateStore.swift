@@ -177,6 +177,30 @@ public protocol StateStore: AnyObject, Sendable {
     func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?,
                     fence: OwnerIdentity?) throws
     func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8], fence: OwnerIdentity?) throws
+
+    // MARK: Schedules (`orchestrate schedule add`, fired by `serve`)
+
+    /// Registers the entries of one schedule name (all sharing `name`), replacing the entries
+    /// that name had. An entry that already existed keeps its `lastDue`, `lastRunID` and
+    /// `paused` (registering again neither fires a time twice nor catches up); entries beyond
+    /// the new count are removed.
+    func saveSchedule(_ entries: [ScheduleRecord]) throws
+    /// Every registered entry, by name then entry.
+    func schedules() throws -> [ScheduleRecord]
+    /// Pauses or resumes every entry of `name`. Resuming moves `lastDue` up to `time`, so the
+    /// times that passed while paused are not caught up. Returns false if there is no such name.
+    func setSchedulePaused(_ name: String, paused: Bool, at time: Int64) throws -> Bool
+    /// Removes every entry of `name` (runs it started stay). Returns false if there was none.
+    func removeSchedule(_ name: String) throws -> Bool
+    /// The exactly-once claim of a due time. In one transaction: moves the entry's `lastDue`
+    /// from `expected` to `due`, only if it still is `expected` and the entry is not paused;
+    /// then creates `run` (with its events; it becomes the entry's `lastRunID`) and appends
+    /// `events`. Returns false, writing nothing, when the entry moved on (another `serve` took
+    /// that time), was paused or removed. So however many processes and nodes race for a due
+    /// time, one run is created, and a crash can neither keep the claim without the run nor the
+    /// run without the claim.
+    func advanceSchedule(name: String, entry: Int, from expected: Int64, to due: Int64,
+                         run: (run: RunRecord, events: [EventRecord])?, events: [EventRecord]) throws -> Bool
 }
 
 /// A subscription made by `StateStore.watchForWork`.

@@ -48,6 +48,12 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let queuePreempted = EventType(rawValue: "queue.preempted")
     public static let workerStarted = EventType(rawValue: "worker.started")
     public static let workerStopped = EventType(rawValue: "worker.stopped")
+    // Schedules (run id nil): a due time with no run, and why. A started one is the run's
+    // `run.added`, whose data names the schedule and the due time.
+    /// `overlap: skip` and the previous run still going.
+    public static let scheduleSkipped = EventType(rawValue: "schedule.skipped")
+    /// Older than the entry's `catchup` when a `serve` got to it (data: first and last, count).
+    public static let scheduleMissed = EventType(rawValue: "schedule.missed")
 }
 
 /// What another process asks the owner of a run to do (`orchestrate cancel|stop|pause|close`),

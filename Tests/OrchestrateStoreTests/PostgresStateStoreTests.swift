@@ -51,9 +51,10 @@ import Testing
                 do { _ = try PostgresStateStore(connection: url) } catch { failures.add("\(error)") }
             }
             #expect(failures.all.isEmpty, "\(failures.all)")
-            let versions = try PostgresServer.shared().sql("SELECT count(*) FROM orchestrate_schema",
+            // Every migration applied, each once (whatever the number of migrations by now).
+            let versions = try PostgresServer.shared().sql("SELECT count(*) = max(version) AND min(version) = 1 FROM orchestrate_schema",
                                                            database: String(url.split(separator: "/").last!))
-            #expect(versions == "1")
+            #expect(versions == "t")
         }
     }
 

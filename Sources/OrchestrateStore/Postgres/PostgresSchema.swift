@@ -120,6 +120,29 @@ enum PostgresSchema {
 
             CREATE TABLE queue_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
             """),
+        (2, """
+            -- One row per `on.schedule` entry of a registered workflow (ScheduleRecord.swift).
+            CREATE TABLE schedules (
+                name TEXT NOT NULL,
+                entry INTEGER NOT NULL,
+                workflow_name TEXT NOT NULL,
+                workflow_file TEXT NOT NULL,
+                workflow_source TEXT NOT NULL,
+                cron TEXT NOT NULL,
+                timezone TEXT NOT NULL,
+                inputs_json TEXT NOT NULL,
+                overlap TEXT NOT NULL,
+                catchup DOUBLE PRECISION,
+                queue TEXT NOT NULL,
+                priority INTEGER NOT NULL DEFAULT 0,
+                paused BOOLEAN NOT NULL DEFAULT false,
+                -- Whole seconds since 1970: compared for equality by the exactly-once claim.
+                last_due BIGINT NOT NULL,
+                last_run_id TEXT,
+                created_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (name, entry)
+            );
+            """),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.

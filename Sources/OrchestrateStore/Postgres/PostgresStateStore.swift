@@ -68,7 +68,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         }
     }
 
-    private static func insertRun(_ run: RunRecord, _ conn: PGConnection) throws {
+    static func insertRun(_ run: RunRecord, _ conn: PGConnection) throws {
             let inserted = try conn.execute("""
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status, created_at,
                                   run_dir, priority, labels_json, queue_order, max_rate, queue)

@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import OrchestrateEngine
+import OrchestrateJSON
+import OrchestrateModel
+import OrchestrateStore
+
+struct SchedulesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schedules",
+        abstract: "List the registered schedules with their next times.",
+        discussion: """
+            One line per `on: schedule:` entry: name, entry number, cron, time zone, overlap, \
+            catchup, whether it is paused, the next time (in the entry's zone) and the last run it started.
+
+            Examples:
+              orchestrate schedules
+              orchestrate schedules --json
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        let store = try global.openStore()
+        let now = try ScheduleClock(store: store).now()
+        for record in try store.schedules() {
+            Terminal.line(global.json ? ScheduleListing.json(record, now: now).jsonText : ScheduleListing.line(record, now: now))
+        }
+    }
+}
+
+/// How a schedule entry is shown by `schedules` and `schedule add`.
+enum ScheduleListing {
+    /// The next time the entry fires after both its last due time and `now`.
+    static func next(_ record: ScheduleRecord, now: Double) -> Int64? {
+        var later = record
+        later.lastDue = max(record.lastDue, Int64(now.rounded(.down)))
+        return ScheduleRegistration.nextDue(later)
+    }
+
+    /// `2026-11-24 02:00 +01:00`: the wall time in the entry's zone, with that zone's offset
+    /// then (abbreviations such as CET are not available everywhere).
+    static func local(_ time: Int64, zone: String) -> String {
+        guard let tz = TimeZone(identifier: zone) else { return Scheduler.iso(time) }
+        let offset = tz.secondsFromGMT(for: Date(timeIntervalSince1970: Double(time)))
+        let minutes = abs(offset) / 60
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(tz.wallTime(at: time)) \(offset < 0 ? "-" : "+")\(two(minutes / 60)):\(two(minutes % 60))"
+    }
+
+    static func line(_ r: ScheduleRecord, now: Double) -> String {
+        let next = r.paused ? "paused" : next(r, now: now).map { local($0, zone: r.timeZone) } ?? "never"
+        let catchup = r.catchup.map { "catchup \(Int($0))s" } ?? "no catchup"
+        return "\(r.name)#\(r.entry)  \(r.cron.padding(16)) \(r.timeZone.padding(16)) overlap \(r.overlap.padding(6)) "
+            + "\(catchup.padding(16)) next \(next)  last run \(r.lastRunID ?? "-")"
+    }
+
+    static func json(_ r: ScheduleRecord, now: Double) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "name": .string(r.name), "entry": .int(Int64(r.entry)), "cron": .string(r.cron), "timezone": .string(r.timeZone),
+            "overlap": .string(r.overlap), "paused": .bool(r.paused), "workflow": .string(r.workflowName),
+            "file": .string(r.workflowFile), "queue": .string(r.queue), "inputs": r.inputs,
+        ]
+        if let c = r.catchup { o["catchup_seconds"] = .double(c) }
+        if let run = r.lastRunID { o["last_run"] = .string(run) }
+        if !r.paused, let n = next(r, now: now) { o["next"] = .string(Scheduler.iso(n)) }
+        return .object(o)
+    }
+}
