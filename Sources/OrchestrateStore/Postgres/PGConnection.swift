@@ -2,7 +2,7 @@ import CLibPQ
 import Foundation
 
 /// One libpq connection, used by one thread at a time (the pool hands it out). Statements take
-/// their parameters as text (`PQexecParams`), so nothing is ever spliced into SQL.
+/// their parameters as text (prepared statements), so nothing is ever spliced into SQL.
 final class PGConnection: @unchecked Sendable {  // used by one thread at a time, handed over whole
     /// A failed statement or connection. `sqlState` is PostgreSQL's error code (`40P01`…).
     struct Failure: Error, CustomStringConvertible {
@@ -51,11 +51,52 @@ final class PGConnection: @unchecked Sendable {  // used by one thread at a time
     var socket: Int32 { PQsocket(handle) }
 
     /// Runs one statement with `$1…` parameters (nil is SQL NULL) and returns its rows.
+    ///
+    /// Each distinct statement is prepared once per connection and executed by name after
+    /// that: the server parses and plans it once, not at every commit (that was most of the
+    /// database's CPU per run). If another node's migration changed a table under a prepared
+    /// statement (`0A000`, "cached plan must not change result type"), the statements are
+    /// dropped and this one is prepared again.
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?] = []) throws -> PGRows {
-        let result: OpaquePointer? = withCStrings(parameters) { values in
-            PQexecParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        do {
+            return try executePrepared(sql, parameters)
+        } catch let failure as Failure where failure.sqlState == "0A000" && !failure.connectionLost {
+            forgetPreparedStatements()
+            return try executePrepared(sql, parameters)
         }
+    }
+
+    /// Statement names by SQL text; at most `maxPrepared` (statements with many `VALUES` rows
+    /// come in many sizes), then they are all dropped and prepared again as they come.
+    private var prepared: [String: String] = [:]
+    private var preparedCount = 0
+    private static let maxPrepared = 200
+
+    private func executePrepared(_ sql: String, _ parameters: [String?]) throws -> PGRows {
+        let name = try statementName(sql, parameterCount: parameters.count)
+        let result: OpaquePointer? = withCStrings(parameters) { values in
+            PQexecPrepared(handle, name, Int32(parameters.count), values, nil, nil, 0)
+        }
+        return try rows(of: result)
+    }
+
+    private func statementName(_ sql: String, parameterCount: Int) throws -> String {
+        if let name = prepared[sql] { return name }
+        if prepared.count >= Self.maxPrepared { forgetPreparedStatements() }
+        preparedCount += 1
+        let name = "orc\(preparedCount)"
+        _ = try rows(of: PQprepare(handle, name, sql, Int32(parameterCount), nil))
+        prepared[sql] = name
+        return name
+    }
+
+    private func forgetPreparedStatements() {
+        prepared.removeAll()
+        if let result = PQexec(handle, "DEALLOCATE ALL") { PQclear(result) }
+    }
+
+    private func rows(of result: OpaquePointer?) throws -> PGRows {
         guard let result else { throw failure(nil) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
