@@ -25,8 +25,13 @@ struct ServeCommand: ParsableCommand {
             queues it is given, as its node. A node that dies, or is cut off from the database \
             longer than its lease (15 s), loses its runs to another node serving their queue.
 
+            --watch FILE turns the workflow's watch folder (its `on: watch:` block) into work: each \
+            file that has stopped changing for `settle` becomes a run, or an item of the workflow's \
+            persistent session, exactly once (see README "Watch folders").
+
             Examples:
               orchestrate serve --max-parallel 8
+              orchestrate serve --watch workflows/outbox.yaml
               orchestrate serve --store postgresql://orc@db.internal/orchestrate --queue uploads --node edit-bay-3
               orchestrate serve --queue uploads --queue exports --max-rate 50M
             """)
@@ -58,6 +63,13 @@ struct ServeCommand: ParsableCommand {
     @Flag(name: .customLong("http-plaintext"), help: "Allow plain HTTP on an address other machines can reach (behind a TLS proxy).")
     var httpPlaintext = false
 
+    @Option(name: .customLong("watch"), help: ArgumentHelp(
+        "A workflow whose 'on: watch:' folder this serve watches (repeatable).", valueName: "file"))
+    var watchFiles: [String] = []
+
+    @Flag(name: .customLong("watch-poll"), help: "Find new files in watched folders by scanning only, not inotify (network file systems).")
+    var watchPoll = false
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -67,6 +79,7 @@ struct ServeCommand: ParsableCommand {
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("give both --tls-cert and --tls-key, or neither") }
         if maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1") }
         if let bad = queues.first(where: { !QueueName.isValid($0) }) { throw ValidationError("--queue \(bad): \(QueueName.rule)") }
+        if watchPoll && watchFiles.isEmpty { throw ValidationError("--watch-poll needs --watch FILE") }
     }
 
     func run() throws {
@@ -78,9 +91,12 @@ struct ServeCommand: ParsableCommand {
         options.engine = try global.engineOptions()
         options.engine.bandwidth = maxRate?.bytesPerSecond.map { TokenBucket(bytesPerSecond: $0) }
         if let http { try startHTTP(http, store: store, registry: registry) }
-        let worker = QueueWorker(store: store, registry: registry, options: options,
-                                 observer: ServePrinter(json: global.json))
+        let printer = ServePrinter(json: global.json)
+        let worker = QueueWorker(store: store, registry: registry, options: options, observer: printer)
+        let watchers = try ServeWatches.start(files: watchFiles, pollOnly: watchPoll, queue: options.queues[0],
+                                              registry: registry, store: store, observer: printer)
         let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {
+            for watcher in watchers { watcher.stop() }
             worker.shutdown()
         }
         _ = signals

@@ -24,14 +24,17 @@ public struct Workflow: Sendable {
     public let outputs: [(name: String, value: Template)]
     /// Notifications run after the run ended (`on_finish:`), in file order.
     public let onFinish: [FinishHook]
+    /// `on:`: watch folders (and schedules) that `serve` turns into work.
+    public let triggers: Triggers
 
     let stepIndex: [String: Int]
 
     init(file: String, source: String, name: String, description: String?, inputs: [InputDeclaration],
          secrets: [SecretDeclaration], defaults: StepDefaults, concurrency: [ConcurrencyLimit], steps: [Step],
-         outputs: [(name: String, value: Template)], onFinish: [FinishHook] = [])
+         outputs: [(name: String, value: Template)], onFinish: [FinishHook] = [], triggers: Triggers = Triggers())
     {
         self.onFinish = onFinish
+        self.triggers = triggers
         self.file = file
         self.source = source
         self.name = name

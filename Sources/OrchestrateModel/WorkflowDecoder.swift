@@ -30,11 +30,13 @@ struct DecodedWorkflow {
     var syntax: [StepSyntax] = []
     var outputs: [(name: String, value: Template)] = []
     var onFinish: [(hook: FinishHook, withNode: YAMLNode?, withKey: SourceLocation?)] = []
+    var triggers = Triggers()
+    var watchSyntax: WatchSyntax?
 }
 
 struct WorkflowDecoder {
     static let topLevelFields = ["version", "name", "description", "inputs", "secrets", "defaults", "concurrency",
-                                 "steps", "outputs", "on_finish"]
+                                 "steps", "outputs", "on_finish", "on"]
     static let stepFields = ["uses", "with", "needs", "if", "retry", "timeout", "concurrency", "idempotency_key",
                              "compensate", "for_each", "max_parallel", "continue_on_error", "isolation"]
     static let retryFields = ["max_attempts", "initial_interval", "backoff", "max_interval", "jitter", "non_retryable"]
@@ -96,6 +98,7 @@ struct WorkflowDecoder {
             }
         }
         if let pair = fields["on_finish"] { decodeHooks(pair, defaults: w.defaults, into: &w) }
+        if let pair = fields["on"] { (w.triggers, w.watchSyntax) = decodeTriggers(pair) }
         return w
     }
 

@@ -50,6 +50,6 @@ public enum WorkflowLoader {
         return Workflow(file: file, source: source, name: decoded.name, description: decoded.description,
                         inputs: decoded.inputs, secrets: decoded.secrets, defaults: decoded.defaults,
                         concurrency: decoded.concurrency, steps: decoded.steps, outputs: decoded.outputs,
-                        onFinish: decoded.onFinish.map(\.hook))
+                        onFinish: decoded.onFinish.map(\.hook), triggers: decoded.triggers)
     }
 }
