@@ -40,11 +40,10 @@ import Testing
                   command:
                     - sh
                     - -c
-                    - 'case "$1" in *bad*) exit 3;; esac; mkdir -p "$(dirname "$2")" && cp "$1" "$2" && echo "$3" > "$2.size"'
+                    - 'case "$1" in *bad*) exit 3;; esac; mkdir -p "$(dirname "$2")" && cp "$1" "$2"'
                     - sh
                     - "${{ inputs.source }}"
                     - "\(out)/${{ inputs.relative }}"
-                    - "${{ inputs.size }}"
             """, name: "outbox-runs.yaml")
     }
 
@@ -98,7 +97,7 @@ import Testing
         // The watch's identity: this node, the workflow's name, the folder.
         let watch = try h.storeSQL("SELECT DISTINCT watch FROM watch_handoffs")
         #expect(watch.hasSuffix(":outbox-runs:\(outbox)"), "\(watch)")
-        #expect(h.waitFor(10) { ((try? store.watchHandOffs(watch: watch, pendingOnly: true)) ?? [1]).isEmpty })
+        #expect(h.waitFor(10) { (try? store.watchHandOffs(watch: watch, pendingOnly: true))?.isEmpty == true })
 
         // Exactly one run per file, its inputs templated from the file.
         let runs = try store.listRuns(RunFilter())
@@ -134,4 +133,28 @@ import Testing
         #expect(h.waitFor(20) { ((try? store.listRuns(RunFilter()).count) ?? 0) == expected + 1 })
     }
 
+    @Test func serveRefusesWatchesItCannotKeep() throws {
+        // A workflow without on.watch.
+        let plain = h.workflow("name: plain\nsteps:\n  a: { uses: exec, with: { command: [\"true\"] } }\n", name: "plain.yaml")
+        let none = try h.orchestrate(["serve", "--watch", plain])
+        #expect(none.status == 2)
+        #expect(none.stderr.contains("has no on.watch"), "\(none.stderr)")
+        // A folder that is not there: named, at the watch's place in the file.
+        let missing = h.workflow("""
+            name: missing
+            on:
+              watch: { path: no-such-folder, inputs: {} }
+            steps:
+              a: { uses: exec, with: { command: ["true"] } }
+            """, name: "missing.yaml")
+        let result = try h.orchestrate(["serve", "--watch", missing])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("\(missing):3:3: on.watch path \(h.path("no-such-folder")) is not a folder"), "\(result.stderr)")
+        // A bad on.watch is a workflow error, reported before anything runs.
+        let bad = h.workflow("name: bad\non:\n  watch: { path: /tmp, settle: soon }\nsteps:\n  a: { uses: exec, with: { command: [\"true\"] } }\n",
+                             name: "bad.yaml")
+        let invalid = try h.orchestrate(["serve", "--watch", bad])
+        #expect(invalid.status == 2)
+        #expect(invalid.stderr.contains("\(bad):3:32: error: invalid duration 'soon' for 'settle'"), "\(invalid.stderr)")
+    }
 }

@@ -64,7 +64,7 @@ struct WatchTriggerTests {
     }
 
     @Test func aWorkflowWithoutOnHasNoTriggers() throws {
-        let workflow = try WorkflowLoader.parse(source: "name: x\nsteps:\n  a: { uses: exec, with: { command: [true] } }\n",
+        let workflow = try WorkflowLoader.parse(source: "name: x\nsteps:\n  a: { uses: exec, with: { command: [\"true\"] } }\n",
                                                 file: "/w/x.yaml", catalog: TestCatalog())
         #expect(workflow.triggers.isEmpty)
     }
