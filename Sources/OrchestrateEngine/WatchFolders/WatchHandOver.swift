@@ -19,6 +19,10 @@ final class WatchHandOver {
     /// Versions whose inputs did not evaluate: warned about once, not retried until they change.
     private var refused: Set<WatchedFile> = []
     private var feedRunID: String?
+    /// Succeeded hand-offs whose file was found gone or changed once: recorded only if it is
+    /// still so at the next look, since another serve may be applying `after:` to it right now
+    /// (its record, with what it did, is the one to keep).
+    private var foundGone: Set<WatchedFile> = []
 
     init(watched: WatchedFolder, store: any StateStore, queue: String, environment: [String: String]) throws {
         self.watched = watched
@@ -179,6 +183,10 @@ final class WatchHandOver {
                                          "succeeded": .bool(succeeded)]
         if let item = handOff.itemID { data["item"] = .string(item) }
         if succeeded {
+            let path = watched.folder + "/" + handOff.file.path
+            let unchanged = FileSignature.of(path).map { key(handOff.file.path, $0) == handOff.file } ?? false
+            if !unchanged && foundGone.insert(handOff.file).inserted { return [] }
+            foundGone.remove(handOff.file)
             let (action, destination) = try applyAfter(handOff.file)
             data["after"] = .string(action)
             if let destination { data["to"] = .string(destination) }
