@@ -124,7 +124,7 @@ import Testing
         // A restart hands nothing over again (the failed files are still there, unchanged)...
         stop(inotify)
         stop(scanning)
-        let again = try serve(wf, poll: false)
+        let again = try serve(wf, poll: true)  // scanning alone from here on
         defer { if again.isRunning { stop(again) } }
         Thread.sleep(forTimeInterval: 3)
         #expect(try store.listRuns(RunFilter()).count == expected)
