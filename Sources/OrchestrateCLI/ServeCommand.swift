@@ -29,8 +29,13 @@ struct ServeCommand: ParsableCommand {
             add`; see `orchestrate schedules`): each due time starts one run, whichever serve gets \
             there first; --no-schedules leaves that to the others.
 
+            --watch FILE turns the workflow's watch folder (its `on: watch:` block) into work: each \
+            file that has stopped changing for `settle` becomes a run, or an item of the workflow's \
+            persistent session, exactly once (see README "Watch folders").
+
             Examples:
               orchestrate serve --max-parallel 8
+              orchestrate serve --watch workflows/outbox.yaml
               orchestrate serve --store postgresql://orc@db.internal/orchestrate --queue uploads --node edit-bay-3
               orchestrate serve --queue uploads --queue exports --max-rate 50M
             """)
@@ -65,6 +70,13 @@ struct ServeCommand: ParsableCommand {
     @Flag(name: .customLong("no-schedules"), help: "Do not start the runs of registered schedules (other serve processes do).")
     var noSchedules = false
 
+    @Option(name: .customLong("watch"), help: ArgumentHelp(
+        "A workflow whose 'on: watch:' folder this serve watches (repeatable).", valueName: "file"))
+    var watchFiles: [String] = []
+
+    @Flag(name: .customLong("watch-poll"), help: "Find new files in watched folders by scanning only, not inotify (network file systems).")
+    var watchPoll = false
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -74,6 +86,7 @@ struct ServeCommand: ParsableCommand {
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("give both --tls-cert and --tls-key, or neither") }
         if maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1") }
         if let bad = queues.first(where: { !QueueName.isValid($0) }) { throw ValidationError("--queue \(bad): \(QueueName.rule)") }
+        if watchPoll && watchFiles.isEmpty { throw ValidationError("--watch-poll needs --watch FILE") }
     }
 
     func run() throws {
@@ -88,7 +101,10 @@ struct ServeCommand: ParsableCommand {
         let printer = ServePrinter(json: global.json)
         let worker = QueueWorker(store: store, registry: registry, options: options, observer: printer)
         let scheduler = noSchedules ? nil : startScheduler(store: store, observer: printer)
+        let watchers = try ServeWatches.start(files: watchFiles, pollOnly: watchPoll, queue: options.queues[0],
+                                              registry: registry, store: store, observer: printer)
         let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {
+            for watcher in watchers { watcher.stop() }
             worker.shutdown()
         }
         _ = signals

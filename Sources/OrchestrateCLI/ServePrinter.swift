@@ -28,6 +28,14 @@ final class ServePrinter: RunObserver, @unchecked Sendable {
             Terminal.line("\(time) \(run) \(d["status"]?.stringValue ?? "finished")" + (d["error"]?.stringValue.map { ": \($0)" } ?? ""))
         case EventType.stepRetrying:
             Terminal.line("\(time) \(run) \(event.step ?? "") retrying in \(d["delay_ms"]?.intValue ?? 0)ms: \(d["reason"]?.stringValue ?? "")")
+        case EventType.watchHandedOver:
+            let what = d["item"]?.stringValue.map { "item \($0) of \(run)" } ?? "run \(run)"
+            Terminal.line("\(time) \(d["path"]?.stringValue ?? "") settled: handed over as \(what)")
+        case EventType.watchFinished:
+            let after = d["after"]?.stringValue ?? ""
+            Terminal.line("\(time) \(d["path"]?.stringValue ?? "") " + (d["succeeded"]?.boolValue == true
+                ? "done (\(after)\(d["to"]?.stringValue.map { " \($0)" } ?? ""))"
+                : "left in place: \(d["reason"]?.stringValue ?? "its work failed")"))
         case EventType.queuePreempted:
             Terminal.line("\(time) pre-empted \(d["run"]?.stringValue ?? "") for \(d["for"]?.stringValue ?? "")")
         case EventType.workerStarted:

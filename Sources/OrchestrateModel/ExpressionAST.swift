@@ -47,6 +47,8 @@ public struct Expression: Sendable, CustomStringConvertible {
 /// The names an expression starts from.
 enum ContextName: String, Sendable, CaseIterable {
     case inputs, secrets, steps, run, item, env
+    /// The file an `on.watch` hands over (only in `on.watch`'s `inputs` and `destination`).
+    case file
 }
 
 /// `inputs.source`, `steps.create.outputs`, …: a context and the static names after it, if any.

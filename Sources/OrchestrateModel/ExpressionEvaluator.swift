@@ -18,10 +18,13 @@ public struct EvaluationContext: Sendable {
     /// The current element inside a `for_each` step; nil elsewhere.
     public var item: JSONValue?
     public var env: [String: String]
+    /// The file an `on.watch` hands over (`path`, `name`, `relative`, …); nil elsewhere.
+    public var file: JSONValue?
 
     public init(inputs: JSONValue = .object([:]), secrets: [String: String] = [:], steps: [String: JSONValue] = [:],
-                run: JSONValue = .object([:]), item: JSONValue? = nil, env: [String: String] = [:])
+                run: JSONValue = .object([:]), item: JSONValue? = nil, env: [String: String] = [:], file: JSONValue? = nil)
     {
+        self.file = file
         self.inputs = inputs
         self.secrets = secrets
         self.steps = steps
@@ -74,6 +77,9 @@ struct ExpressionEvaluator {
             case .item:
                 guard let item = context.item else { throw fail("'item' is only available inside a for_each step") }
                 return item
+            case .file:
+                guard let file = context.file else { throw fail("'file' is only available in on.watch") }
+                return file
             }
 
         case .member(let base, let name):

@@ -1,6 +1,6 @@
 // `on:`: what starts runs of a workflow without anyone typing `submit` (DESIGN.md, "Schedules,
-// watch folders, bandwidth timetables"). `serve` acts on them once a workflow is registered
-// (`orchestrate schedule add`).
+// watch folders, bandwidth timetables"). `serve` acts on them: schedules once the workflow is
+// registered (`orchestrate schedule add`), watch folders given with `serve --watch FILE`.
 import Foundation
 import OrchestrateJSON
 
@@ -8,10 +8,12 @@ import OrchestrateJSON
 public struct WorkflowTriggers: Sendable {
     /// `on.schedule`, in file order.
     public var schedules: [ScheduleTrigger] = []
+    /// `on.watch`: a hot folder whose settled files become work (WatchTrigger.swift).
+    public var watch: WatchTrigger?
 
     public init() {}
 
-    public var isEmpty: Bool { schedules.isEmpty }
+    public var isEmpty: Bool { schedules.isEmpty && watch == nil }
 }
 
 /// One entry of `on.schedule`:

@@ -24,7 +24,7 @@ public struct Workflow: Sendable {
     public let outputs: [(name: String, value: Template)]
     /// Notifications run after the run ended (`on_finish:`), in file order.
     public let onFinish: [FinishHook]
-    /// What starts runs without a `submit` (`on:`): schedules.
+    /// What starts runs without a `submit` (`on:`): schedules and watch folders.
     public let triggers: WorkflowTriggers
 
     let stepIndex: [String: Int]
@@ -34,8 +34,8 @@ public struct Workflow: Sendable {
          outputs: [(name: String, value: Template)], onFinish: [FinishHook] = [],
          triggers: WorkflowTriggers = WorkflowTriggers())
     {
-        self.triggers = triggers
         self.onFinish = onFinish
+        self.triggers = triggers
         self.file = file
         self.source = source
         self.name = name

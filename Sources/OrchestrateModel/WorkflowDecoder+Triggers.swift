@@ -1,11 +1,11 @@
 // `on:` → `WorkflowTriggers`. Each trigger kind has its own decoding function; this file
-// holds the `on:` mapping itself and `on.schedule`.
+// holds the `on:` mapping itself and `on.schedule` (`on.watch`: WorkflowDecoder+Watch.swift).
 import Foundation
 import OrchestrateJSON
 
 extension WorkflowDecoder {
     /// The kinds of trigger `on:` may hold.
-    static let triggerFields = ["schedule"]
+    static let triggerFields = ["schedule", "watch"]
     static let scheduleFields = ["cron", "timezone", "inputs", "overlap", "catchup"]
 
     /// `on:`; needs `w.inputs` decoded already (schedule inputs are checked against them).
@@ -15,6 +15,10 @@ extension WorkflowDecoder {
             return
         }
         if let schedule = fields["schedule"] { w.triggers.schedules = decodeSchedules(schedule, inputs: w.inputs) }
+        if let watch = fields["watch"], let (trigger, syntax) = decodeWatch(watch) {
+            w.triggers.watch = trigger
+            w.watchSyntax = syntax
+        }
     }
 
     /// `on.schedule`: a list of entries, or one entry written as a mapping.

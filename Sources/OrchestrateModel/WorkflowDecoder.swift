@@ -31,6 +31,7 @@ struct DecodedWorkflow {
     var outputs: [(name: String, value: Template)] = []
     var onFinish: [(hook: FinishHook, withNode: YAMLNode?, withKey: SourceLocation?)] = []
     var triggers = WorkflowTriggers()
+    var watchSyntax: WatchSyntax?
 }
 
 struct WorkflowDecoder {

@@ -45,6 +45,7 @@ struct WorkflowValidator {
                 checkType(hook.uses, at: hook.usesLocation, with: withNode, withKey: withKey, catalog: catalog)
             }
         }
+        if let watch = workflow.triggers.watch { checkWatch(watch) }
     }
 
     // MARK: graph
@@ -218,6 +219,8 @@ struct WorkflowValidator {
                 if let reason = scope.item { bag.error(reason, at: ref.location) }
             case .env:
                 break
+            case .file:
+                bag.error("'file' is only available in on.watch (its 'inputs' and 'destination')", at: ref.location)
             }
         }
     }

@@ -149,6 +149,27 @@ enum SQLiteSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v7 watch folders") { db in
+            try db.execute(sql: """
+                -- Files of watched folders (`on.watch`) handed over as work: one row per version of a
+                -- file (path, size, mtime), written in the transaction that creates the run or adds
+                -- the item, so a file becomes work exactly once. No foreign key: deleting a run
+                -- must not make its file new again.
+                CREATE TABLE watch_handoffs (
+                    watch TEXT NOT NULL,
+                    path TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    mtime_ns INTEGER NOT NULL,
+                    run_id TEXT NOT NULL,
+                    step_id TEXT,
+                    item_id TEXT,
+                    handed_at REAL NOT NULL,
+                    outcome TEXT NOT NULL DEFAULT 'pending',
+                    PRIMARY KEY (watch, path, size, mtime_ns)
+                ) WITHOUT ROWID;
+                CREATE INDEX watch_handoffs_pending ON watch_handoffs(watch, outcome);
+                """)
+        }
         return migrator
     }
 }

@@ -320,14 +320,18 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     // MARK: Items
 
     public func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws {
-        try write { db in
-            if let event { try Self.insertEvents([event], db) }
-            let seq = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) + 1 FROM items WHERE run_id = ? AND step_id = ?",
-                                         arguments: [runID, stepID]) ?? 1
-            try db.execute(sql: """
-                INSERT INTO items (run_id, step_id, id, seq, json, status, added_at) VALUES (?, ?, ?, ?, ?, 'queued', ?)
-                """, arguments: [runID, stepID, id, seq, json, Date().timeIntervalSince1970])
-        }
+        try write { db in try Self.insertItem(runID: runID, stepID: stepID, id: id, json: json, event: event, db) }
+    }
+
+    static func insertItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?,
+                           _ db: Database) throws
+    {
+        if let event { try insertEvents([event], db) }
+        let seq = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) + 1 FROM items WHERE run_id = ? AND step_id = ?",
+                                     arguments: [runID, stepID]) ?? 1
+        try db.execute(sql: """
+            INSERT INTO items (run_id, step_id, id, seq, json, status, added_at) VALUES (?, ?, ?, ?, ?, 'queued', ?)
+            """, arguments: [runID, stepID, id, seq, json, Date().timeIntervalSince1970])
     }
 
     public func items(runID: String, stepID: String) throws -> [ItemRecord] {

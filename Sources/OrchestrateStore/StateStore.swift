@@ -201,6 +201,22 @@ public protocol StateStore: AnyObject, Sendable {
     /// run without the claim.
     func advanceSchedule(name: String, entry: Int, from expected: Int64, to due: Int64,
                          run: (run: RunRecord, events: [EventRecord])?, events: [EventRecord]) throws -> Bool
+
+    // MARK: Watch folders (`on.watch`)
+
+    /// Hands `file` over as `work`, exactly once: journals the hand-off, creates the run or adds
+    /// the item, and appends `events`, all in one transaction. Returns false, writing nothing,
+    /// when that version of the file was already handed over (by this process, an earlier one or
+    /// another one sharing the store): a restart or a second `serve` never hands a file over
+    /// twice. Throws `duplicateRun` as `createRuns` does. Wakes idle workers.
+    func handOver(_ file: WatchedFile, as work: WatchWork, events: [EventRecord]) throws -> Bool
+    /// The hand-offs of `watch`, oldest first; with `pendingOnly`, only those whose outcome is
+    /// still `pending`.
+    func watchHandOffs(watch: String, pendingOnly: Bool) throws -> [WatchHandOff]
+    /// Records how a hand-off ended (its work's outcome, once the `after:` action was applied),
+    /// with `events`. Returns false, writing nothing, when it was no longer pending (another
+    /// process recorded it first): only one process applies a file's `after:` action.
+    func finishHandOff(_ file: WatchedFile, outcome: WatchHandOff.Outcome, events: [EventRecord]) throws -> Bool
 }
 
 /// A subscription made by `StateStore.watchForWork`.

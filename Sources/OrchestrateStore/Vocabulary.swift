@@ -43,6 +43,11 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let itemStarted = EventType(rawValue: "item.started")
     public static let itemProgress = EventType(rawValue: "item.progress")
     public static let itemFinished = EventType(rawValue: "item.finished")
+    // Watch folders (`on.watch`), journaled with the run they concern.
+    /// A settled file became work (a run, or an item of a persistent session).
+    public static let watchHandedOver = EventType(rawValue: "watch.handed_over")
+    /// A handed-over file's work ended: `after:` was applied (succeeded), or it was left (failed).
+    public static let watchFinished = EventType(rawValue: "watch.finished")
     // The queue and its workers (run id nil, except `queue.changed`).
     public static let queueChanged = EventType(rawValue: "queue.changed")
     public static let queuePreempted = EventType(rawValue: "queue.preempted")

@@ -143,6 +143,25 @@ enum PostgresSchema {
                 PRIMARY KEY (name, entry)
             );
             """),
+        (3, """
+            -- Files of watched folders (`on.watch`) handed over as work: one row per version of a
+            -- file (path, size, mtime), inserted in the transaction that creates the run or adds the
+            -- item; a second serve inserting the same version waits on the first and inserts
+            -- nothing. No foreign key: deleting a run must not make its file new again.
+            CREATE TABLE watch_handoffs (
+                watch TEXT NOT NULL,
+                path TEXT NOT NULL,
+                size BIGINT NOT NULL,
+                mtime_ns BIGINT NOT NULL,
+                run_id TEXT NOT NULL,
+                step_id TEXT,
+                item_id TEXT,
+                handed_at DOUBLE PRECISION NOT NULL,
+                outcome TEXT NOT NULL DEFAULT 'pending',
+                PRIMARY KEY (watch, path, size, mtime_ns)
+            );
+            CREATE INDEX watch_handoffs_pending ON watch_handoffs (watch, outcome);
+            """),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.

@@ -325,16 +325,21 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
 
     public func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws {
         try pool.transaction { conn in
-            // The run's row lock orders concurrent adds, so sequence numbers are never shared.
-            try conn.execute("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", [runID])
-            try conn.execute("""
-                INSERT INTO items (run_id, step_id, id, seq, json, status, added_at)
-                SELECT $1, $2, $3, COALESCE(MAX(seq), 0) + 1, $4, 'queued', \(Self.serverNow)
-                FROM items WHERE run_id = $1 AND step_id = $2
-                """, [runID, stepID, id, json])
+            try Self.insertItem(runID: runID, stepID: stepID, id: id, json: json, conn)
             try Self.notifyWork(conn)
             if let event { try Self.insertEvents([event], conn) }
         }
+    }
+
+    /// Inserts a queued item (its event is the caller's, last: see `insertEvents`).
+    static func insertItem(runID: String, stepID: String, id: String, json: String, _ conn: PGConnection) throws {
+        // The run's row lock orders concurrent adds, so sequence numbers are never shared.
+        try conn.execute("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", [runID])
+        try conn.execute("""
+            INSERT INTO items (run_id, step_id, id, seq, json, status, added_at)
+            SELECT $1, $2, $3, COALESCE(MAX(seq), 0) + 1, $4, 'queued', \(Self.serverNow)
+            FROM items WHERE run_id = $1 AND step_id = $2
+            """, [runID, stepID, id, json])
     }
 
     public func items(runID: String, stepID: String) throws -> [ItemRecord] {

@@ -1,0 +1,72 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a watch compares to decide a file has stopped changing.
+struct FileSignature: Equatable, Sendable {
+    var size: Int64
+    /// Nanoseconds since 1970.
+    var mtimeNanoseconds: Int64
+
+    /// The signature of a regular file, or nil (gone, a folder, a symlink, a device…). Symlinks
+    /// are not followed: what a link points to may change without the link changing.
+    static func of(_ path: String) -> FileSignature? {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return FileSignature(size: Int64(info.st_size),
+                             mtimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+}
+
+/// Which files of a watched folder a watch looks at: its filters, recursion, and what is
+/// always left alone (hidden names, the `after: move-to` folder).
+struct FolderFilter: Sendable {
+    let root: String
+    let recursive: Bool
+    let include: [String]
+    let exclude: [String]
+    /// Relative folders never entered (the move-to folder when it lies inside the watched one).
+    let skippedFolders: Set<String>
+
+    /// Whether the file at `relative` (a path below `root`) is one to hand over.
+    func matches(_ relative: String) -> Bool {
+        let components = relative.split(separator: "/")
+        // Hidden names are skipped: rsync and many copy tools write to a hidden temporary name
+        // and rename it when complete.
+        if components.contains(where: { $0.hasPrefix(".") }) { return false }
+        if !recursive && components.count > 1 { return false }
+        if skippedFolders.contains(where: { relative.hasPrefix($0 + "/") }) { return false }
+        let name = String(components.last ?? "")
+        func match(_ pattern: String) -> Bool {
+            pattern.contains("/") ? fnmatch(pattern, relative, 0) == 0 : fnmatch(pattern, name, 0) == 0
+        }
+        if !include.isEmpty && !include.contains(where: match) { return false }
+        return !exclude.contains(where: match)
+    }
+
+    /// Every matching regular file below `root`, by relative path, and every folder entered
+    /// (relative, "" for the root), for inotify to watch.
+    func scan() -> (files: [String: FileSignature], folders: [String]) {
+        var files: [String: FileSignature] = [:]
+        var folders: [String] = []
+        var pending = [""]
+        while let relativeFolder = pending.popLast() {
+            folders.append(relativeFolder)
+            let folder = relativeFolder.isEmpty ? root : root + "/" + relativeFolder
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
+            for name in names where !name.hasPrefix(".") {
+                let relative = relativeFolder.isEmpty ? name : relativeFolder + "/" + name
+                let full = folder + "/" + name
+                var info = stat()
+                guard lstat(full, &info) == 0 else { continue }
+                if (info.st_mode & S_IFMT) == S_IFDIR {
+                    if recursive && !skippedFolders.contains(relative) { pending.append(relative) }
+                } else if matches(relative), let signature = FileSignature.of(full) {
+                    files[relative] = signature
+                }
+            }
+        }
+        return (files, folders)
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import OrchestrateModel
+import OrchestrateStore
+
+/// `serve`'s watch of one folder (a workflow's `on.watch`), on its own thread: finds files
+/// (a scan at start, so files that arrived while nothing watched are picked up; inotify
+/// afterwards, with a periodic scan as a safety net, or scanning alone where inotify is
+/// unavailable or `pollOnly`), waits for each to settle, hands it over exactly once, and
+/// applies `after:` once its work succeeded.
+///
+/// ```swift
+/// let watcher = try FolderWatcher(watched: WatchedFolder(workflow: wf), store: store, options: .init())
+/// watcher.start()
+/// // ...
+/// watcher.stop()
+/// ```
+public final class FolderWatcher: @unchecked Sendable {
+    public struct Options: Sendable {
+        /// The queue the watch's runs go to (the first queue `serve` serves).
+        public var queue = "default"
+        /// Scan only (no inotify): for network file systems, where inotify does not see
+        /// other machines' writes.
+        public var pollOnly = false
+        /// Between scans when inotify watches the folder: a safety net.
+        public var scanIntervalWithInotify: Double = 30
+        /// Between scans without inotify (capped by half the settle time).
+        public var scanIntervalAlone: Double = 2
+        /// How often the outcome of handed-over work is looked at (for `after:`).
+        public var outcomeInterval: Double = 1
+        public var environment: [String: String] = ProcessInfo.processInfo.environment
+        public var warn: @Sendable (String) -> Void = { _ in }
+
+        public init() {}
+    }
+
+    public let watched: WatchedFolder
+    private let options: Options
+    private let handOver: WatchHandOver
+    private let observer: (any RunObserver)?
+    private let stopped = NSCondition()
+    private var stopping = false
+    private var running = false
+
+    /// Reads the watch's journal of hand-offs; throws if the store cannot be read.
+    public init(watched: WatchedFolder, store: any StateStore, options: Options, observer: (any RunObserver)? = nil) throws {
+        self.watched = watched
+        self.options = options
+        self.observer = observer
+        handOver = try WatchHandOver(watched: watched, store: store, queue: options.queue, environment: options.environment)
+    }
+
+    public func start() {
+        stopped.withLock { running = true }
+        let thread = Thread { [self] in
+            loop()
+            stopped.withLock {
+                running = false
+                stopped.broadcast()
+            }
+        }
+        thread.name = "watch \(watched.folder)"
+        thread.start()
+    }
+
+    /// Stops watching; returns once the thread is done (within a quarter of a second or so).
+    public func stop() {
+        stopped.withLock {
+            stopping = true
+            while running { stopped.wait() }
+        }
+    }
+
+    private var isStopping: Bool { stopped.withLock { stopping } }
+
+    private func loop() {
+        let settle = Double(watched.trigger.settle.components.seconds)
+            + Double(watched.trigger.settle.components.attoseconds) / 1e18
+        var tracker = SettleTracker(settle: settle)
+        let filter = watched.filter
+        let inotify = options.pollOnly ? nil : InotifyWatch(root: watched.folder)
+        let scanAlone = max(0.1, min(options.scanIntervalAlone, settle / 2))
+        var scanInterval = inotify == nil ? scanAlone : options.scanIntervalWithInotify
+        var nextScan = 0.0
+        var nextOutcomes = 0.0
+        func clock() -> Double { ProcessInfo.processInfo.systemUptime }
+
+        func look(_ relative: String, now: Double) {
+            guard let signature = FileSignature.of(watched.folder + "/" + relative) else {
+                tracker.forget(relative)  // gone (deleted, moved out) before it settled: never handed over
+                return
+            }
+            if handOver.isSettledWith(handOver.key(relative, signature)) {
+                tracker.forget(relative)
+            } else {
+                tracker.observe(relative, signature, now: now)
+            }
+        }
+
+        while !isStopping {
+            var now = clock()
+            if now >= nextScan {
+                let (files, folders) = filter.scan()
+                if let inotify, !inotify.watch(folders) { scanInterval = scanAlone }
+                for (relative, signature) in files {
+                    if handOver.isSettledWith(handOver.key(relative, signature)) { tracker.forget(relative) } else {
+                        tracker.observe(relative, signature, now: now)
+                    }
+                }
+                for (relative, _) in tracker.due(now: .infinity) where files[relative] == nil { tracker.forget(relative) }
+                nextScan = now + scanInterval
+            }
+            for (relative, seen) in tracker.due(now: now) {
+                let current = FileSignature.of(watched.folder + "/" + relative)
+                guard current == seen else {
+                    tracker.observe(relative, current, now: now)  // changed again (or gone): wait on
+                    continue
+                }
+                tracker.forget(relative)
+                do {
+                    for event in try handOver.handOver(relative, seen) { observer?.runEvent(event) }
+                } catch let refusal as WatchHandOver.Refusal {
+                    options.warn("watch \(watched.folder): not handing over \(relative): \(refusal)")
+                } catch {
+                    options.warn("watch \(watched.folder): could not hand over \(relative) (\(error)); trying again")
+                    tracker.observe(relative, seen, now: now)
+                }
+            }
+            if now >= nextOutcomes {
+                do {
+                    for event in try handOver.settleOutcomes() { observer?.runEvent(event) }
+                } catch {
+                    options.warn("watch \(watched.folder): could not apply 'after' (\(error)); trying again")
+                }
+                nextOutcomes = now + options.outcomeInterval
+            }
+            now = clock()
+            let wake = min(tracker.nextDue ?? .infinity, nextScan, nextOutcomes, now + 0.25)
+            let timeout = max(0.01, wake - now)
+            if let inotify {
+                switch inotify.wait(timeout: timeout) {
+                case .paths(let paths)?:
+                    let seenAt = clock()
+                    for relative in paths where filter.matches(relative) { look(relative, now: seenAt) }
+                case .rescan?:
+                    nextScan = 0
+                case nil:
+                    break
+                }
+            } else {
+                Thread.sleep(forTimeInterval: timeout)
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Linux inotify on a watched folder (and its subfolders): tells the watch which paths
+/// changed, so a new file is seen at once rather than at the next scan. It is only a wake-up:
+/// settling is still decided by comparing signatures over time, and a periodic scan still runs
+/// (inotify misses writes made by other machines on a network file system, and can overflow).
+final class InotifyWatch {
+    /// What happened since the last call.
+    enum Change {
+        /// These relative paths were created, written, moved in or out, or deleted.
+        case paths(Set<String>)
+        /// Too much to tell (the kernel queue overflowed, a folder appeared or went): scan.
+        case rescan
+    }
+
+    private let fd: Int32
+    private let root: String
+    private var folders: [Int32: String] = [:]  // watch descriptor -> relative folder
+    private var watched: Set<String> = []
+
+    /// Nil where inotify is unavailable (not Linux, or the per-user limits are exhausted).
+    init?(root: String) {
+        #if os(Linux)
+        fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { return nil }
+        self.root = root
+        #else
+        return nil
+        #endif
+    }
+
+    deinit { close(fd) }
+
+    /// Watches `relativeFolders` ("" is the root) not yet watched. Returns false if the root
+    /// could not be watched (then the caller relies on scanning).
+    @discardableResult
+    func watch(_ relativeFolders: [String]) -> Bool {
+        var rootWatched = watched.contains("")
+        for folder in relativeFolders where !watched.contains(folder) {
+            let path = folder.isEmpty ? root : root + "/" + folder
+            let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_DELETE_SELF
+                              | IN_MOVE_SELF | IN_ONLYDIR)
+            let wd = inotify_add_watch(fd, path, mask)
+            guard wd >= 0 else { continue }
+            folders[wd] = folder
+            watched.insert(folder)
+            if folder.isEmpty { rootWatched = true }
+        }
+        return rootWatched
+    }
+
+    /// Waits up to `timeout` seconds for changes; nil when nothing happened.
+    func wait(timeout: Double) -> Change? {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&poller, 1, Int32(max(0, min(timeout, 3600)) * 1000))
+        guard ready > 0 else { return nil }
+        var changed: Set<String> = []
+        var rescan = false
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { break }
+            var offset = 0
+            buffer.withUnsafeBytes { raw in
+                while offset + MemoryLayout<inotify_event>.size <= n {
+                    let event = raw.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                    let nameStart = offset + MemoryLayout<inotify_event>.size
+                    let nameBytes = raw[nameStart ..< nameStart + Int(event.len)].prefix { $0 != 0 }
+                    let name = String(decoding: nameBytes, as: UTF8.self)
+                    offset = nameStart + Int(event.len)
+                    if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { rescan = true; continue }
+                    if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                        // A watched folder went away: forget it; a scan finds what is there now.
+                        if let folder = folders.removeValue(forKey: event.wd) { watched.remove(folder) }
+                        rescan = true
+                        continue
+                    }
+                    guard let folder = folders[event.wd], !name.isEmpty else { continue }
+                    let relative = folder.isEmpty ? name : folder + "/" + name
+                    if event.mask & UInt32(IN_ISDIR) != 0 {
+                        rescan = true  // a new or moved folder: scan it (and watch it)
+                    } else {
+                        changed.insert(relative)
+                    }
+                }
+            }
+        }
+        if rescan { return .rescan }
+        return changed.isEmpty ? nil : .paths(changed)
+    }
+}

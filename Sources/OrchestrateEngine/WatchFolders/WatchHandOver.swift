@@ -1,0 +1,232 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateModel
+import OrchestrateStore
+
+/// Turns settled files of one watched folder into work, exactly once (the store journals each
+/// hand-off in the transaction that creates the run or adds the item), and applies `after:` to
+/// a file once its work succeeded — never before, and never to a file whose work failed.
+final class WatchHandOver {
+    /// The label runs made by a watch carry (its short id), so its feed run can be found again.
+    static let label = "orchestrate.watch"
+
+    let watched: WatchedFolder
+    let store: any StateStore
+    let queue: String
+    let environment: [String: String]
+    /// Versions handed over (by any process), so scans skip them without asking the store.
+    private var handedOver: Set<WatchedFile>
+    /// Versions whose inputs did not evaluate: warned about once, not retried until they change.
+    private var refused: Set<WatchedFile> = []
+    private var feedRunID: String?
+    /// Succeeded hand-offs whose file was found gone or changed once: recorded only if it is
+    /// still so at the next look, since another serve may be applying `after:` to it right now
+    /// (its record, with what it did, is the one to keep).
+    private var foundGone: Set<WatchedFile> = []
+
+    init(watched: WatchedFolder, store: any StateStore, queue: String, environment: [String: String]) throws {
+        self.watched = watched
+        self.store = store
+        self.queue = queue
+        self.environment = environment
+        handedOver = Set(try store.watchHandOffs(watch: watched.identity, pendingOnly: false).map(\.file))
+    }
+
+    func key(_ relative: String, _ signature: FileSignature) -> WatchedFile {
+        WatchedFile(watch: watched.identity, path: relative, size: signature.size, mtimeNanoseconds: signature.mtimeNanoseconds)
+    }
+
+    /// Whether this version needs no (more) handing over.
+    func isSettledWith(_ file: WatchedFile) -> Bool { handedOver.contains(file) || refused.contains(file) }
+
+    /// Hands the file over. Returns the journaled events (none when another process had
+    /// already handed this version over). Throws on store failures (the caller tries again)
+    /// and `Refusal` when the file's inputs do not fit the workflow (not retried).
+    func handOver(_ relative: String, _ signature: FileSignature) throws -> [EventRecord] {
+        let file = key(relative, signature)
+        let fileValue = fileContext(relative, signature)
+        let work: WatchWork
+        var events: [EventRecord] = []
+        let now = Date().timeIntervalSince1970
+        do {
+            switch watched.trigger.work {
+            case .runs(let inputs):
+                let resolved = try resolveInputs(inputs, file: fileValue)
+                let (run, runEvents) = RunLauncher.record(watched.workflow, inputs: resolved, status: .queued, id: nil,
+                                                          labels: [Self.label: watched.shortID], priority: 0, maxRate: nil,
+                                                          queue: queue)
+                work = .run(run, events: runEvents)
+                events = runEvents
+            case .feed(let step, _, let destinationTemplate):
+                let runID = try feedRun()
+                let destination = try destinationTemplate.evaluate(in: EvaluationContext(env: environment, file: fileValue))
+                guard let destination = destination.stringValue, !destination.isEmpty else {
+                    throw Refusal(message: "its destination is not a non-empty string (\(destination.jsonText))")
+                }
+                let value: JSONValue = ["source": fileValue["path"]!, "destination": .string(destination)]
+                let id = "w-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+                let added = EventRecord(runID: runID, time: now, type: .itemAdded, step: step,
+                                        data: ["item": .string(id), "value": value])
+                work = .item(runID: runID, stepID: step, id: id, json: value.jsonText, event: added)
+                events = [added]
+            }
+        } catch let refusal as Refusal {
+            refused.insert(file)
+            throw refusal
+        } catch let error as EvaluationError {
+            refused.insert(file)
+            throw Refusal(message: error.description)
+        }
+        var data: [String: JSONValue] = ["watch": .string(watched.identity), "path": .string(relative),
+                                         "size": .int(signature.size), "mtime_ns": .int(signature.mtimeNanoseconds)]
+        if case .item(_, let step, let id, _, _) = work {
+            data["step"] = .string(step)
+            data["item"] = .string(id)
+        }
+        let handed = EventRecord(runID: work.runID, time: now, type: .watchHandedOver, data: .object(data))
+        let mine = try store.handOver(file, as: work, events: [handed])
+        handedOver.insert(file)
+        return mine ? events + [handed] : []
+    }
+
+    /// A file's inputs could not be made: the message says why (with the workflow location).
+    struct Refusal: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+
+    /// `file` in expressions: `path` (absolute), `name`, `relative`, `dir` (absolute), `size`,
+    /// `mtime` (seconds since 1970).
+    private func fileContext(_ relative: String, _ signature: FileSignature) -> JSONValue {
+        let path = watched.folder + "/" + relative
+        return ["path": .string(path), "name": .string((relative as NSString).lastPathComponent),
+                "relative": .string(relative), "dir": .string((path as NSString).deletingLastPathComponent),
+                "size": .int(signature.size), "mtime": .double(Double(signature.mtimeNanoseconds) / 1e9)]
+    }
+
+    private func resolveInputs(_ template: Template, file: JSONValue?) throws -> JSONValue {
+        let value = try template.evaluate(in: EvaluationContext(env: environment, file: file))
+        let resolved = Result { () throws(InputErrors) -> JSONValue in
+            try watched.workflow.resolveInputs(strings: [:], json: value.objectValue ?? [:], currentDirectory: watched.folder)
+        }
+        switch resolved {
+        case .success(let inputs): return inputs
+        case .failure(let errors):
+            throw Refusal(message: "\(watched.trigger.location): on.watch inputs do not fit the workflow: \(errors.description)")
+        }
+    }
+
+    /// The watch's one long run for `feed:`: the unfinished one carrying its label, else a new
+    /// one. Its id is derived from the watch and a generation number, so two processes creating
+    /// it at once create one (the second's `createRun` finds the id taken and uses that run).
+    private func feedRun() throws -> String {
+        if let id = feedRunID, let run = try store.run(id), !run.status.isFinished { return id }
+        for _ in 0..<3 {
+            let runs = try store.listRuns(RunFilter(labels: [Self.label: watched.shortID]))
+            if let open = runs.last(where: { !$0.status.isFinished }) {
+                feedRunID = open.id
+                return open.id
+            }
+            guard case .feed(_, let inputs, _) = watched.trigger.work else { break }
+            let id = "watch-\(watched.shortID)-\(runs.count + 1)"
+            let (run, events) = RunLauncher.record(watched.workflow, inputs: try resolveInputs(inputs, file: nil), status: .queued,
+                                                   id: id, labels: [Self.label: watched.shortID], priority: 0, maxRate: nil,
+                                                   queue: queue)
+            do {
+                try store.createRun(run, events: events)
+                feedRunID = id
+                return id
+            } catch StoreError.duplicateRun {
+                continue  // another process made it first: use theirs
+            }
+        }
+        throw Refusal(message: "could not create or find the feed run of watch \(watched.identity)")
+    }
+
+    // MARK: after
+
+    /// Looks at the work of pending hand-offs: a succeeded one gets its `after:` action, a
+    /// failed one is left where it is; each recorded once (the store decides who records).
+    func settleOutcomes() throws -> [EventRecord] {
+        let pending = try store.watchHandOffs(watch: watched.identity, pendingOnly: true)
+        guard !pending.isEmpty else { return [] }
+        var out: [EventRecord] = []
+        var itemsByRun: [String: [String: ItemRecord]] = [:]
+        for handOff in pending {
+            guard let run = try store.run(handOff.runID) else {
+                out += try finish(handOff, succeeded: false, reason: "its run was deleted")
+                continue
+            }
+            var succeeded: Bool?
+            if let step = handOff.stepID, let itemID = handOff.itemID {
+                if itemsByRun[run.id] == nil {
+                    itemsByRun[run.id] = Dictionary(try store.items(runID: run.id, stepID: step).map { ($0.id, $0) },
+                                                    uniquingKeysWith: { a, _ in a })
+                }
+                switch itemsByRun[run.id]?[itemID]?.status {
+                case .done?: succeeded = true
+                case .failed?: succeeded = false
+                default: succeeded = run.status.isFinished ? false : nil  // a queued item of an ended run
+                }
+            } else if run.status.isFinished {
+                succeeded = run.status == .succeeded
+            }
+            guard let succeeded else { continue }
+            out += try finish(handOff, succeeded: succeeded,
+                              reason: succeeded ? nil : "its \(handOff.itemID == nil ? "run" : "item") did not succeed")
+        }
+        return out
+    }
+
+    private func finish(_ handOff: WatchHandOff, succeeded: Bool, reason: String?) throws -> [EventRecord] {
+        var data: [String: JSONValue] = ["watch": .string(watched.identity), "path": .string(handOff.file.path),
+                                         "succeeded": .bool(succeeded)]
+        if let item = handOff.itemID { data["item"] = .string(item) }
+        if succeeded {
+            let path = watched.folder + "/" + handOff.file.path
+            let unchanged = FileSignature.of(path).map { key(handOff.file.path, $0) == handOff.file } ?? false
+            if !unchanged && foundGone.insert(handOff.file).inserted { return [] }
+            foundGone.remove(handOff.file)
+            let (action, destination) = try applyAfter(handOff.file)
+            data["after"] = .string(action)
+            if let destination { data["to"] = .string(destination) }
+        } else {
+            data["after"] = "left"
+            if let reason { data["reason"] = .string(reason) }
+        }
+        let event = EventRecord(runID: handOff.runID, time: Date().timeIntervalSince1970, type: .watchFinished,
+                                data: .object(data))
+        return try store.finishHandOff(handOff.file, outcome: succeeded ? .done : .left, events: [event]) ? [event] : []
+    }
+
+    /// Applies `after:` to the file if it is still the version that was handed over (a file
+    /// replaced since is a new version, with its own hand-off). Returns what was done.
+    private func applyAfter(_ file: WatchedFile) throws -> (String, String?) {
+        let path = watched.folder + "/" + file.path
+        guard let now = FileSignature.of(path), key(file.path, now) == file else { return ("none: the file changed or is gone", nil) }
+        switch watched.trigger.after {
+        case .keep:
+            return ("keep", nil)
+        case .delete:
+            try FileManager.default.removeItem(atPath: path)
+            return ("delete", nil)
+        case .moveTo:
+            let target = freeName((watched.moveTo! as NSString).appendingPathComponent(file.path))
+            try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: path, toPath: target)
+            return ("move-to", target)
+        }
+    }
+
+    /// `path`, or `path.1`, `path.2`… when taken: a moved file never overwrites an earlier one.
+    private func freeName(_ path: String) -> String {
+        var candidate = path
+        var n = 0
+        while FileManager.default.fileExists(atPath: candidate) {
+            n += 1
+            candidate = "\(path).\(n)"
+        }
+        return candidate
+    }
+}

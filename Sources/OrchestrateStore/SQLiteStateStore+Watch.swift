@@ -1,0 +1,54 @@
+import Foundation
+import GRDB
+
+/// Watch-folder hand-offs (see `StateStore.handOver`): the hand-off row's primary key is the
+/// file version, so a second hand-off of it inserts nothing and the transaction writes nothing.
+extension SQLiteStateStore {
+    public func handOver(_ file: WatchedFile, as work: WatchWork, events: [EventRecord]) throws -> Bool {
+        try write { db in
+            var stepID: String?
+            var itemID: String?
+            if case .item(_, let step, let id, _, _) = work { (stepID, itemID) = (step, id) }
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO watch_handoffs (watch, path, size, mtime_ns, run_id, step_id, item_id, handed_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [file.watch, file.path, file.size, file.mtimeNanoseconds, work.runID, stepID, itemID,
+                                 Date().timeIntervalSince1970])
+            guard db.changesCount == 1 else { return false }
+            switch work {
+            case .run(let run, let runEvents):
+                try Self.insertRun(run, events: runEvents, db)
+            case .item(let runID, let stepID, let id, let json, let event):
+                try Self.insertItem(runID: runID, stepID: stepID, id: id, json: json, event: event, db)
+            }
+            try Self.insertEvents(events, db)
+            return true
+        }
+    }
+
+    public func watchHandOffs(watch: String, pendingOnly: Bool) throws -> [WatchHandOff] {
+        try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM watch_handoffs WHERE watch = ? AND (? = 0 OR outcome = 'pending') ORDER BY handed_at, path
+                """, arguments: [watch, pendingOnly ? 1 : 0]).map(Self.handOffRecord)
+        }
+    }
+
+    public func finishHandOff(_ file: WatchedFile, outcome: WatchHandOff.Outcome, events: [EventRecord]) throws -> Bool {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE watch_handoffs SET outcome = ?
+                WHERE watch = ? AND path = ? AND size = ? AND mtime_ns = ? AND outcome = 'pending'
+                """, arguments: [outcome.rawValue, file.watch, file.path, file.size, file.mtimeNanoseconds])
+            guard db.changesCount == 1 else { return false }
+            try Self.insertEvents(events, db)
+            return true
+        }
+    }
+
+    private static func handOffRecord(_ row: Row) -> WatchHandOff {
+        WatchHandOff(file: WatchedFile(watch: row["watch"], path: row["path"], size: row["size"], mtimeNanoseconds: row["mtime_ns"]),
+                     runID: row["run_id"], stepID: row["step_id"], itemID: row["item_id"], handedAt: row["handed_at"],
+                     outcome: WatchHandOff.Outcome(rawValue: row["outcome"]) ?? .pending)
+    }
+}
