@@ -59,7 +59,7 @@ import Testing
     func write(_ relative: String, _ text: String) {
         let path = outbox + "/" + relative
         try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)), "could not write \(path)")
     }
 
     func finishedRuns() throws -> [JSONValue] {
