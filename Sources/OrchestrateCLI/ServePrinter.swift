@@ -33,6 +33,8 @@ final class ServePrinter: RunObserver, @unchecked Sendable {
         case EventType.workerStarted:
             let queues = d["queues"]?.arrayValue?.compactMap(\.stringValue).joined(separator: ", ") ?? "default"
             Terminal.line("\(time) serving queue \(queues) as node \(d["node"]?.stringValue ?? "?") (pid \(d["pid"]?.intValue ?? 0), up to \(d["max_parallel"]?.intValue ?? 0) runs at once)")
+        case EventType.queueRateChanged:
+            Terminal.line("\(time) bandwidth cap now \(d["max_rate"]?.stringValue ?? "?") (\(d["set_by"]?.stringValue ?? "?"))")
         case EventType.workerStopped:
             Terminal.line("\(time) stopped")
         default:

@@ -124,6 +124,10 @@ enum SQLiteSchema {
                 ALTER TABLE steps ADD COLUMN node TEXT;
                 """)
         }
+        migrator.registerMigration("v6 bandwidth timetables") { db in
+            // The run's `--max-rate` when it is a timetable, as written (`max_rate` is NULL then).
+            try db.execute(sql: "ALTER TABLE runs ADD COLUMN max_rate_timetable TEXT")
+        }
         return migrator
     }
 }

@@ -48,6 +48,9 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let queuePreempted = EventType(rawValue: "queue.preempted")
     public static let workerStarted = EventType(rawValue: "worker.started")
     public static let workerStopped = EventType(rawValue: "worker.stopped")
+    /// A `serve` applied a new bandwidth cap to what it runs (`queue rate`, or its own
+    /// `--max-rate` again once `queue rate reset` removed the store's).
+    public static let queueRateChanged = EventType(rawValue: "queue.rate_changed")
 }
 
 /// What another process asks the owner of a run to do (`orchestrate cancel|stop|pause|close`),

@@ -120,6 +120,8 @@ enum PostgresSchema {
 
             CREATE TABLE queue_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
             """),
+        // The run's `--max-rate` when it is a timetable, as written (`max_rate` is NULL then).
+        (2, "ALTER TABLE runs ADD COLUMN max_rate_timetable TEXT"),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.

@@ -61,12 +61,13 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     private static func insertRun(_ run: RunRecord, _ conn: PGConnection) throws {
             let inserted = try conn.execute("""
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status, created_at,
-                                  run_dir, priority, labels_json, queue_order, max_rate, queue)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                  run_dir, priority, labels_json, queue_order, max_rate, queue, max_rate_timetable)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
                 ON CONFLICT (id) DO NOTHING
                 """, [run.id, run.workflowName, run.workflowFile, run.workflowSource, run.inputs.jsonText,
                       run.status.rawValue, PGText.of(run.createdAt), run.runDir, PGText.of(run.priority),
-                      labelsJSON(run.labels), PGText.of(run.queueOrder), PGText.of(run.maxRate), run.queue])
+                      labelsJSON(run.labels), PGText.of(run.queueOrder), PGText.of(run.maxRate), run.queue,
+                      run.maxRateTimetable])
             guard inserted.affected == 1 else { throw StoreError.duplicateRun(run.id) }
     }
 
@@ -153,11 +154,12 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
             for run in batch.runUpdates {
                 try conn.execute("""
                     UPDATE runs SET status = $2, ending = $3, started_at = $4, finished_at = $5, error = $6,
-                                    outputs_json = $7, priority = $8, labels_json = $9, max_rate = $10
+                                    outputs_json = $7, priority = $8, labels_json = $9, max_rate = $10,
+                                    max_rate_timetable = $11
                     WHERE id = $1
                     """, [run.id, run.status.rawValue, run.ending?.rawValue, PGText.of(run.startedAt),
                           PGText.of(run.finishedAt), run.error, run.outputs?.jsonText, PGText.of(run.priority),
-                          Self.labelsJSON(run.labels), PGText.of(run.maxRate)])
+                          Self.labelsJSON(run.labels), PGText.of(run.maxRate), run.maxRateTimetable])
             }
             try Self.upsertSteps(batch.stepUpserts, conn)
             for (runID, id) in batch.deletedSteps {
@@ -434,6 +436,7 @@ extension PostgresStateStore {
         run.queueOrder = row.double("queue_order") ?? run.createdAt
         run.runNow = row.bool("run_now") ?? false
         run.maxRate = row.int64("max_rate")
+        run.maxRateTimetable = row.string("max_rate_timetable")
         run.leaseUntil = row.double("lease_until")
         if let node = row.string("owner_node") {
             run.owner = OwnerIdentity(node: node, pid: Int32(row.int("owner_pid") ?? 0), startTime: row.int64("owner_start") ?? 0)
