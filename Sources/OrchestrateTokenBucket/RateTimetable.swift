@@ -62,7 +62,9 @@ public struct RateTimetable: Sendable, Equatable, CustomStringConvertible {
     /// The rate in force at minute `minuteOfWeek` (0 = Monday 00:00), nil for no cap.
     public func rate(atMinuteOfWeek minuteOfWeek: Int) -> Int64? {
         guard let last = changes.last else { return constant }
-        return changes.last(where: { $0.minuteOfWeek <= minuteOfWeek })?.bytesPerSecond ?? last.bytesPerSecond
+        // Not `?.bytesPerSecond ?? …`: an entry's nil (`off`) is an answer, not "no entry".
+        if let current = changes.last(where: { $0.minuteOfWeek <= minuteOfWeek }) { return current.bytesPerSecond }
+        return last.bytesPerSecond  // before this week's first change: last week's latest
     }
 
     /// The rate in force at `epochSeconds` in the process's local time zone (TZ).

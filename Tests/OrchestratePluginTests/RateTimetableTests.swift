@@ -42,7 +42,9 @@ import Testing
         ("Fri-Sun 9:00,2M;20:00,off", [("Fri 09:00", 2 * M), ("Sun 19:59", 2 * M), ("Sun 20:00", nil), ("Wed 12:00", nil)]),
         ("monday,wednesday 12:00,64K 13:00,off", [("Mon 12:30", 64 * K), ("Tue 12:30", nil), ("Wed 12:30", 64 * K)]),
         // Entries before any day list apply every day; a day list applies to those after it.
-        ("06:00,8M Sat 06:00,off", [("Fri 06:00", 8 * M), ("Sat 06:00", nil), ("Sat 23:00", nil), ("Sun 06:00", 8 * M)]),
+        ("06:00,8M Sat 12:00,off", [("Sat 06:00", 8 * M), ("Sat 12:00", nil), ("Sun 05:59", nil), ("Sun 06:00", 8 * M)]),
+        // An `off` in the middle of the week is an answer, not a gap (last week's latest would be 256K).
+        ("07:00,1M 08:00,off 08:01,256K", [("Mon 07:59", M), ("Mon 08:00", nil), ("Mon 08:01", 256 * K), ("Mon 06:00", 256 * K)]),
     ]
 
     @Test(arguments: table)
@@ -107,7 +109,9 @@ import Testing
         #expect(bucket.reserve(256 << 10) == 1_000_000_000, "08:01: 256 KiB at 256 KiB/s is a second")
         bucket.follow(RateTimetable(bytesPerSecond: 512 << 10))
         clock.advance(nanoseconds: 1_000_000_000)
-        #expect(bucket.reserve(512 << 10) == 1_000_000_000, "follow (queue rate) replaces the timetable at once")
+        // The 256 KiB owed was paid in that second at the new 512 KiB/s, and the other half refilled
+        // the new burst (128 KiB): 512 KiB now owe 384 KiB, 0.75 s at 512 KiB/s.
+        #expect(bucket.reserve(512 << 10) == 750_000_000, "follow (queue rate) replaces the timetable at once")
     }
 
     /// A boundary passes while a transfer runs: the C test plugin moves bytes through the
