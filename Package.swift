@@ -74,7 +74,7 @@ let package = Package(
         // `serve --http`: the JSON API (OpenAPI-described, SSE events, bearer tokens) and the web
         // dashboard on it (its files compiled into the binary).
         .target(name: "OrchestrateHTTPAPI", dependencies: [
-            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateJSON",
+            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTokenBucket",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -86,7 +86,7 @@ let package = Package(
         .executableTarget(name: "OrchestrateExecGuard"),
 
         // The Swift plugin author's kit: a step is a type conforming to `StepDefinition`.
-        .target(name: "OrchestratePluginKit", dependencies: ["OrchestrateJSON", "COrchestratePlugin"]),
+        .target(name: "OrchestratePluginKit", dependencies: ["OrchestrateJSON", "COrchestratePlugin", "OrchestrateTokenBucket"]),
         .target(name: "OrchestrateFSPlugin", dependencies: ["OrchestratePluginKit", "OrchestrateDigest"],
                 path: "plugins/fs"),
         // pipe2 and dladdr for the exec plugin (Swift's Glibc module hides them).

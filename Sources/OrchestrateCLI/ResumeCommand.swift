@@ -1,5 +1,7 @@
 import ArgumentParser
+import OrchestrateEngine
 import OrchestrateStore
+import OrchestrateTokenBucket
 
 struct ResumeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,8 +20,9 @@ struct ResumeCommand: ParsableCommand {
     @Option(name: .customLong("max-parallel"), help: ArgumentHelp("Steps running at once (default: cores × 4).", valueName: "n"))
     var maxParallel: Int?
 
-    @Option(name: .customLong("max-rate"), help: ByteRate.help("the run, replacing the cap it had (0 removes it)"))
-    var maxRate: ByteRate?
+    @Option(name: .customLong("max-rate"), help: MaxRateOption.help("the run, replacing the cap it had (0 removes it)"),
+            transform: MaxRateOption.parse)
+    var maxRate: RateTimetable?
 
     @OptionGroup var global: GlobalOptions
 
@@ -30,7 +33,7 @@ struct ResumeCommand: ParsableCommand {
             throw CLIFailure(status: run.status == .succeeded ? ExitStatus.success : ExitStatus.runFailed,
                              message: "run \(runID) already finished: \(run.status.rawValue)")
         }
-        if let maxRate { run.maxRate = maxRate.bytesPerSecond }
+        if let maxRate { run.rateCap = maxRate }
         let registry = global.loadPlugins()
         let workflow = try WorkflowLoading.parse(source: run.workflowSource, file: run.workflowFile, registry: registry)
         try InputParsing.checkSecrets(workflow)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateTokenBucket
 import OrchestrateModel
 
 struct RunCommand: ParsableCommand {
@@ -36,8 +37,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("label"), help: ArgumentHelp("A label for finding the run later, as KEY=VALUE (repeatable).", valueName: "key=value"))
     var labels: [String] = []
 
-    @Option(name: .customLong("max-rate"), help: ByteRate.help("the run (all its transfers together; kept for resume)"))
-    var maxRate: ByteRate?
+    @Option(name: .customLong("max-rate"), help: MaxRateOption.help("the run (all its transfers together; kept for resume)"),
+            transform: MaxRateOption.parse)
+    var maxRate: RateTimetable?
 
     @OptionGroup var global: GlobalOptions
 
@@ -53,7 +55,7 @@ struct RunCommand: ParsableCommand {
         let store = try global.openStore()
         let run = try RunLauncher(store: store)
             .create(workflow, inputs: resolvedInputs, labels: try InputParsing.labels(labels),
-                    maxRate: maxRate?.bytesPerSecond)
+                    maxRate: maxRate)
         try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry,
                                maxParallel: maxParallel, json: global.json,
                                options: try global.engineOptions())

@@ -19,7 +19,9 @@ struct ServeCommand: ParsableCommand {
             exits 0.
 
             --max-rate caps the bandwidth of everything this process transfers, together; a run \
-            submitted with its own --max-rate is held to both caps.
+            submitted with its own --max-rate is held to both caps. A timetable changes the cap at \
+            its boundaries, for the transfers in flight too; `orchestrate queue rate` replaces it \
+            live on every serve of the store.
 
             Several machines share one queue through a PostgreSQL store: each serves the named \
             queues it is given, as its node. A node that dies, or is cut off from the database \
@@ -38,13 +40,15 @@ struct ServeCommand: ParsableCommand {
               orchestrate serve --watch workflows/outbox.yaml
               orchestrate serve --store postgresql://orc@db.internal/orchestrate --queue uploads --node edit-bay-3
               orchestrate serve --queue uploads --queue exports --max-rate 50M
+              orchestrate serve --max-rate "Mon-Fri 08:00,10M 19:00,off"
             """)
 
     @Option(name: .customLong("max-parallel"), help: ArgumentHelp("Runs executing at once (default 4).", valueName: "n"))
     var maxParallel: Int = 4
 
-    @Option(name: .customLong("max-rate"), help: ByteRate.help("all the runs this serve executes, together"))
-    var maxRate: ByteRate?
+    @Option(name: .customLong("max-rate"), help: MaxRateOption.help("all the runs this serve executes, together; `queue rate` changes it live"),
+            transform: MaxRateOption.parse)
+    var maxRate: RateTimetable?
 
     @Option(name: .customLong("queue"), help: ArgumentHelp(
         "A named queue to take runs from (repeatable; default: default).", valueName: "name"))
@@ -96,7 +100,9 @@ struct ServeCommand: ParsableCommand {
         options.queues = queues.isEmpty ? ["default"] : queues
         options.warn = { Terminal.warning($0) }
         options.engine = try global.engineOptions()
-        options.engine.bandwidth = maxRate?.bytesPerSecond.map { TokenBucket(bytesPerSecond: $0) }
+        // Always a bucket, uncapped without --max-rate: `queue rate` can then cap the transfers
+        // already running.
+        options.engine.bandwidth = TokenBucket(timetable: maxRate ?? .unlimited)
         if let http { try startHTTP(http, store: store, registry: registry) }
         let printer = ServePrinter(json: global.json)
         let worker = QueueWorker(store: store, registry: registry, options: options, observer: printer)

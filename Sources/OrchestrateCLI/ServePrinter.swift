@@ -47,6 +47,8 @@ final class ServePrinter: RunObserver, @unchecked Sendable {
             Terminal.line("\(time) schedule \(d["schedule"]?.stringValue ?? "") skipped \(d["due"]?.stringValue ?? ""): \(d["running"]?.stringValue ?? "") is still running")
         case EventType.scheduleMissed:
             Terminal.line("\(time) schedule \(d["schedule"]?.stringValue ?? "") missed \(d["count"]?.intValue ?? 0) time(s) from \(d["due"]?.stringValue ?? "") to \(d["last"]?.stringValue ?? "") (older than its catchup)")
+        case EventType.queueRateChanged:
+            Terminal.line("\(time) bandwidth cap now \(d["max_rate"]?.stringValue ?? "?") (\(d["set_by"]?.stringValue ?? "?"))")
         case EventType.workerStopped:
             Terminal.line("\(time) stopped")
         default:

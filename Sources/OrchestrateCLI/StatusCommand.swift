@@ -49,6 +49,7 @@ struct StatusCommand: ParsableCommand {
         Terminal.line("created   \(RunDisplay.time(run.createdAt))   started \(RunDisplay.time(run.startedAt))   finished \(RunDisplay.time(run.finishedAt))")
         if !run.labels.isEmpty { Terminal.line("labels    " + run.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")) }
         if let rate = run.maxRate { Terminal.line("max rate  " + ProgressFormat.bytes(rate) + "/s") }
+        if let timetable = run.maxRateTimetable { Terminal.line("max rate  \(timetable)") }
         if let error = run.error { Terminal.line("error     \(error)") }
         if stats.bytesDone > 0 || stats.bytesTotal != nil { Terminal.line("transfer  \(RunDisplay.describe(stats))") }
         Terminal.line("")

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateTokenBucket
 import OrchestrateStore
 
 struct SubmitCommand: ParsableCommand {
@@ -32,8 +33,9 @@ struct SubmitCommand: ParsableCommand {
                                valueName: "name"))
     var queue: String = "default"
 
-    @Option(name: .customLong("max-rate"), help: ByteRate.help("this run (all its transfers together)"))
-    var maxRate: ByteRate?
+    @Option(name: .customLong("max-rate"), help: MaxRateOption.help("this run (all its transfers together)"),
+            transform: MaxRateOption.parse)
+    var maxRate: RateTimetable?
 
     @Option(name: .customLong("label"), help: ArgumentHelp("KEY=VALUE, for `list --label` (repeatable).", valueName: "key=value"))
     var labels: [String] = []
@@ -80,10 +82,10 @@ struct SubmitCommand: ParsableCommand {
         let created: [RunRecord]
         if let id {
             created = [try launcher.create(workflow, inputs: runs[0], status: .queued, id: id, labels: labels, priority: priority,
-                                           maxRate: maxRate?.bytesPerSecond, queue: queue)]
+                                           maxRate: maxRate, queue: queue)]
         } else {
             created = try launcher.createAll(workflow, inputs: runs, labels: labels, priority: priority,
-                                             maxRate: maxRate?.bytesPerSecond, queue: queue)
+                                             maxRate: maxRate, queue: queue)
         }
         for run in created { Terminal.line(global.json ? "{\"id\":\"\(run.id)\"}" : run.id) }
     }

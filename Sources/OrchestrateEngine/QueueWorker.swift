@@ -3,6 +3,7 @@ import OrchestrateJSON
 import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
+import OrchestrateTokenBucket
 
 /// `orchestrate serve`: executes the durable queue of a state store (the named queues it
 /// serves), up to `maxRuns` runs at once, until `shutdown()`.
@@ -64,6 +65,11 @@ public final class QueueWorker: @unchecked Sendable {
     /// Workflows parsed for recent runs, by file and text: a queue of runs of one workflow
     /// parses and validates it once, not once per run. Loop thread only.
     private var parsedWorkflows: [String: Workflow] = [:]
+    /// The store's `queue rate` last applied to `options.engine.bandwidth` (nil: none, the
+    /// serve's own `--max-rate` holds).
+    private var appliedQueueRate: String?
+    /// The serve's own `--max-rate`, which the store's `queue rate` overrides while it is set.
+    private let ownRate: RateTimetable?
 
     public init(store: any StateStore, registry: PluginRegistry, options: Options, observer: (any RunObserver)? = nil) {
         self.store = store
@@ -72,6 +78,7 @@ public final class QueueWorker: @unchecked Sendable {
         options.engine.heartbeatAppliesControls = false
         self.options = options
         self.observer = observer
+        ownRate = options.engine.bandwidth?.schedule
     }
 
     /// Stops taking work, interrupts the runs in flight (they stay queued, resumable, in their
@@ -116,6 +123,7 @@ public final class QueueWorker: @unchecked Sendable {
             } else {
                 do {
                     try releaseAfterFailures()
+                    try applyQueueRate()
                     try applyControls()
                     try fillSlots()
                     try renewHeld()
@@ -168,6 +176,30 @@ public final class QueueWorker: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// `orchestrate queue rate`: a new cap in the store replaces the serve's own (or the last
+    /// one) on the shared bucket, so the transfers running now slow down or speed up at their
+    /// next chunk.
+    private func applyQueueRate() throws {
+        guard let bucket = options.engine.bandwidth else { return }
+        let stored = try store.queueRate()
+        guard stored != appliedQueueRate else { return }
+        appliedQueueRate = stored
+        let timetable: RateTimetable
+        if let stored {
+            do {
+                timetable = try RateTimetable.parse(stored)
+            } catch {
+                options.warn("ignoring the store's queue rate '\(stored)': \(error)")
+                return
+            }
+        } else {
+            timetable = ownRate ?? .unlimited
+        }
+        bucket.follow(timetable)
+        emitQueueEvent(.queueRateChanged, ["max_rate": .string(timetable.text),
+                                           "set_by": .string(stored == nil ? "serve --max-rate" : "queue rate")])
     }
 
     private func fillSlots() throws {

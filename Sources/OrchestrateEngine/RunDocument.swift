@@ -22,6 +22,7 @@ public enum RunDocument {
             "inputs": run.inputs, "labels": .object(run.labels.mapValues { .string($0) }), "priority": .int(Int64(run.priority)),
         ]
         if let rate = run.maxRate { object["max_rate"] = .int(rate) }
+        if let timetable = run.maxRateTimetable { object["max_rate_timetable"] = .string(timetable) }
         if let t = run.startedAt { object["started_at"] = .double(t) }
         if let t = run.finishedAt { object["finished_at"] = .double(t) }
         if let e = run.error { object["error"] = .string(e) }

@@ -29,8 +29,8 @@ public struct EngineOptions: Sendable {
     public var runnerMemoryLimit: Int64?
     /// Uniform random numbers in [0, 1) for retry jitter (tests pass a fixed one).
     public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
-    /// A bandwidth cap shared by every run this process executes (`serve --max-rate`), on top
-    /// of each run's own cap (`RunRecord.maxRate`).
+    /// A bandwidth cap shared by every run this process executes (`serve --max-rate`, changed
+    /// live by `queue rate`), on top of each run's own cap (`RunRecord.rateCap`).
     public var bandwidth: TokenBucket?
     /// This node's state directory: run directories are `runs/ID` under it (each node has its
     /// own disk, so a run taken over from another node gets a new, empty one here).
@@ -143,7 +143,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.observer = observer
         self.run = run
         self.runDirectory = run.localRunDirectory(stateDirectory: options.stateDirectory)
-        self.bandwidth = BandwidthCaps([run.maxRate.map { TokenBucket(bytesPerSecond: $0) }, options.bandwidth])
+        self.bandwidth = BandwidthCaps([run.rateCap.map { TokenBucket(timetable: $0) }, options.bandwidth])
         self.threads = AttemptThreads(name: "steps of \(run.id)")
         guard !run.status.isFinished else { throw ExecutionError.alreadyFinished(run.id, run.status) }
         // A run this process has just claimed from the queue (`claimNextRuns`) is held already:

@@ -2,6 +2,7 @@ import Foundation
 import OrchestrateJSON
 import OrchestrateModel
 import OrchestrateStore
+import OrchestrateTokenBucket
 
 /// Creates runs: an id and the journaled run record.
 ///
@@ -20,7 +21,7 @@ public struct RunLauncher: Sendable {
     /// Journals a new run of `workflow` with already validated `inputs`. `status` is `.queued`
     /// for `submit`, `.running` for `run` (which then executes it at once).
     public func create(_ workflow: Workflow, inputs: JSONValue, status: RunStatus = .running, id: String? = nil,
-                       labels: [String: String] = [:], priority: Int = 0, maxRate: Int64? = nil,
+                       labels: [String: String] = [:], priority: Int = 0, maxRate: RateTimetable? = nil,
                        queue: String = "default") throws -> RunRecord
     {
         let (run, events) = Self.record(workflow, inputs: inputs, status: status, id: id, labels: labels, priority: priority,
@@ -32,7 +33,7 @@ public struct RunLauncher: Sendable {
     /// Journals one run per element of `inputs`, all in one transaction (`submit --batch`):
     /// a thousand runs cost one commit, and a failure queues none.
     public func createAll(_ workflow: Workflow, inputs: [JSONValue], status: RunStatus = .queued,
-                          labels: [String: String] = [:], priority: Int = 0, maxRate: Int64? = nil,
+                          labels: [String: String] = [:], priority: Int = 0, maxRate: RateTimetable? = nil,
                           queue: String = "default") throws -> [RunRecord]
     {
         let records = inputs.map {
@@ -45,7 +46,7 @@ public struct RunLauncher: Sendable {
 
     /// A new run's record and its `run.added` event.
     static func record(_ workflow: Workflow, inputs: JSONValue, status: RunStatus, id: String?, labels: [String: String],
-                       priority: Int, maxRate: Int64?, queue: String) -> (RunRecord, [EventRecord])
+                       priority: Int, maxRate: RateTimetable?, queue: String) -> (RunRecord, [EventRecord])
     {
         let runID = id ?? RunIDs.make()
         // The directory itself is made by the node that executes the run (RunExecutor).
@@ -53,7 +54,7 @@ public struct RunLauncher: Sendable {
         var run = RunRecord(id: runID, workflowName: workflow.name, workflowFile: workflow.file,
                             workflowSource: workflow.source, inputs: inputs, status: status, createdAt: now,
                             runDir: RunRecord.runDirectory(for: runID), priority: priority, labels: labels)
-        run.maxRate = maxRate
+        run.rateCap = maxRate
         run.queue = queue
         let added = EventRecord(runID: runID, time: now, type: .runAdded,
                                 data: ["workflow": .string(workflow.name), "file": .string(workflow.file)])

@@ -2,6 +2,7 @@ import Hummingbird
 import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateStore
+import OrchestrateTokenBucket
 
 /// `/api/queues` (counts per named queue, the store-wide passive switch) and `/api/plugins`
 /// (step types with their schemas).
@@ -15,7 +16,8 @@ enum CatalogRoutes {
                 let queues: [JSONValue] = counts.keys.sorted().map { name in
                     ["name": .string(name), "runs": .object(counts[name]!.mapValues { .int($0) })]
                 }
-                return ["passive": .bool(try services.store.isQueuePassive()), "queues": .array(queues)]
+                return ["passive": .bool(try services.store.isQueuePassive()), "queues": .array(queues),
+                        "max_rate": try services.store.queueRate().map { .string($0) } ?? .null]
             }
             return JSONResponse.make(document)
         }
@@ -26,6 +28,19 @@ enum CatalogRoutes {
             guard action == "stop" || action == "start" else { throw Problem(.notFound, "no queue action '\(action)'; stop or start") }
             try await services.blocking { try services.store.setQueuePassive(action == "stop") }
             return JSONResponse.make(["passive": .bool(action == "stop")])
+        }
+
+        // `queue rate`: {"max_rate": "20M" | "Mon-Fri 08:00,10M 19:00,off" | "off"} replaces every
+        // serve's --max-rate, live; {"max_rate": null} gives each its own back.
+        router.put("/api/queues/rate") { request, context in
+            let body = try await request.jsonObject(context)
+            if let unknown = body.keys.first(where: { $0 != "max_rate" }) { throw Problem(.badRequest, "unknown member '\(unknown)'; known: max_rate") }
+            guard body["max_rate"] != nil else { throw Problem(.badRequest, "give max_rate: a rate, a timetable, or null to remove it") }
+            let timetable = try body.string("max_rate").map { text in
+                do { return try RateTimetable.parse(text) } catch { throw Problem(.badRequest, "max_rate: \(error)") }
+            }
+            try await services.blocking { try services.store.setQueueRate(timetable?.text) }
+            return JSONResponse.make(["max_rate": timetable.map { .string($0.text) } ?? .null])
         }
 
         router.get("/api/plugins") { _, _ in

@@ -79,7 +79,7 @@ enum OpenAPIDocument {
         "/api/queues": {
           "get": {"summary": "Run counts per named queue and status; whether the queue is passive", "operationId": "listQueues",
                   "responses": {"200": {"description": "Queues", "content": {"application/json": {"schema": {"type": "object", "required": ["passive", "queues"], "properties": {
-                                  "passive": {"type": "boolean"},
+                                  "passive": {"type": "boolean"}, "max_rate": {"type": ["string", "null"], "description": "the store's queue rate, if set"},
                                   "queues": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "runs": {"type": "object", "additionalProperties": {"type": "integer"}}}}}}}}}},
                                 "401": {"$ref": "#/components/responses/Problem"}}}
         },
@@ -88,6 +88,12 @@ enum OpenAPIDocument {
           "post": {"summary": "Make every serve on the store passive (stop) or active (start)", "operationId": "setQueuePassive",
                    "responses": {"200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "properties": {"passive": {"type": "boolean"}}}}}},
                                  "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/queues/rate": {
+          "put": {"summary": "Replace every serve's --max-rate, live (a rate or a timetable); null gives each its own back", "operationId": "setQueueRate",
+                  "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["max_rate"], "properties": {"max_rate": {"type": ["string", "null"]}}}}}},
+                  "responses": {"200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "properties": {"max_rate": {"type": ["string", "null"]}}}}}},
+                                "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"}}}
         },
         "/api/plugins": {
           "get": {"summary": "Loaded plugins and their step types", "operationId": "listPlugins",
@@ -132,7 +138,7 @@ enum OpenAPIDocument {
             "status": {"type": "string", "enum": ["queued", "running", "paused", "compensating", "succeeded", "failed", "cancelled", "interrupted"]},
             "created_at": {"type": "number"}, "started_at": {"type": "number"}, "finished_at": {"type": "number"},
             "inputs": {}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}, "priority": {"type": "integer"},
-            "queue": {"type": "string"}, "node": {"type": "string"}, "error": {"type": "string"}, "outputs": {}, "max_rate": {"type": "integer"},
+            "queue": {"type": "string"}, "node": {"type": "string"}, "error": {"type": "string"}, "outputs": {}, "max_rate": {"type": "integer"}, "max_rate_timetable": {"type": "string"},
             "owner": {"type": "object"}, "transfer": {"$ref": "#/components/schemas/Transfer"}}},
           "RunDetail": {"allOf": [{"$ref": "#/components/schemas/Run"}, {"type": "object", "required": ["steps", "transfer"], "properties": {
             "steps": {"type": "array", "items": {"type": "object", "required": ["id", "status", "attempt", "kind"], "properties": {
@@ -150,7 +156,7 @@ enum OpenAPIDocument {
             "workflow_yaml": {"type": "string", "description": "the workflow itself"},
             "file_name": {"type": "string", "description": "the name workflow_yaml's diagnostics use"},
             "inputs": {"type": "object"}, "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "queue": {"type": "string"}, "priority": {"type": "integer"}, "id": {"type": "string"}, "max_rate": {"type": "integer", "minimum": 1}},
+            "queue": {"type": "string"}, "priority": {"type": "integer"}, "id": {"type": "string"}, "max_rate": {"type": ["integer", "string"], "description": "bytes per second, or as --max-rate: 10M, \"Mon-Fri 08:00,10M 19:00,off\""}},
             "oneOf": [{"required": ["workflow_path"]}, {"required": ["workflow_yaml"]}]},
           "StepType": {"type": "object", "properties": {"id": {"type": "string"}, "version": {"type": "string"}, "summary": {"type": "string"},
                        "plugin": {"type": "string"}, "path": {"type": "string"}, "accepts_items": {"type": "boolean"},

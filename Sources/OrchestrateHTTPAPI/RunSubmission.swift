@@ -3,6 +3,7 @@ import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateModel
 import OrchestrateStore
+import OrchestrateTokenBucket
 
 /// `POST /api/runs`: what `orchestrate submit` does, from a JSON body.
 ///
@@ -22,7 +23,7 @@ struct RunSubmission: Sendable {
     var queue: String
     var priority: Int
     var id: String?
-    var maxRate: Int64?
+    var maxRate: RateTimetable?
 
     init(_ body: [String: JSONValue]) throws {
         let known: Set<String> = ["workflow_path", "workflow_yaml", "file_name", "inputs", "labels", "queue", "priority", "id", "max_rate"]
@@ -48,8 +49,18 @@ struct RunSubmission: Sendable {
         if let id, id.isEmpty || id.contains("/") || id.contains(" ") {
             throw Problem(.badRequest, "id must be non-empty, without '/' or spaces")
         }
-        maxRate = try body.int("max_rate")
-        if let maxRate, maxRate <= 0 { throw Problem(.badRequest, "max_rate must be a positive number of bytes per second") }
+        maxRate = try Self.maxRate(body["max_rate"])
+    }
+
+    /// `max_rate`: bytes per second, or a text as `--max-rate` takes (`10M`, a timetable).
+    private static func maxRate(_ value: JSONValue?) throws -> RateTimetable? {
+        guard let value, value != .null else { return nil }
+        if let bytes = value.intValue {
+            guard bytes > 0 else { throw Problem(.badRequest, "max_rate must be a positive number of bytes per second") }
+            return RateTimetable(bytesPerSecond: bytes)
+        }
+        guard let text = value.stringValue else { throw Problem(.badRequest, "max_rate must be bytes per second or a text such as \"10M\"") }
+        do { return try RateTimetable.parse(text) } catch { throw Problem(.badRequest, "max_rate: \(error)") }
     }
 
     /// Validates and queues the run; returns its detail. Runs on the blocking pool.

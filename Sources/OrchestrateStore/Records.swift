@@ -113,6 +113,9 @@ public struct RunRecord: Sendable {
     public var runNow = false
     /// The run's bandwidth cap in bytes per second (`--max-rate`), across all its transfers.
     public var maxRate: Int64?
+    /// The run's bandwidth timetable (`--max-rate "08:00,512K 23:00,off"`) as written, instead
+    /// of `maxRate` when the cap changes with the time of day.
+    public var maxRateTimetable: String?
 
     public init(id: String, workflowName: String, workflowFile: String, workflowSource: String, inputs: JSONValue,
                 status: RunStatus, createdAt: Double, runDir: String, priority: Int = 0, labels: [String: String] = [:])

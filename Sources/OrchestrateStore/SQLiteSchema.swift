@@ -170,6 +170,10 @@ enum SQLiteSchema {
                 CREATE INDEX watch_handoffs_pending ON watch_handoffs(watch, outcome);
                 """)
         }
+        migrator.registerMigration("v8 bandwidth timetables") { db in
+            // The run's `--max-rate` when it is a timetable, as written (`max_rate` is NULL then).
+            try db.execute(sql: "ALTER TABLE runs ADD COLUMN max_rate_timetable TEXT")
+        }
         return migrator
     }
 }

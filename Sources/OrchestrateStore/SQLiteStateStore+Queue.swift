@@ -89,6 +89,20 @@ extension SQLiteStateStore {
         try read { db in try String.fetchOne(db, sql: "SELECT value FROM queue_state WHERE key = 'passive'") == "1" }
     }
 
+    public func setQueueRate(_ rate: String?) throws {
+        try write { db in
+            if let rate {
+                try db.execute(sql: "INSERT OR REPLACE INTO queue_state (key, value) VALUES ('max_rate', ?)", arguments: [rate])
+            } else {
+                try db.execute(sql: "DELETE FROM queue_state WHERE key = 'max_rate'")
+            }
+        }
+    }
+
+    public func queueRate() throws -> String? {
+        try read { db in try String.fetchOne(db, sql: "SELECT value FROM queue_state WHERE key = 'max_rate'") }
+    }
+
     public func deleteRun(_ id: String) throws {
         try write { db in
             try db.execute(sql: "DELETE FROM events WHERE run_id = ?", arguments: [id])

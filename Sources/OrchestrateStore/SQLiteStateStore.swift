@@ -111,11 +111,13 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             }
             try db.execute(sql: """
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status,
-                                  created_at, run_dir, priority, labels_json, queue_order, max_rate, queue)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  created_at, run_dir, priority, labels_json, queue_order, max_rate, queue,
+                                  max_rate_timetable)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [run.id, run.workflowName, run.workflowFile, run.workflowSource,
                                  run.inputs.jsonText, run.status.rawValue, run.createdAt, run.runDir,
-                                 run.priority, Self.labelsJSON(run.labels), run.queueOrder, run.maxRate, run.queue])
+                                 run.priority, Self.labelsJSON(run.labels), run.queueOrder, run.maxRate, run.queue,
+                                 run.maxRateTimetable])
             try Self.insertEvents(events, db)
     }
 
@@ -401,10 +403,11 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     private static func updateRun(_ run: RunRecord, _ db: Database) throws {
         try db.execute(sql: """
             UPDATE runs SET status = ?, ending = ?, started_at = ?, finished_at = ?, error = ?, outputs_json = ?,
-                            priority = ?, labels_json = ?, max_rate = ?
+                            priority = ?, labels_json = ?, max_rate = ?, max_rate_timetable = ?
             WHERE id = ?
             """, arguments: [run.status.rawValue, run.ending?.rawValue, run.startedAt, run.finishedAt, run.error,
-                             run.outputs?.jsonText, run.priority, labelsJSON(run.labels), run.maxRate, run.id])
+                             run.outputs?.jsonText, run.priority, labelsJSON(run.labels), run.maxRate,
+                             run.maxRateTimetable, run.id])
     }
 
     private static func labelsJSON(_ labels: [String: String]) -> String {
@@ -430,6 +433,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         run.queueOrder = row["queue_order"] ?? run.createdAt
         run.runNow = (row["run_now"] as Int?) == 1
         run.maxRate = row["max_rate"]
+        run.maxRateTimetable = row["max_rate_timetable"]
         run.leaseUntil = row["lease_until"]
         if let node = row["owner_host"] as String? {
             run.owner = OwnerIdentity(node: node, pid: row["owner_pid"], startTime: row["owner_start"])

@@ -157,6 +157,12 @@ public protocol StateStore: AnyObject, Sendable {
     /// A passive queue starts nothing and interrupts what runs (`orchestrate queue stop`).
     func setQueuePassive(_ passive: Bool) throws
     func isQueuePassive() throws -> Bool
+    /// The bandwidth cap every `serve` on the store applies instead of its own `--max-rate`
+    /// (`orchestrate queue rate`), as the text the user gave (a rate or a timetable, which the
+    /// caller has validated); nil removes it, so each `serve` returns to its own. Wakes idle
+    /// workers, who apply it to the transfers they are running.
+    func setQueueRate(_ rate: String?) throws
+    func queueRate() throws -> String?
     /// Removes a run and everything journaled about it.
     func deleteRun(_ id: String) throws
     /// Calls `wake` (on a thread of the store's) soon after another process submits a run,

@@ -59,6 +59,9 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let scheduleSkipped = EventType(rawValue: "schedule.skipped")
     /// Older than the entry's `catchup` when a `serve` got to it (data: first and last, count).
     public static let scheduleMissed = EventType(rawValue: "schedule.missed")
+    /// A `serve` applied a new bandwidth cap to what it runs (`queue rate`, or its own
+    /// `--max-rate` again once `queue rate reset` removed the store's).
+    public static let queueRateChanged = EventType(rawValue: "queue.rate_changed")
 }
 
 /// What another process asks the owner of a run to do (`orchestrate cancel|stop|pause|close`),

@@ -49,6 +49,7 @@ final class APIServe: @unchecked Sendable {
 
     func get(_ path: String) throws -> RawHTTP.Reply { try http.request("GET", path, token: token) }
     func post(_ path: String, _ body: JSONValue = [:]) throws -> RawHTTP.Reply { try http.request("POST", path, token: token, body: body.jsonText) }
+    func put(_ path: String, _ body: JSONValue) throws -> RawHTTP.Reply { try http.request("PUT", path, token: token, body: body.jsonText) }
 
     func orchestrate(_ arguments: [String]) throws -> ProcessResult { try ChildProcess.orchestrate(arguments + baseArguments) }
 

@@ -139,6 +139,15 @@ import Testing
         #expect(try serve.post("/api/queues/stop").json["passive"] == .bool(true))
         #expect(try serve.get("/api/queues").json["passive"] == .bool(true))
         #expect(try serve.post("/api/queues/start").status == 200)
+        // `queue rate` over the API: validated as --max-rate is, shown by GET, removed by null.
+        #expect(queues["max_rate"] == .null)
+        let rate = try serve.put("/api/queues/rate", ["max_rate": "Mon-Fri 08:00,10M 19:00,off"])
+        #expect(rate.status == 200 && rate.json["max_rate"]?.stringValue == "Mon-Fri 08:00,10M 19:00,off")
+        #expect(try serve.get("/api/queues").json["max_rate"]?.stringValue == "Mon-Fri 08:00,10M 19:00,off")
+        let bad = try serve.put("/api/queues/rate", ["max_rate": "08:00,10X"])
+        #expect(bad.status == 400 && bad.body.contains("'08:00,10X': '10X' is not a rate"), "\(bad.body)")
+        #expect(try serve.put("/api/queues/rate", ["max_rate": .null]).status == 200)
+        #expect(try serve.get("/api/queues").json["max_rate"] == .null)
 
         // Plugins, with schemas.
         let plugins = try serve.get("/api/plugins").json
@@ -152,7 +161,7 @@ import Testing
         let openapi = try serve.get("/api/openapi.json").json
         #expect(openapi["openapi"]?.stringValue?.hasPrefix("3.1") == true)
         let paths = try #require(openapi["paths"]?.objectValue)
-        #expect(paths.count == 11)
+        #expect(paths.count == 12)
         for (path, item) in paths {
             let concrete = path.replacingOccurrences(of: "{id}", with: id).replacingOccurrences(of: "{verb}", with: "pause")
                 .replacingOccurrences(of: "{action}", with: "start")

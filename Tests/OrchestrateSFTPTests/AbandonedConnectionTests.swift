@@ -38,7 +38,7 @@ import Testing
                   remote_root: \(peer.remoteRoot)
                   connections: 1
                   chunk_kib: 64
-                  limit_kibps: 1024
+                  max_rate: 1M
             """)
         let result = try h.orchestrate(["run", wf, "--json"])
         #expect(result.status == 0, "\(result.stdout.suffix(3000))\n\(result.stderr)")

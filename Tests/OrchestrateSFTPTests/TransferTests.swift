@@ -126,7 +126,7 @@ import Testing
                   connections: \(connections)
                   parallel_threshold_mib: 1
                   chunk_kib: 1024
-                  limit_kibps: \(max(8192, Harness.bigMiB * 1024 / 4))
+                  max_rate: \(max(8192, Harness.bigMiB * 1024 / 4) * 1024)
                   \(peer.connection(knownHosts: known))
             outputs:
               resumed: "${{ steps.move.outputs.resumed_bytes }}"
@@ -334,7 +334,7 @@ import Testing
                   connections: 2
                   parallel_threshold_mib: 1
                   chunk_kib: 128
-                  limit_kibps: 256
+                  max_rate: 256K
                   \(peer.connection(knownHosts: known))
             """, name: "changing-tree.yaml")
         let process = try h.start(["run", wf, "--json"])
@@ -370,7 +370,7 @@ import Testing
                   remote_root: \(peer.remoteRoot)
                   connections: 1
                   chunk_kib: 256
-                  limit_kibps: 256
+                  max_rate: 256K
                   \(peer.connection(knownHosts: known))
             """, name: "cancel.yaml")
         let process = try h.start(["run", wf, "--json"])
@@ -383,5 +383,44 @@ import Testing
         #expect(process.terminationStatus == 130)
         #expect(took < 1.5, "cancel took \(took) s")
         #expect(!FileManager.default.fileExists(atPath: remote))
+    }
+
+    /// One name and unit for a step's cap: `max_rate` with a suffix holds (1 MiB at 512 KiB/s,
+    /// at least (1 MiB - 128 KiB burst) / 512 KiB = 1.75 s), the deprecated `limit_kibps` still
+    /// caps the same (512 KiB/s) and says once in the step's log to use `max_rate: 512K`, and
+    /// giving both is refused before any byte moves.
+    @Test func maxRateAndItsDeprecatedAliasCapAStep() throws {
+        let source = Harness.randomFile(h.path("capped.bin"), size: 1 << 20, seed: 9)
+        func upload(_ cap: String, name: String) -> String {
+            h.workflow("""
+                version: 1
+                name: \(name)
+                steps:
+                  move:
+                    uses: sftp.upload
+                    with:
+                      source: \(source)
+                      destination: \(name).bin
+                      remote_root: \(peer.remoteRoot)
+                      connections: 1
+                      chunk_kib: 128
+                      \(cap)
+                      \(peer.connection(knownHosts: known))
+                """, name: "\(name).yaml")
+        }
+        for (cap, name) in [("max_rate: 512K", "suffixed"), ("limit_kibps: 512", "aliased")] {
+            let started = Date()
+            let result = try h.orchestrate(["run", upload(cap, name: name), "--json"])
+            let took = Date().timeIntervalSince(started)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(took >= 1.7, "\(cap): 1 MiB took only \(took) s")
+            #expect(Harness.sameBytes(source, "\(peer.remoteRoot)/\(name).bin"))
+            let warnings = result.stdout.components(separatedBy: "'limit_kibps' is deprecated: use max_rate: 512K").count - 1
+            #expect(warnings == (name == "aliased" ? 1 : 0), "\(cap): \(warnings) deprecation warnings")
+        }
+        let both = try h.orchestrate(["run", upload("max_rate: 1M\n      limit_kibps: 512", name: "both"), "--json"])
+        #expect(both.status == 1)
+        #expect(both.stdout.contains("give max_rate or its deprecated alias limit_kibps, not both"), "\(both.stdout.suffix(2000))")
+        #expect(!FileManager.default.fileExists(atPath: "\(peer.remoteRoot)/both.bin"))
     }
 }

@@ -413,6 +413,39 @@ func deadOwner() throws -> OwnerIdentity {
         try t.store.setQueuePassive(false)
         #expect(try other.isQueuePassive() == false)
     }
+
+    /// `orchestrate queue rate`: the cap text every serve reads, and its removal.
+    @Test(arguments: StoreKind.allCases)
+    func theQueueRateIsSharedAndRemovable(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        let other = try t.reopen()
+        #expect(try other.queueRate() == nil)
+        try t.store.setQueueRate("Mon-Fri 08:00,10M 19:00,off")
+        #expect(try other.queueRate() == "Mon-Fri 08:00,10M 19:00,off")
+        try t.store.setQueueRate("20M")
+        #expect(try other.queueRate() == "20M")
+        try t.store.setQueueRate(nil)
+        #expect(try other.queueRate() == nil)
+    }
+
+    /// A run's `--max-rate` timetable is kept with it, and replaced by `resume --max-rate`.
+    @Test(arguments: StoreKind.allCases)
+    func aRunKeepsItsRateTimetable(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        var run = RunRecord(id: "tt", workflowName: "wf", workflowFile: "/wf.yaml", workflowSource: "name: wf",
+                            inputs: [:], status: .queued, createdAt: 1, runDir: RunRecord.runDirectory(for: "tt"))
+        run.maxRateTimetable = "08:00,512K 23:00,off"
+        try t.store.createRun(run, events: [])
+        #expect(try t.store.run("tt")?.maxRateTimetable == "08:00,512K 23:00,off")
+        #expect(try t.store.run("tt")?.maxRate == nil)
+        run.maxRateTimetable = nil
+        run.maxRate = 1 << 20
+        var batch = JournalBatch()
+        batch.runUpdates = [run]
+        try t.store.commit(batch)
+        #expect(try t.store.run("tt")?.maxRateTimetable == nil)
+        #expect(try t.store.run("tt")?.maxRate == 1 << 20)
+    }
 }
 
 /// Values gathered from several threads.

@@ -60,7 +60,7 @@ final class Transfer {
     private let memoryCap: Int
     private var truncated = false
     private var lastProgress: UInt64 = 0
-    private var rateLimiter: RateLimiter?
+    private var rateLimiter: StepRateCap?
     /// An error raised inside a callback (disk full, sink refusal), reported after the transfer.
     var callbackError: StepError?
     /// Receives response body bytes instead of the memory buffer; return false to abort.
@@ -122,7 +122,7 @@ final class Transfer {
             Curl.set(easy, CURLOPT_LOW_SPEED_LIMIT, options.minSpeed)
             Curl.set(easy, CURLOPT_LOW_SPEED_TIME, options.minSpeedTime)
         }
-        rateLimiter = options.rateLimiter  // the step's max_rate, applied in the callbacks
+        rateLimiter = options.rateCap  // the step's max_rate, applied in the callbacks
         // Large buffers: fewer callbacks per GiB.
         Curl.set(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
         Curl.set(easy, CURLOPT_UPLOAD_BUFFERSIZE, 2 * 1024 * 1024)

@@ -11,10 +11,10 @@ struct TransferOptions {
     /// Abort when slower than `minSpeed` bytes/s for `minSpeedTime` seconds (a stalled peer).
     var minSpeed: Int = 0
     var minSpeedTime: Int = 30
-    /// Bandwidth cap in bytes/s, both directions; 0 for none. One bucket for all the requests
-    /// of the attempt (the chunks of a tus upload share it).
-    var maxRate: Int = 0
-    var rateLimiter: RateLimiter?
+    /// The step's `max_rate`: one bucket for all the requests of the attempt (the chunks of a
+    /// tus upload share it), both directions. Waited on in libcurl's callbacks rather than
+    /// CURLOPT_MAX_RECV_SPEED_LARGE, which lets the first second through uncapped.
+    var rateCap: StepRateCap?
     var connectTimeout: Int = 30
     var followRedirects = true
 
@@ -25,7 +25,7 @@ struct TransferOptions {
         "ca_file":{"type":"string","description":"PEM file of certificates to trust instead of the system store"},
         "min_speed":{"type":"integer","minimum":0,"description":"abort (timeout error) below this many bytes/s ..."},
         "min_speed_time":{"type":"integer","minimum":1,"description":"... for this many seconds (default 30)"},
-        "max_rate":{"type":"integer","minimum":0,"description":"bandwidth cap in bytes/s"},
+        \#(StepRateCap.schemaProperty),
         "connect_timeout":{"type":"integer","minimum":1,"description":"seconds to establish a connection (default 30)"},
         "follow_redirects":{"type":"boolean","description":"follow 3xx redirects (default true)"}
         """#
@@ -36,8 +36,7 @@ struct TransferOptions {
         caFile = try step.optionalString("ca_file")
         minSpeed = Int(try step.optionalInt("min_speed") ?? 0)
         minSpeedTime = Int(try step.optionalInt("min_speed_time") ?? 30)
-        maxRate = Int(try step.optionalInt("max_rate") ?? 0)
-        if maxRate > 0 { rateLimiter = RateLimiter(bytesPerSecond: maxRate) }
+        rateCap = try StepRateCap.read(step)
         connectTimeout = Int(try step.optionalInt("connect_timeout") ?? 30)
         followRedirects = try step.bool("follow_redirects", default: true)
         if insecure {

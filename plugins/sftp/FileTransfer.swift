@@ -14,13 +14,16 @@ struct TransferOptions {
     /// Files at least this big are split into ranges.
     var parallelThreshold: Int64 = 64 << 20
     var expectedSHA256: String?
-    /// Bandwidth cap for the whole file in KiB/s (0: none), like `sftp -l`.
-    var limitKiBps: Int64 = 0
+    /// The step's `max_rate`: one token bucket for all its files and ranges together.
+    var rateCap: StepRateCap?
+    /// `limit_kibps` (KiB/s, like `sftp -l`), the name before `max_rate`: still read, with a warning.
+    static let limitAlias = StepRateCap.DeprecatedAlias(key: "limit_kibps", bytesPerUnit: 1024)
 
     static let schemaProperties = #"""
         "connections":{"type":"integer","minimum":1,"maximum":16,"default":4,"description":"connections writing ranges of one big file in parallel"},
         "parallel_threshold_mib":{"type":"integer","minimum":1,"default":64,"description":"files at least this big (MiB) are split into ranges"},
-        "limit_kibps":{"type":"integer","minimum":0,"default":0,"description":"bandwidth cap per file in KiB/s (0: none)"},
+        \#(StepRateCap.schemaProperty),
+        \#(limitAlias.schemaProperty(unit: "KiB/s")),
         "chunk_kib":{"type":"integer","minimum":64,"maximum":65536,"default":4096,"description":"KiB a resume may re-send per range at most; half of it is in flight per file or range (raise it on long fat links)"}
         """#
 
@@ -31,7 +34,7 @@ struct TransferOptions {
         parallelThreshold = (try step.optionalInt("parallel_threshold_mib") ?? 64) << 20
         chunk = Int(try step.optionalInt("chunk_kib") ?? 4096) << 10
         expectedSHA256 = try step.optionalString("sha256")?.lowercased()
-        limitKiBps = try step.optionalInt("limit_kibps") ?? 0
+        rateCap = try StepRateCap.read(step, deprecatedAlias: Self.limitAlias)
         if let e = expectedSHA256, e.count != 64 || !e.allSatisfy(\.isHexDigit) {
             throw .invalidInput("sha256 must be 64 hexadecimal digits")
         }
@@ -218,23 +221,21 @@ final class FileTransfer: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         let shared = RangeState(ranges)
         let multi = ranges.count > 1
-        let started = Connection.now(), startBytes = shared.done
-        let limit = Double(options.limitKiBps) * 1024
         func run(_ index: Int, _ connection: Connection) throws(StepError) {
             var accounted = shared.ranges[index][1]
             try body(connection, shared.ranges[index]) { position throws(StepError) in
-                // The run's and the host's --max-rate, for the bytes this range just moved.
-                if self.step.consumeBandwidth(Int(position - accounted)) { throw .cancelled("sftp transfer cancelled") }
+                // The step's max_rate, and the run's and the host's --max-rate, for the bytes
+                // this range just moved.
+                let moved = Int(position - accounted)
                 accounted = position
+                if self.options.rateCap?.consume(moved, step: self.step) == true || self.step.consumeBandwidth(moved) {
+                    throw .cancelled("sftp transfer cancelled")
+                }
                 let (done, snapshot) = shared.update(index, position)
                 self.onProgress(done)
                 if multi { self.onCheckpoint(FileTransfer.state(snapshot, size: size)) }
                 if let error = shared.error { throw error }
                 if self.step.isCancelled { throw .cancelled("sftp transfer cancelled") }
-                if limit > 0 {
-                    let due = Double(done - startBytes) / limit - (Connection.now() - started)
-                    if due > 0, self.step.sleep(milliseconds: Int64(due * 1000)) { throw .cancelled("sftp transfer cancelled") }
-                }
             }
         }
         var workers: [Worker] = []

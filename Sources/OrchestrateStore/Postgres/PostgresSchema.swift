@@ -162,6 +162,8 @@ enum PostgresSchema {
             );
             CREATE INDEX watch_handoffs_pending ON watch_handoffs (watch, outcome);
             """),
+        // The run's `--max-rate` when it is a timetable, as written (`max_rate` is NULL then).
+        (4, "ALTER TABLE runs ADD COLUMN max_rate_timetable TEXT"),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.

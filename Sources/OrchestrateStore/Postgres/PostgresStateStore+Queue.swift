@@ -121,6 +121,27 @@ extension PostgresStateStore {
         }
     }
 
+    public func setQueueRate(_ rate: String?) throws {
+        try pool.transaction { conn in
+            if let rate {
+                try conn.execute("""
+                    INSERT INTO queue_state (key, value) VALUES ('max_rate', $1)
+                    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+                    """, [rate])
+            } else {
+                try conn.execute("DELETE FROM queue_state WHERE key = 'max_rate'")
+            }
+            try Self.notifyWork(conn)
+        }
+    }
+
+    public func queueRate() throws -> String? {
+        try pool.withConnection { conn in
+            let rows = try conn.execute("SELECT value FROM queue_state WHERE key = 'max_rate'")
+            return rows.count == 1 ? rows[0].string("value") : nil
+        }
+    }
+
     public func deleteRun(_ id: String) throws {
         try pool.transaction { conn in
             try conn.execute("DELETE FROM events WHERE run_id = $1", [id])

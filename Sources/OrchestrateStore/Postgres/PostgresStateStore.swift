@@ -71,12 +71,13 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     static func insertRun(_ run: RunRecord, _ conn: PGConnection) throws {
             let inserted = try conn.execute("""
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status, created_at,
-                                  run_dir, priority, labels_json, queue_order, max_rate, queue)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                  run_dir, priority, labels_json, queue_order, max_rate, queue, max_rate_timetable)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
                 ON CONFLICT (id) DO NOTHING
                 """, [run.id, run.workflowName, run.workflowFile, run.workflowSource, run.inputs.jsonText,
                       run.status.rawValue, PGText.of(run.createdAt), run.runDir, PGText.of(run.priority),
-                      labelsJSON(run.labels), PGText.of(run.queueOrder), PGText.of(run.maxRate), run.queue])
+                      labelsJSON(run.labels), PGText.of(run.queueOrder), PGText.of(run.maxRate), run.queue,
+                      run.maxRateTimetable])
             guard inserted.affected == 1 else { throw StoreError.duplicateRun(run.id) }
     }
 
@@ -440,17 +441,19 @@ extension PostgresStateStore {
             for run in chunk {
                 let n = parameters.count
                 values.append("($\(n + 1), $\(n + 2), $\(n + 3), $\(n + 4)::double precision, $\(n + 5)::double precision, "
-                    + "$\(n + 6), $\(n + 7), $\(n + 8)::integer, $\(n + 9), $\(n + 10)::bigint)")
+                    + "$\(n + 6), $\(n + 7), $\(n + 8)::integer, $\(n + 9), $\(n + 10)::bigint, $\(n + 11))")
                 parameters += [run.id, run.status.rawValue, run.ending?.rawValue, PGText.of(run.startedAt),
                                PGText.of(run.finishedAt), run.error, run.outputs?.jsonText, PGText.of(run.priority),
-                               labelsJSON(run.labels), PGText.of(run.maxRate)]
+                               labelsJSON(run.labels), PGText.of(run.maxRate), run.maxRateTimetable]
             }
             try conn.execute("""
                 UPDATE runs SET status = v.status, ending = v.ending, started_at = v.started_at,
                                 finished_at = v.finished_at, error = v.error, outputs_json = v.outputs_json,
-                                priority = v.priority, labels_json = v.labels_json, max_rate = v.max_rate
+                                priority = v.priority, labels_json = v.labels_json, max_rate = v.max_rate,
+                                max_rate_timetable = v.max_rate_timetable
                 FROM (VALUES \(values.joined(separator: ", ")))
-                    AS v(id, status, ending, started_at, finished_at, error, outputs_json, priority, labels_json, max_rate)
+                    AS v(id, status, ending, started_at, finished_at, error, outputs_json, priority, labels_json, max_rate,
+                         max_rate_timetable)
                 WHERE runs.id = v.id
                 """, parameters)
         }
@@ -538,6 +541,7 @@ extension PostgresStateStore {
         run.queueOrder = row.double("queue_order") ?? run.createdAt
         run.runNow = row.bool("run_now") ?? false
         run.maxRate = row.int64("max_rate")
+        run.maxRateTimetable = row.string("max_rate_timetable")
         run.leaseUntil = row.double("lease_until")
         if let node = row.string("owner_node") {
             run.owner = OwnerIdentity(node: node, pid: Int32(row.int("owner_pid") ?? 0), startTime: row.int64("owner_start") ?? 0)
