@@ -246,6 +246,9 @@ final class OpenSSHTransport: SSHTransport {
             return .permanent("the host key of \(name) (\(key)) is marked @revoked in \(p.knownHosts)", code: "host_key_revoked")
         }
         if saidAny("REMOTE HOST IDENTIFICATION HAS CHANGED", "has changed and you have requested strict checking") {
+            if fingerprint.isEmpty {
+                return .permanent("host key verification failed on the way to \(name): \(summary)", code: "host_key_changed")
+            }
             return .permanent("""
                 REMOTE HOST IDENTIFICATION HAS CHANGED for \(name): it offered \(key), which differs from the key \
                 recorded in \(p.knownHosts); refusing (someone may be intercepting the connection; if the key \

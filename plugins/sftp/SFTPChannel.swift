@@ -219,9 +219,10 @@ final class SFTPChannel: @unchecked Sendable {
             while true {
                 if current == nil { current = locked { nextToSend() } }
                 guard let request = current else { break }
-                let n = try request.packet.withUnsafeBytes { (raw) throws(StepError) -> Int in
-                    try transport.send(UnsafeRawBufferPointer(rebasing: raw[request.sent...]))
-                }
+                // (withUnsafeBytes rethrows untyped errors: the send's own comes back as a Result.)
+                let n = try request.packet.withUnsafeBytes { raw in
+                    Result { () throws(StepError) -> Int in try transport.send(UnsafeRawBufferPointer(rebasing: raw[request.sent...])) }
+                }.get()
                 if n == 0 { break }
                 request.sent += n
                 progressed = true
@@ -233,9 +234,9 @@ final class SFTPChannel: @unchecked Sendable {
                 }
             }
             while true {
-                let n = try inbox.withUnsafeMutableBytes { (raw) throws(StepError) -> Int in
-                    try transport.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]))
-                }
+                let n = try inbox.withUnsafeMutableBytes { raw in
+                    Result { () throws(StepError) -> Int in try transport.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...])) }
+                }.get()
                 if n == 0 { break }
                 filled += n
                 progressed = true
