@@ -10,7 +10,8 @@ import Testing
     let h = Harness()
 
     /// A workflow that connects with `auth` (YAML lines under `with:`) and uploads one file.
-    func uploadWorkflow(_ peer: SSHDPeer, user: String, auth: String, remoteRoot: String, known: String) -> (String, String) {
+    func uploadWorkflow(_ peer: SSHDPeer, user: String, auth: String, remoteRoot: String, known: String,
+                        transport: SSHTransportKind = .libssh2) -> (String, String) {
         let source = Harness.randomFile(h.path("auth-\(UUID().uuidString.prefix(6)).bin"), size: 300_000, seed: 5)
         let wf = h.workflow("""
             version: 1
@@ -25,6 +26,7 @@ import Testing
                   port: \(peer.port)
                   user: \(user)
                   known_hosts: \(known)
+                  transport: \(transport.rawValue)
                   \(auth)
               up:
                 uses: sftp.upload
@@ -72,7 +74,7 @@ import Testing
         #expect(wrong.stdout.contains("authentication as \(user) failed"), "\(wrong.stdout)")
     }
 
-    @Test func anAgentsIdentityLogsIn() throws {
+    @Test(arguments: SSHTransportKind.allCases) func anAgentsIdentityLogsIn(transport: SSHTransportKind) throws {
         let peer = try SSHDPeer()
         let socket = h.path("agent.sock")
         let agent = Process()
@@ -87,12 +89,14 @@ import Testing
         }
         #expect(h.waitFor(10) { FileManager.default.fileExists(atPath: socket) })
         let known = try peer.knownHosts()
-        let (wf, source) = uploadWorkflow(peer, user: peer.user, auth: "agent: true", remoteRoot: peer.remoteRoot, known: known)
+        let (wf, source) = uploadWorkflow(peer, user: peer.user, auth: "agent: true", remoteRoot: peer.remoteRoot, known: known, transport: transport)
 
         // An agent without the user's key: refused, with the reason.
         let empty = try ChildProcess.orchestrate(["run", wf, "--json", "--state", h.state], environment: ["SSH_AUTH_SOCK": socket])
         #expect(empty.status == 1)
-        #expect(empty.stdout.contains("no identity in ssh-agent was accepted"), "\(empty.stdout)")
+        #expect(empty.stdout.contains(transport == .libssh2 ? "no identity in ssh-agent was accepted" : "Permission denied (publickey"),
+                "\(empty.stdout)")
+        #expect(empty.stdout.contains("auth_failed"), "\(empty.stdout)")
 
         var env = ProcessInfo.processInfo.environment
         env["SSH_AUTH_SOCK"] = socket

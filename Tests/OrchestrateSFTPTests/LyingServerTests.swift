@@ -17,7 +17,7 @@ import Testing
         return try SSHDPeer(sftpSubsystem: "/usr/bin/python3 \(tool) \(lie) /usr/lib/openssh/sftp-server")
     }
 
-    func download(_ peer: SSHDPeer, file: String, sha256: String? = nil) throws -> ProcessResult {
+    func download(_ peer: SSHDPeer, file: String, sha256: String? = nil, transport: SSHTransportKind) throws -> ProcessResult {
         let wf = h.workflow("""
             version: 1
             name: liar
@@ -30,40 +30,41 @@ import Testing
                   destination: \(h.path("got/\(file)"))
                   remote_root: \(peer.remoteRoot)
                   \(sha256.map { "sha256: \"\($0)\"" } ?? "")
-                  \(peer.connection(knownHosts: try peer.knownHosts()))
+                  \(peer.connection(knownHosts: try peer.knownHosts(), transport: transport))
             """, name: "liar-\(UUID().uuidString.prefix(6)).yaml")
         return try h.orchestrate(["run", wf, "--json"])
     }
 
-    @Test func aSizeLargerThanTheDataIsAClearErrorAndNoFile() throws {
+    @Test(arguments: SSHTransportKind.allCases) func aSizeLargerThanTheDataIsAClearErrorAndNoFile(transport: SSHTransportKind) throws {
         let peer = try liar(delta: 1 << 20)
         Harness.randomFile("\(peer.remoteRoot)/claims-more.bin", size: 300_000, seed: 21)
-        let result = try download(peer, file: "claims-more.bin")
+        let result = try download(peer, file: "claims-more.bin", transport: transport)
         #expect(result.status == 1)
         #expect(result.stdout.contains("shrank while it was being downloaded"), "\(result.stdout.suffix(2000))")
         #expect(!FileManager.default.fileExists(atPath: h.path("got/claims-more.bin")), "no destination file")
     }
 
     /// Lies in the SFTP framing itself, which the plugin parses (it is its own SFTP client).
-    @Test(arguments: [("huge-packet", "SFTP packet of 2147483647 bytes"), ("overlong-data", "malformed SFTP packet")])
-    func aLyingPacketIsAClearErrorAndNoFile(lie: String, message: String) throws {
+    @Test(arguments: [("huge-packet", "SFTP packet of 2147483647 bytes"), ("overlong-data", "malformed SFTP packet")], SSHTransportKind.allCases)
+    func aLyingPacketIsAClearErrorAndNoFile(lie: (String, String), transport: SSHTransportKind) throws {
+        let (lie, message) = lie
         let peer = try liar(lie)
         Harness.randomFile("\(peer.remoteRoot)/framed.bin", size: 300_000, seed: 23)
         let started = Date()
-        let result = try download(peer, file: "framed.bin")
+        let result = try download(peer, file: "framed.bin", transport: transport)
         #expect(result.status == 1)
         #expect(result.stdout.contains(message), "\(result.stdout.suffix(2000))")
         #expect(Date().timeIntervalSince(started) < 30, "no wait for bytes a length field promised")
         #expect(!FileManager.default.fileExists(atPath: h.path("got/framed.bin")), "no destination file")
     }
 
-    @Test func aSizeSmallerThanTheDataIsCaughtByTheChecksum() throws {
+    @Test(arguments: SSHTransportKind.allCases) func aSizeSmallerThanTheDataIsCaughtByTheChecksum(transport: SSHTransportKind) throws {
         // Reading only the size the server states is all a client can do without reading past
         // it; `sha256:` is what proves the bytes. Without it the file would end where the server said.
         let peer = try liar(delta: -1000)
         let remote = Harness.randomFile("\(peer.remoteRoot)/claims-less.bin", size: 300_000, seed: 22)
         let digest = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sha256sum"), [remote]).stdout.prefix(64)
-        let result = try download(peer, file: "claims-less.bin", sha256: String(digest))
+        let result = try download(peer, file: "claims-less.bin", sha256: String(digest), transport: transport)
         #expect(result.status == 1)
         #expect(result.stdout.contains("sha256_mismatch"), "\(result.stdout.suffix(2000))")
         #expect(!FileManager.default.fileExists(atPath: h.path("got/claims-less.bin")), "no destination file")

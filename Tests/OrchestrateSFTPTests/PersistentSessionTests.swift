@@ -12,10 +12,11 @@ import Testing
 
     init() throws { peer = try SSHDPeer() }
 
-    @Test func twoHundredPathsEightInParallelKilledHalfwayAndResumed() throws {
+    @Test(arguments: SSHTransportKind.allCases)
+    func twoHundredPathsEightInParallelKilledHalfwayAndResumed(transport: SSHTransportKind) throws {
         let known = try peer.knownHosts()
         let workflow = TestPaths.packageRoot.appendingPathComponent("workflows/sftp-persistent.yaml").path
-        let process = try h.start(["run", workflow, "--json",
+        let process = try h.start(["run", workflow, "--json", "--input", "transport=\(transport.rawValue)",
                                    "--input", "host=127.0.0.1", "--input", "port=\(peer.port)", "--input", "user=\(peer.user)",
                                    "--input", "key_file=\(peer.userKey)", "--input", "known_hosts=\(known)",
                                    "--input", "remote_root=\(peer.remoteRoot)", "--input", "parallel=8"])

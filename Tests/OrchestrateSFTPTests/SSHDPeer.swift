@@ -1,5 +1,12 @@
 import Foundation
 import OrchestrateTestSupport
+import Testing
+
+/// The sftp steps' `transport:` values: the tests that must hold for both run once with each.
+enum SSHTransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case libssh2, openssh
+    var testDescription: String { rawValue }
+}
 
 /// A real OpenSSH sshd on 127.0.0.1 and a free port, started by the test with its own host key,
 /// user key, authorized_keys and config, all in a temporary directory. Stopped on deinit.
@@ -16,6 +23,9 @@ final class SSHDPeer: @unchecked Sendable {
     var user: String { NSUserName() }
 
     struct Failure: Error, CustomStringConvertible { let description: String }
+
+    /// The sshd log so far (logins: "Accepted publickey").
+    var log: String { (try? String(contentsOfFile: dir.file("sshd.log").path, encoding: .utf8)) ?? "" }
 
     /// `passwordAuthentication` also lets users log in with their system password.
     /// `sftpSubsystem` replaces the server's sftp subsystem command (a malicious wrapper).
@@ -103,6 +113,14 @@ final class SSHDPeer: @unchecked Sendable {
         return r.stdout.split(separator: "\n").compactMap { Int32($0) }
     }
 
+    /// The ssh clients (transport: openssh) connected to this server, directly or as a jump host:
+    /// their command lines name its port.
+    func sshClients() -> [Int32] {
+        let pattern = "^ssh .*(-p \(port) |\\]:\(port)( |$))"
+        guard let r = try? ChildProcess.run(URL(fileURLWithPath: "/usr/bin/pgrep"), ["-f", pattern]) else { return [] }
+        return r.stdout.split(separator: "\n").compactMap { Int32($0) }
+    }
+
     /// Kills every connection's sshd (the connections drop mid-transfer).
     @discardableResult
     func killChildren() -> Int {
@@ -112,7 +130,7 @@ final class SSHDPeer: @unchecked Sendable {
     }
 
     /// `with:` fields that connect to this server with the user key.
-    func connection(knownHosts: String, policy: String = "strict") -> String {
+    func connection(knownHosts: String, policy: String = "strict", transport: SSHTransportKind = .libssh2) -> String {
         """
         host: 127.0.0.1
               port: \(port)
@@ -120,6 +138,7 @@ final class SSHDPeer: @unchecked Sendable {
               key_file: \(userKey)
               known_hosts: \(knownHosts)
               host_key_policy: \(policy)
+              transport: \(transport.rawValue)
         """
     }
 

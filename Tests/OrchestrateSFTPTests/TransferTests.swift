@@ -18,24 +18,24 @@ import Testing
 
     var big: Int { Harness.bigMiB << 20 }
 
-    func workflowInputs(_ source: String, _ destination: String) -> [String] {
-        ["--input", "host=127.0.0.1", "--input", "port=\(peer.port)", "--input", "user=\(peer.user)",
+    func workflowInputs(_ source: String, _ destination: String, _ transport: SSHTransportKind = .libssh2) -> [String] {
+        ["--input", "transport=\(transport.rawValue)", "--input", "host=127.0.0.1", "--input", "port=\(peer.port)", "--input", "user=\(peer.user)",
          "--input", "key_file=\(peer.userKey)", "--input", "known_hosts=\(known)",
          "--input", "source=\(source)", "--input", "destination=\(destination)", "--input", "remote_root=\(peer.remoteRoot)"]
     }
 
-    @Test func treeUploadAndDownloadThroughTheExampleWorkflows() throws {
+    @Test(arguments: SSHTransportKind.allCases) func treeUploadAndDownloadThroughTheExampleWorkflows(transport: SSHTransportKind) throws {
         let tree = h.path("tree")
         for i in 0 ..< 20 { Harness.randomFile("\(tree)/d\(i % 3)/sub/f\(i).bin", size: i * 977, seed: UInt64(i + 1)) }
         Harness.randomFile("\(tree)/big.bin", size: 3 << 20, seed: 99)
         let workflows = TestPaths.packageRoot.appendingPathComponent("workflows").path
-        let up = try h.orchestrate(["run", "\(workflows)/sftp-upload.yaml"] + workflowInputs(tree, "in/tree"))
+        let up = try h.orchestrate(["run", "\(workflows)/sftp-upload.yaml"] + workflowInputs(tree, "in/tree", transport))
         #expect(up.status == 0, "\(up.stdout)\n\(up.stderr)")
         for i in 0 ..< 20 {
             #expect(Harness.sameBytes("\(tree)/d\(i % 3)/sub/f\(i).bin", "\(peer.remoteRoot)/in/tree/d\(i % 3)/sub/f\(i).bin"))
         }
         #expect(Harness.sameBytes("\(tree)/big.bin", "\(peer.remoteRoot)/in/tree/big.bin"))
-        let down = try h.orchestrate(["run", "\(workflows)/sftp-download.yaml"] + workflowInputs("in/tree", h.path("back")))
+        let down = try h.orchestrate(["run", "\(workflows)/sftp-download.yaml"] + workflowInputs("in/tree", h.path("back"), transport))
         #expect(down.status == 0, "\(down.stdout)\n\(down.stderr)")
         let diff = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/diff"), ["-r", tree, h.path("back")])
         #expect(diff.status == 0, "\(diff.stdout)")
@@ -111,7 +111,8 @@ import Testing
     }
 
     /// One step with a bandwidth cap so the test can interrupt it mid-transfer.
-    func transferWorkflow(_ uses: String, source: String, destination: String, connections: Int, name: String) -> String {
+    func transferWorkflow(_ uses: String, source: String, destination: String, connections: Int, name: String,
+                          transport: SSHTransportKind) -> String {
         h.workflow("""
             version: 1
             name: \(name)
@@ -127,7 +128,7 @@ import Testing
                   parallel_threshold_mib: 1
                   chunk_kib: 1024
                   max_rate: \(max(8192, Harness.bigMiB * 1024 / 4) * 1024)
-                  \(peer.connection(knownHosts: known))
+                  \(peer.connection(knownHosts: known, transport: transport))
             outputs:
               resumed: "${{ steps.move.outputs.resumed_bytes }}"
             """, name: "\(name).yaml")
@@ -138,10 +139,11 @@ import Testing
         return status["outputs"]?["resumed"]?.intValue ?? -1
     }
 
-    @Test(arguments: [1, 4]) func uploadSurvivesAKilledConnection(connections: Int) throws {
+    @Test(arguments: [1, 4], SSHTransportKind.allCases)
+    func uploadSurvivesAKilledConnection(connections: Int, transport: SSHTransportKind) throws {
         let source = Harness.randomFile(h.path("big-\(connections).bin"), size: big, seed: 7)
         let remote = "\(peer.remoteRoot)/up-\(connections).bin"
-        let wf = transferWorkflow("sftp.upload", source: source, destination: "up-\(connections).bin", connections: connections, name: "up-kill-\(connections)")
+        let wf = transferWorkflow("sftp.upload", source: source, destination: "up-\(connections).bin", connections: connections, name: "up-kill-\(connections)", transport: transport)
         let process = try h.start(["run", wf, "--json"])
         #expect(h.waitFor { Harness.size(remote + ".partial") > Int64(big / 3) })
         #expect(peer.killChildren() >= 1)
@@ -159,20 +161,24 @@ import Testing
         }
     }
 
-    @Test(arguments: [1, 4]) func uploadSurvivesKill9AndResume(connections: Int) throws {
+    @Test(arguments: [1, 4], SSHTransportKind.allCases)
+    func uploadSurvivesKill9AndResume(connections: Int, transport: SSHTransportKind) throws {
         let source = Harness.randomFile(h.path("k9-\(connections).bin"), size: big, seed: 8)
         let remote = "\(peer.remoteRoot)/k9-\(connections).bin"
-        let wf = transferWorkflow("sftp.upload", source: source, destination: "k9-\(connections).bin", connections: connections, name: "up-k9-\(connections)")
+        let wf = transferWorkflow("sftp.upload", source: source, destination: "k9-\(connections).bin", connections: connections, name: "up-k9-\(connections)", transport: transport)
         let process = try h.start(["run", wf, "--json"])
-        // A ranged partial is sparse (its size says nothing), so wait by time: ~40% of the capped transfer.
         #expect(h.waitFor { FileManager.default.fileExists(atPath: remote + ".partial") })
         if connections == 1 {
             #expect(h.waitFor { Harness.size(remote + ".partial") > Int64(big / 3) })
         } else {
-            Thread.sleep(forTimeInterval: 0.4 * Double(big) / Double(max(8192, Harness.bigMiB * 1024 / 4) * 1024))
+            // A ranged partial is sparse (its size says nothing): wait until the ranges hold ~40%
+            // (by time, this depended on how fast each range's connection came up).
+            #expect(h.waitFor { TransferTests.heldPerRange(remote + ".partial", size: big, ranges: connections).reduce(0, +) > Int64(big) * 4 / 10 })
         }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+        // The ssh children read end of file on their stdin and go (no orphans).
+        #expect(h.waitFor(10) { peer.sshClients().isEmpty }, "ssh clients left: \(peer.sshClients())")
         // The server applies what was in flight when the client died; wait until it is done.
         var held = TransferTests.heldPerRange(remote + ".partial", size: big, ranges: connections)
         while true {
@@ -220,10 +226,11 @@ import Testing
         }
     }
 
-    @Test(arguments: [1, 4]) func downloadSurvivesAKilledConnectionAndKill9(connections: Int) throws {
+    @Test(arguments: [1, 4], SSHTransportKind.allCases)
+    func downloadSurvivesAKilledConnectionAndKill9(connections: Int, transport: SSHTransportKind) throws {
         let remote = Harness.randomFile("\(peer.remoteRoot)/down-\(connections).bin", size: big, seed: 9)
         let local = h.path("down-\(connections).bin")
-        let wf = transferWorkflow("sftp.download", source: "down-\(connections).bin", destination: local, connections: connections, name: "down-\(connections)")
+        let wf = transferWorkflow("sftp.download", source: "down-\(connections).bin", destination: local, connections: connections, name: "down-\(connections)", transport: transport)
         let process = try h.start(["run", wf, "--json"])
         #expect(h.waitFor { Harness.size(local + ".partial") > Int64(big / 4) })
         #expect(peer.killChildren() >= 1)
@@ -250,7 +257,7 @@ import Testing
     /// `run --max-rate` holds across the parallel ranges of one file (4 connections): the
     /// engine's cap reaches the sftp loops through the bandwidth extension. 3 MiB under 1 MiB/s,
     /// with a quarter second of burst, cannot take less than 2.75 s; checked from below only.
-    @Test func theRunsMaxRateCapsParallelRanges() throws {
+    @Test(arguments: SSHTransportKind.allCases) func theRunsMaxRateCapsParallelRanges(transport: SSHTransportKind) throws {
         let source = Harness.randomFile(h.path("capped.bin"), size: 3 << 20, seed: 7)
         let wf = h.workflow("""
             version: 1
@@ -265,7 +272,7 @@ import Testing
                   connections: 4
                   parallel_threshold_mib: 1
                   chunk_kib: 256
-                  \(peer.connection(knownHosts: known))
+                  \(peer.connection(knownHosts: known, transport: transport))
             """, name: "capped.yaml")
         let started = Date()
         let result = try h.orchestrate(["run", wf, "--max-rate", "1M", "--json"])
@@ -355,7 +362,7 @@ import Testing
         }
     }
 
-    @Test func cancelStopsABlockedTransferWithinASecond() throws {
+    @Test(arguments: SSHTransportKind.allCases) func cancelStopsABlockedTransferWithinASecond(transport: SSHTransportKind) throws {
         let source = Harness.randomFile(h.path("cancel.bin"), size: 16 << 20, seed: 5)
         let remote = "\(peer.remoteRoot)/cancel.bin"
         let wf = h.workflow("""
@@ -371,7 +378,7 @@ import Testing
                   connections: 1
                   chunk_kib: 256
                   max_rate: 256K
-                  \(peer.connection(knownHosts: known))
+                  \(peer.connection(knownHosts: known, transport: transport))
             """, name: "cancel.yaml")
         let process = try h.start(["run", wf, "--json"])
         #expect(h.waitFor { Harness.size(remote + ".partial") > 0 })
@@ -383,6 +390,7 @@ import Testing
         #expect(process.terminationStatus == 130)
         #expect(took < 1.5, "cancel took \(took) s")
         #expect(!FileManager.default.fileExists(atPath: remote))
+        #expect(peer.sshClients().isEmpty, "ssh clients left after the cancel: \(peer.sshClients())")
     }
 
     /// One name and unit for a step's cap: `max_rate` with a suffix holds (1 MiB at 512 KiB/s,

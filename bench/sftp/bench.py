@@ -9,6 +9,10 @@ In one run, over loopback, to one OpenSSH sshd started here (own host key, user 
               (`orchestrate add-path --from`), 8 at a time over its one connection, timed from
               add-path until the last file is in place, vs `sftp -b` with one `put` per file
 
+orchestrate runs once per --transports entry (libssh2: the plugin's own SSH; openssh: the system's
+`ssh -s sftp` under the plugin's SFTP client, as `sftp` itself runs it), side by side in one run.
+--cases picks a subset (upload,download,tree,session).
+
 Each pair runs --repeat times, alternating; the median wall time, the client's CPU time (user +
 system) and peak RSS are reported with orchestrate/OpenSSH ratios (goal: <= 1.0, RSS under
 64 MiB). orchestrate's time is the whole
@@ -16,6 +20,7 @@ system) and peak RSS are reported with orchestrate/OpenSSH ratios (goal: <= 1.0,
 
     swift build -c release    # orchestrate and liborchestrate-plugin-sftp.so in one directory
     python3 bench/sftp/bench.py --bin .build/release [--mib 1024] [--files 1000] [--repeat 3]
+        [--transports libssh2,openssh] [--cases upload,download,tree,session]
 """
 import argparse
 import json
@@ -82,6 +87,8 @@ def main():
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--connections", type=int, default=4)
+    ap.add_argument("--transports", default="libssh2,openssh", help="the sftp steps' transport values to run")
+    ap.add_argument("--cases", default="upload,download,tree,session")
     args = ap.parse_args()
     orchestrate = os.path.abspath(os.path.join(args.bin, "orchestrate"))
     work = tempfile.mkdtemp(prefix="bench-sftp-")
@@ -100,6 +107,8 @@ def main():
         user = os.environ.get("USER") or "root"
         ssh_opts = ["-P", str(port), "-i", f"{work}/user_key", "-o", f"UserKnownHostsFile={work}/known_hosts",
                     "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes"]
+        transports = [t for t in args.transports.split(",") if t]
+        wanted = set(args.cases.split(","))
         conn = f"""host: 127.0.0.1
       port: {port}
       user: {user}
@@ -108,8 +117,8 @@ def main():
       remote_root: {remote}
       connections: {args.connections}"""
 
-        def workflow(name, uses, source, destination):
-            path = f"{work}/{name}.yaml"
+        def workflow(name, uses, source, destination, transport):
+            path = f"{work}/{name}-{transport}.yaml"
             with open(path, "w") as f:
                 f.write(f"""version: 1
 name: {name}
@@ -119,6 +128,7 @@ steps:
     with:
       source: {source}
       destination: {destination}
+      transport: {transport}
       {conn}
 """)
             return path
@@ -140,12 +150,12 @@ steps:
                 if os.path.exists(p):
                     os.remove(p)
 
-        up = workflow("up", "sftp.upload", big, "big.bin")
-        down = workflow("down", "sftp.download", "src.bin", f"{work}/down.bin")
-        tree_up = workflow("tree", "sftp.upload", tree, "tree")
+        def each_transport(name, uses, source, destination):
+            return [(f"orchestrate {t}", (lambda path: lambda: orch(path))(workflow(name, uses, source, destination, t)))
+                    for t in transports]
         tree_files = sorted(os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs)
 
-        def session():
+        def session(transport):
             """The persistent session: run, and once it accepts paths, add every tree file as a
             path. Timed from `add-path` until the last file is in place (the session itself lives
             on until `close`); RSS and CPU are the whole run's."""
@@ -156,7 +166,8 @@ steps:
             proc = subprocess.Popen([orchestrate, "run", f"{ROOT}/workflows/sftp-persistent.yaml", "--state", state,
                                      "--input", "host=127.0.0.1", "--input", f"port={port}", "--input", f"user={user}",
                                      "--input", f"key_file={work}/user_key", "--input", f"known_hosts={work}/known_hosts",
-                                     "--input", f"remote_root={remote}"], stdout=log, stderr=subprocess.STDOUT)
+                                     "--input", f"remote_root={remote}", "--input", f"transport={transport}"],
+                                    stdout=log, stderr=subprocess.STDOUT)
             run_id = None
             while run_id is None or "accepting paths" not in open(f"{state}/run.log").read():
                 time.sleep(0.01)
@@ -183,37 +194,40 @@ steps:
         session_dirs = "".join(f"-mkdir {remote}/session-ssh/d{i}\n" for i in range(min(10, args.files)))
         sftp = ["sftp", "-q"] + ssh_opts
         cases = [
-            ("upload 1 file", lambda: orch(up),
+            ("upload", "upload 1 file", each_transport("up", "sftp.upload", big, "big.bin"),
              [("sftp put", lambda: sftp + ["-b", batch(f"put {big} {remote}/big.bin\n"), f"{user}@127.0.0.1"])]),
-            ("download 1 file", lambda: orch(down),
+            ("download", "download 1 file", each_transport("down", "sftp.download", "src.bin", f"{work}/down.bin"),
              [("sftp get", lambda: sftp + ["-b", batch(f"get {remote}/src.bin {work}/down-ssh.bin\n"), f"{user}@127.0.0.1"])]),
-            (f"{args.files} small files", lambda: orch(tree_up),
+            ("tree", f"{args.files} small files", each_transport("tree", "sftp.upload", tree, "tree"),
              [("sftp -b put -r", lambda: sftp + ["-b", batch(f"put -r {tree} {remote}/tree\n"), f"{user}@127.0.0.1"]),
               ("scp -r", lambda: ["scp", "-q", "-r"] + ssh_opts + [tree, f"{user}@127.0.0.1:{remote}/tree"])]),
-            (f"persistent session, {args.files} paths", None,
+            ("session", f"persistent session, {args.files} paths",
+             [(f"orchestrate {t}", (lambda t: lambda: session(t))(t)) for t in transports],
              [("sftp -b put each", lambda: sftp + ["-b", batch(f"-mkdir {remote}/session-ssh\n" + session_dirs + session_puts),
                                                    f"{user}@127.0.0.1"])]),
         ]
         print(f"sftp bench: {args.mib} MiB file, {args.files} small files, {args.repeat} runs each, "
               f"loopback to OpenSSH sshd, orchestrate connections={args.connections}")
-        for name, ours, theirs in cases:
-            results = {"orchestrate": []}
-            for label, _ in theirs:
-                results[label] = []
+        for key, name, ours, theirs in cases:
+            if key not in wanted:
+                continue
+            results = {label: [] for label, _ in ours + theirs}
             for _ in range(args.repeat):
-                for label, make in [("orchestrate", ours)] + theirs:
+                for label, make in ours + theirs:
                     clean()
-                    if name.startswith("download"):
+                    if key == "download":
                         os.link(big, f"{remote}/src.bin")
-                    results[label].append(session() if make is None else timed(make()))
-            base = statistics.median(t for t, _, _ in results["orchestrate"])
+                    made = make()  # a command to time, or the persistent session's own measurement
+                    results[label].append(made if isinstance(made, tuple) else timed(made))
             print(f"\n{name}:")
-            for label in results:
-                t = statistics.median(x for x, _, _ in results[label])
-                r = max(x for _, x, _ in results[label])
-                cpu = statistics.median(x for _, _, x in results[label])
-                ratio = "" if label == "orchestrate" else f"   orchestrate/{label} = {base / t:.2f}"
-                print(f"  {label:<16} {t:8.2f} s   CPU {cpu:6.2f} s   peak RSS {r:6.1f} MiB{ratio}")
+            medians = {label: statistics.median(x for x, _, _ in runs) for label, runs in results.items()}
+            for label, runs in results.items():
+                r = max(x for _, x, _ in runs)
+                cpu = statistics.median(x for _, _, x in runs)
+                print(f"  {label:<22} {medians[label]:8.2f} s   CPU {cpu:6.2f} s   peak RSS {r:6.1f} MiB")
+            for label, _ in ours:
+                ratios = "   ".join(f"/{other} = {medians[label] / medians[other]:.2f}" for other, _ in theirs)
+                print(f"  {label:<22} {ratios}")
     finally:
         sshd.terminate()
         sshd.wait()

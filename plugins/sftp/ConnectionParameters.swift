@@ -4,6 +4,13 @@ import OrchestratePluginKit
 /// Where and how to connect: read from a step's `with:` (connect, or any transfer step used
 /// standalone). Secrets (password, passphrase) live only in memory, never in outputs.
 struct ConnectionParameters: Sendable {
+    /// Who speaks SSH: libssh2 in this process, or the system's `ssh` (OpenSSHTransport.swift).
+    enum Transport: String, Sendable { case libssh2, openssh }
+
+    var transport: Transport
+    /// `transport: openssh` only: an OpenSSH client config (`ssh -F`) and a jump host (`ssh -J`).
+    var sshConfig: String?
+    var proxyJump: String?
     var host: String
     var port: Int
     var user: String
@@ -31,10 +38,20 @@ struct ConnectionParameters: Sendable {
         "host_key_policy":{"type":"string","enum":["strict","accept-new","off"],"default":"strict"},
         "keepalive":{"type":"integer","minimum":0,"default":15,"description":"seconds between keepalives (0: none)"},
         "connect_timeout":{"type":"integer","minimum":1,"default":30},
-        "io_timeout":{"type":"integer","minimum":1,"default":60,"description":"seconds without progress before the connection counts as dead"}
+        "io_timeout":{"type":"integer","minimum":1,"default":60,"description":"seconds without progress before the connection counts as dead"},
+        "transport":{"type":"string","enum":["libssh2","openssh"],"default":"libssh2","description":"libssh2 in the plugin, or the system's ssh (-s sftp): its ~/.ssh/config, ProxyJump, certificates, agents"},
+        "ssh_config":{"type":"string","description":"transport openssh: the ssh client config file (ssh -F; default ~/.ssh/config and /etc/ssh/ssh_config)"},
+        "proxy_jump":{"type":"string","description":"transport openssh: jump host(s), as ssh -J takes them ([user@]host[:port][,...])"}
         """#
 
     init(_ step: StepContext) throws(StepError) {
+        let transportName = try step.optionalString("transport") ?? "libssh2"
+        guard let transport = Transport(rawValue: transportName) else {
+            throw .invalidInput("transport must be libssh2 or openssh, not \(transportName)")
+        }
+        self.transport = transport
+        sshConfig = try step.optionalString("ssh_config")
+        proxyJump = try step.optionalString("proxy_jump")
         host = try step.string("host")
         port = Int(try step.optionalInt("port") ?? 22)
         user = try step.string("user")
@@ -52,8 +69,22 @@ struct ConnectionParameters: Sendable {
         keepalive = Int(try step.optionalInt("keepalive") ?? 15)
         connectTimeout = Int(try step.optionalInt("connect_timeout") ?? 30)
         ioTimeout = Int(try step.optionalInt("io_timeout") ?? 60)
-        if keyFile == nil && password == nil && !agent {
-            throw .invalidInput("no authentication: give key_file, password or agent: true")
+        switch transport {
+        case .libssh2:
+            if keyFile == nil && password == nil && !agent {
+                throw .invalidInput("no authentication: give key_file, password or agent: true")
+            }
+            if sshConfig != nil || proxyJump != nil {
+                throw .invalidInput("ssh_config and proxy_jump need transport: openssh (libssh2 reads no ssh config)")
+            }
+        case .openssh:
+            // ssh runs with BatchMode=yes: it never prompts, so a secret cannot be typed in.
+            if password != nil || passphrase != nil {
+                throw .invalidInput("""
+                    transport: openssh takes no password or passphrase (ssh never prompts here): give a key_file \
+                    without passphrase, load the key into ssh-agent (agent: true), or use transport: libssh2
+                    """)
+            }
         }
     }
 

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CLibSSH2
 import OrchestratePluginKit
 
 /// The SFTP subsystem channel of one connection, shared by any number of threads: each request
@@ -9,10 +8,9 @@ import OrchestratePluginKit
 /// files can be in flight on one connection (`sftp.accept-paths`' `parallel`, the files of a tree)
 /// and one file can have many writes or reads in flight (pipelining).
 ///
-/// One I/O thread makes every libssh2 call once the channel is open: libssh2 sessions are not
-/// thread-safe, and in non-blocking mode a call that stopped half-way through sending a packet
-/// must be repeated before any other call sends (libssh2 1.10 would otherwise complete the old
-/// packet in the new caller's name). Other threads only touch the queues, under `mutex`.
+/// It needs only a byte stream (`SSHTransport`: libssh2's channel, or the pipes of an `ssh`
+/// child). One I/O thread makes every call on that stream once it is open (libssh2 sessions are
+/// not thread-safe); other threads only touch the queues, under `mutex`.
 ///
 /// A caller that gives up waiting (cancel, timeout) abandons its request: a reply that still
 /// arrives is dropped by id, and a request not yet sent is never sent, so abandoning never
@@ -38,12 +36,9 @@ final class SFTPChannel: @unchecked Sendable {
         var reader: WireReader
     }
 
-    private let session: OpaquePointer
-    private let channel: OpaquePointer
-    private let socket: Int32
+    private let transport: any SSHTransport
     private let host: String
     private let ioTimeout: Double
-    private let keepalive: Bool
 
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let replied = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -66,13 +61,10 @@ final class SFTPChannel: @unchecked Sendable {
     /// The reply to INIT (VERSION) carries no request id; it is delivered to this id.
     private static let initialiseID: UInt32 = 1
 
-    init(session: OpaquePointer, channel: OpaquePointer, socket: Int32, parameters: ConnectionParameters) {
-        self.session = session
-        self.channel = channel
-        self.socket = socket
+    init(transport: any SSHTransport, parameters: ConnectionParameters) {
+        self.transport = transport
         host = parameters.host
         ioTimeout = Double(parameters.ioTimeout)
-        keepalive = parameters.keepalive > 0
         var fds: [Int32] = [-1, -1]
         _ = pipe(&fds)
         for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -207,14 +199,16 @@ final class SFTPChannel: @unchecked Sendable {
 
     // MARK: - The I/O thread
 
-    /// Which call last stopped with a packet half sent: it must be repeated before any other.
-    private enum Pending { case none, read, write }
-
     private func run() {
         // However the thread ends, nobody may wait for it afterwards.
         defer { die(.retryable("the connection to \(host) was closed", code: "connection_lost")) }
+        do throws(StepError) { try pump() } catch { die(error) }
+    }
+
+    /// Sends queued requests and cuts replies out of the stream until the connection fails or
+    /// the channel stops.
+    private func pump() throws(StepError) {
         var current: Request?
-        var pending = Pending.none
         var inbox = [UInt8](repeating: 0, count: 512 << 10)  // grows for a bigger packet
         var filled = 0
         var lastProgress = Connection.now()
@@ -222,82 +216,56 @@ final class SFTPChannel: @unchecked Sendable {
         while true {
             var progressed = false
             var replies: [(UInt32, Reply)] = []
-            if pending != .read {
-                while true {
-                    if current == nil { current = locked { nextToSend() } }
-                    guard let request = current else { break }
-                    let n = request.packet.withUnsafeBytes { raw in
-                        libssh2_channel_write_ex(channel, 0, raw.baseAddress!.advanced(by: request.sent).assumingMemoryBound(to: CChar.self),
-                                                 raw.count - request.sent)
-                    }
-                    if n == Int(LIBSSH2_ERROR_EAGAIN) {
-                        pending = outboundBlocked ? .write : .none
-                        break
-                    }
-                    if n < 0 { return fail("send", Int32(truncatingIfNeeded: n)) }
-                    pending = .none
-                    if n == 0 { break }  // no window: wait for the server's adjustment
-                    request.sent += n
-                    progressed = true
-                    if request.sent == request.packet.count {
-                        let packet = request.packet
-                        request.packet = []
-                        current = nil
-                        if packet.capacity > 4096 { locked { if spare.count < 16 { spare.append(packet) } } }
-                    }
+            while true {
+                if current == nil { current = locked { nextToSend() } }
+                guard let request = current else { break }
+                // (withUnsafeBytes rethrows untyped errors: the send's own comes back as a Result.)
+                let n = try request.packet.withUnsafeBytes { raw in
+                    Result { () throws(StepError) -> Int in try transport.send(UnsafeRawBufferPointer(rebasing: raw[request.sent...])) }
+                }.get()
+                if n == 0 { break }
+                request.sent += n
+                progressed = true
+                if request.sent == request.packet.count {
+                    let packet = request.packet
+                    request.packet = []
+                    current = nil
+                    if packet.capacity > 4096 { locked { if spare.count < 16 { spare.append(packet) } } }
                 }
             }
-            if pending != .write {
-                while true {
-                    let n = inbox.withUnsafeMutableBytes { raw in
-                        libssh2_channel_read_ex(channel, 0, raw.baseAddress!.advanced(by: filled).assumingMemoryBound(to: CChar.self),
-                                                raw.count - filled)
+            while true {
+                let n = try inbox.withUnsafeMutableBytes { raw in
+                    Result { () throws(StepError) -> Int in try transport.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...])) }
+                }.get()
+                if n == 0 { break }
+                filled += n
+                progressed = true
+                // Cut complete packets out of the inbox.
+                var start = 0
+                while filled - start >= 4 {
+                    let length = Int(UInt32(inbox[start]) << 24 | UInt32(inbox[start + 1]) << 16
+                                     | UInt32(inbox[start + 2]) << 8 | UInt32(inbox[start + 3]))
+                    guard length >= 5, length <= SFTP.maximumPacket else {
+                        throw .retryable("\(host) sent an SFTP packet of \(length) bytes", code: "sftp_protocol")
                     }
-                    if n == Int(LIBSSH2_ERROR_EAGAIN) {
-                        pending = outboundBlocked ? .read : .none
-                        break
+                    if 4 + length > inbox.count { inbox += [UInt8](repeating: 0, count: 4 + length - inbox.count) }
+                    guard start + 4 + length <= filled else { break }
+                    let type = inbox[start + 4]
+                    let body = Array(inbox[start + 5 ..< start + 4 + length])
+                    if type == SFTP.Packet.version.rawValue {
+                        replies.append((SFTPChannel.initialiseID, Reply(type: type, reader: WireReader(body))))
+                    } else {
+                        var reader = WireReader(body)
+                        guard let id = try? reader.u32() else { throw WireReader.malformed }
+                        replies.append((id, Reply(type: type, reader: reader)))
                     }
-                    if n < 0 { return fail("receive", Int32(truncatingIfNeeded: n)) }
-                    // A read that returns data may still have left a reply of libssh2's own
-                    // (to a server request) half sent: the next call must be a read then.
-                    pending = outboundBlocked ? .read : .none
-                    if n == 0 {
-                        if libssh2_channel_eof(channel) != 0 {
-                            return die(.retryable("\(host) closed the SFTP channel", code: "connection_lost"))
-                        }
-                        break
+                    start += 4 + length
+                }
+                if start > 0 {
+                    inbox.withUnsafeMutableBytes { raw in
+                        _ = memmove(raw.baseAddress!, raw.baseAddress!.advanced(by: start), filled - start)
                     }
-                    filled += n
-                    progressed = true
-                    // Cut complete packets out of the inbox.
-                    var start = 0
-                    while filled - start >= 4 {
-                        let length = Int(UInt32(inbox[start]) << 24 | UInt32(inbox[start + 1]) << 16
-                                         | UInt32(inbox[start + 2]) << 8 | UInt32(inbox[start + 3]))
-                        guard length >= 5, length <= SFTP.maximumPacket else {
-                            return die(.retryable("\(host) sent an SFTP packet of \(length) bytes", code: "sftp_protocol"))
-                        }
-                        if 4 + length > inbox.count { inbox += [UInt8](repeating: 0, count: 4 + length - inbox.count) }
-                        guard start + 4 + length <= filled else { break }
-                        let type = inbox[start + 4]
-                        let body = Array(inbox[start + 5 ..< start + 4 + length])
-                        if type == SFTP.Packet.version.rawValue {
-                            replies.append((SFTPChannel.initialiseID, Reply(type: type, reader: WireReader(body))))
-                        } else {
-                            var reader = WireReader(body)
-                            guard let id = try? reader.u32() else {
-                                return die(WireReader.malformed)
-                            }
-                            replies.append((id, Reply(type: type, reader: reader)))
-                        }
-                        start += 4 + length
-                    }
-                    if start > 0 {
-                        inbox.withUnsafeMutableBytes { raw in
-                            _ = memmove(raw.baseAddress!, raw.baseAddress!.advanced(by: start), filled - start)
-                        }
-                        filled -= start
-                    }
+                    filled -= start
                 }
             }
             let now = Connection.now()
@@ -330,18 +298,14 @@ final class SFTPChannel: @unchecked Sendable {
                 lastProgress = now
                 if progressed { continue }
             } else if now - lastProgress > ioTimeout {
-                return die(StepError(kind: .timeout, code: "io_timeout",
-                                     message: "no progress from \(host) for \(Int(ioTimeout)) s"))
+                throw StepError(kind: .timeout, code: "io_timeout", message: "no progress from \(host) for \(Int(ioTimeout)) s")
             }
-            if keepalive && pending == .none && socketWritable() {
-                var next: Int32 = 0
-                _ = libssh2_keepalive_send(session, &next)
-            }
-            var events = Int16(POLLIN)
-            if pending != .none || outboundBlocked { events |= Int16(POLLOUT) }
-            var fds = [pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-            _ = poll(&fds, 2, stop ? 100 : 1000)
-            if fds[1].revents != 0 {
+            transport.idle()
+            let streamFDs = transport.pollDescriptors(sending: current != nil || locked { queueHead < queue.count })
+            var fds = streamFDs + [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&fds, nfds_t(fds.count), stop ? 100 : 1000)
+            transport.serviced(Array(fds.prefix(streamFDs.count)))
+            if fds[streamFDs.count].revents != 0 {
                 var drain = [UInt8](repeating: 0, count: 256)
                 while read(wakeFD, &drain, drain.count) > 0 {}
             }
@@ -361,23 +325,6 @@ final class SFTPChannel: @unchecked Sendable {
             if let request, !request.abandoned { return request }
         }
         return nil
-    }
-
-    private var outboundBlocked: Bool { libssh2_session_block_directions(session) & LIBSSH2_SESSION_BLOCK_OUTBOUND != 0 }
-
-    /// A keepalive is only sent when the socket can take it whole: libssh2 keeps a keepalive it
-    /// could not send as a half-sent packet that the next channel write would trip over.
-    private func socketWritable() -> Bool {
-        var fd = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
-        return poll(&fd, 1, 0) == 1 && fd.revents & Int16(POLLOUT) != 0
-    }
-
-    private func fail(_ what: String, _ code: Int32) {
-        var message: UnsafeMutablePointer<CChar>?
-        var length: Int32 = 0
-        libssh2_session_last_error(session, &message, &length, 0)
-        let text = message.map { String(cString: $0) } ?? "libssh2 error \(code)"
-        die(.retryable("SFTP \(what): connection to \(host) lost (\(text))", code: "connection_lost"))
     }
 
     /// Fails every request, now and later, with `error`.
