@@ -73,8 +73,8 @@ import Testing
         let process = Process()
         process.executableURL = TestPaths.orchestrate
         process.arguments = ["serve", "--watch", workflow, "--json", "--state", h.state]
-        FileManager.default.createFile(atPath: h.path(log), contents: nil)
-        FileManager.default.createFile(atPath: h.path(log + ".err"), contents: nil)
+        #expect(FileManager.default.createFile(atPath: h.path(log), contents: nil))
+        #expect(FileManager.default.createFile(atPath: h.path(log + ".err"), contents: nil))
         process.standardOutput = FileHandle(forWritingAtPath: h.path(log))
         process.standardError = FileHandle(forWritingAtPath: h.path(log + ".err"))
         try process.run()
@@ -125,7 +125,8 @@ import Testing
             expected[relative] = 16 * 4096
             DispatchQueue.global().async(group: group) {
                 let path = outbox + "/" + relative
-                FileManager.default.createFile(atPath: path, contents: nil)
+                let created = FileManager.default.createFile(atPath: path, contents: nil)
+                precondition(created, "could not create \(path)")
                 let handle = FileHandle(forWritingAtPath: path)!
                 for chunk in 0..<16 {
                     handle.write(Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 * 7 + chunk + k) }))
