@@ -89,6 +89,13 @@ enum OpenAPIDocument {
                    "responses": {"200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "properties": {"passive": {"type": "boolean"}}}}}},
                                  "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}}
         },
+        "/api/nodes": {
+          "get": {"summary": "The nodes sharing the store: those whose serve processes hold runs or have started", "operationId": "listNodes",
+                  "responses": {"200": {"description": "Nodes, sorted by name", "content": {"application/json": {"schema": {"type": "object", "required": ["this_node", "nodes"], "properties": {
+                                  "this_node": {"type": "string", "description": "the node of the serve answering"},
+                                  "nodes": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}},
+                                "401": {"$ref": "#/components/responses/Problem"}}}
+        },
         "/api/plugins": {
           "get": {"summary": "Loaded plugins and their step types", "operationId": "listPlugins",
                   "responses": {"200": {"description": "Plugins", "content": {"application/json": {"schema": {"type": "object", "properties": {
@@ -149,6 +156,15 @@ enum OpenAPIDocument {
             "inputs": {"type": "object"}, "labels": {"type": "object", "additionalProperties": {"type": "string"}},
             "queue": {"type": "string"}, "priority": {"type": "integer"}, "id": {"type": "string"}, "max_rate": {"type": "integer", "minimum": 1}},
             "oneOf": [{"required": ["workflow_path"]}, {"required": ["workflow_yaml"]}]},
+          "Node": {"type": "object", "required": ["name", "live", "runs_held", "workers"], "properties": {
+            "name": {"type": "string"},
+            "live": {"type": "boolean", "description": "a worker of it is live or a live owner on it holds a run"},
+            "runs_held": {"type": "integer", "description": "runs held by a live owner on this node"},
+            "lease_until": {"type": "number", "description": "the latest lease end of the runs it holds (each heartbeat pushes it forward), store clock"},
+            "last_worker_event": {"type": "number", "description": "when a serve of it last started or stopped"},
+            "workers": {"type": "array", "description": "serve processes started and not stopped, newest first", "items": {"type": "object", "required": ["pid", "started_at", "live", "queues"], "properties": {
+              "pid": {"type": "integer"}, "started_at": {"type": "number"}, "queues": {"type": "array", "items": {"type": "string"}},
+              "live": {"type": "boolean", "description": "on the answering node: the process exists; elsewhere: none of its runs let its lease run out"}}}}}},
           "StepType": {"type": "object", "properties": {"id": {"type": "string"}, "version": {"type": "string"}, "summary": {"type": "string"},
                        "plugin": {"type": "string"}, "path": {"type": "string"}, "accepts_items": {"type": "boolean"},
                        "documentation": {"type": ["string", "null"]}, "input_schema": {}, "output_schema": {}}}

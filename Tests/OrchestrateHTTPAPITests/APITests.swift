@@ -152,7 +152,7 @@ import Testing
         let openapi = try serve.get("/api/openapi.json").json
         #expect(openapi["openapi"]?.stringValue?.hasPrefix("3.1") == true)
         let paths = try #require(openapi["paths"]?.objectValue)
-        #expect(paths.count == 11)
+        #expect(paths.count == 12)
         for (path, item) in paths {
             let concrete = path.replacingOccurrences(of: "{id}", with: id).replacingOccurrences(of: "{verb}", with: "pause")
                 .replacingOccurrences(of: "{action}", with: "start")
@@ -162,6 +162,27 @@ import Testing
                 #expect(method == "get" ? reply.status != 404 || path.contains("{id}") : reply.status == 403, "\(method) \(path)")
             }
         }
+    }
+
+    /// `/api/nodes`: the serve's own node, live, with its worker (this serve's pid), and the
+    /// run it holds while the run executes.
+    @Test func nodes() throws {
+        let serve = try APIServe()
+        func thisNode() throws -> JSONValue? {
+            let reply = try serve.get("/api/nodes").json
+            return reply["nodes"]?.arrayValue?.first { $0["name"] == reply["this_node"] }
+        }
+        #expect(try serve.waitFor { try thisNode()?["workers"]?[0]?["pid"]?.intValue == Int64(serve.process.processIdentifier) })
+        let idle = try #require(try thisNode())
+        #expect(idle["live"] == .bool(true) && idle["runs_held"]?.intValue == 0 && idle["lease_until"] == nil)
+        #expect(idle["workers"]?[0]?["live"] == .bool(true) && idle["workers"]?[0]?["queues"] == ["default"])
+
+        let id = try #require(try serve.post("/api/runs", ["workflow_yaml": "version: 1\nname: nap\nsteps:\n  a: { uses: test.sleep, with: { ms: 3000 } }\n"]).json["id"]?.stringValue)
+        #expect(try serve.waitFor { try serve.status(id) == "running" })
+        let busy = try #require(try thisNode())
+        #expect(busy["runs_held"]?.intValue == 1)
+        #expect((busy["lease_until"]?.doubleValue ?? 0) > Date().timeIntervalSince1970)
+        #expect(try serve.http.request("GET", "/api/nodes", token: nil).status == 401)
     }
 
     /// A client that hangs up in the middle of a busy run and comes back with Last-Event-ID
