@@ -15,6 +15,7 @@ packages=(
   tmux                              # terminal tests of the progress display
   iproute2 curl                     # ip netns, veth, bridges: the several-machines tests (and curl to the sandbox)
   python3                           # test tools: scripted servers, the fault proxy, the crash campaign
+  python3-venv                      # scripts/python-venv.sh: PyPI test packages (prometheus-client, schemathesis) in a venv
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -77,9 +77,14 @@ struct ServeCommand: ParsableCommand {
         options.warn = { Terminal.warning($0) }
         options.engine = try global.engineOptions()
         options.engine.bandwidth = maxRate?.bytesPerSecond.map { TokenBucket(bytesPerSecond: $0) }
-        if let http { try startHTTP(http, store: store, registry: registry) }
-        let worker = QueueWorker(store: store, registry: registry, options: options,
-                                 observer: ServePrinter(json: global.json))
+        var observer: any RunObserver = ServePrinter(json: global.json)
+        if let http {
+            // The worker's events feed the counters of `/metrics`.
+            let metrics = ServeMetrics()
+            observer = RunObservers([observer, metrics])
+            try startHTTP(http, store: store, registry: registry, metrics: metrics)
+        }
+        let worker = QueueWorker(store: store, registry: registry, options: options, observer: observer)
         let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {
             worker.shutdown()
         }
@@ -93,7 +98,7 @@ struct ServeCommand: ParsableCommand {
 
     /// Starts the HTTP API next to the queue worker and prints its URL with the default token
     /// (as Jupyter does), on stderr: stdout is the event stream.
-    private func startHTTP(_ text: String, store: any StateStore, registry: PluginRegistry) throws {
+    private func startHTTP(_ text: String, store: any StateStore, registry: PluginRegistry, metrics: ServeMetrics) throws {
         do {
             let address = try ListenAddress(parsing: text)
             if !address.isLoopback && tlsCert == nil && !httpPlaintext {
@@ -106,7 +111,8 @@ struct ServeCommand: ParsableCommand {
             if let httpTokenFile { tokens += try APITokens.parseFile(httpTokenFile) }
             let configuration = HTTPAPIServer.Configuration(address: address, tokens: APITokens(tokens: tokens),
                                                             tlsCertificate: tlsCert, tlsKey: tlsKey)
-            let running = try HTTPAPIServer.start(configuration, store: store, registry: registry, stateDirectory: stateDirectory)
+            let running = try HTTPAPIServer.start(configuration, store: store, registry: registry, stateDirectory: stateDirectory,
+                                                  metrics: metrics)
             // The dashboard (issue 13's second part) will be the URL to print with the token; until
             // it exists, point at the API and the token file rather than at a page that is not there.
             Terminal.line("HTTP API on \(running.baseURL)/api/ (Authorization: Bearer <the token in \(stateDirectory)/http-token>)",

@@ -109,6 +109,11 @@ enum OpenAPIDocument {
                                   "step_types": {"type": "array", "items": {"$ref": "#/components/schemas/StepType"}}}}}}},
                                 "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}}
         },
+        "/metrics": {
+          "get": {"summary": "Prometheus metrics (README \"Metrics\")", "operationId": "metrics",
+                  "responses": {"200": {"description": "The Prometheus text exposition format", "content": {"text/plain": {"schema": {"type": "string"}}}},
+                                "401": {"$ref": "#/components/responses/Problem"}}}
+        },
         "/api/openapi.json": {
           "get": {"summary": "This document", "operationId": "openapi",
                   "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {"schema": {"type": "object"}}}},
