@@ -17,8 +17,8 @@ enum OpenAPIDocument {
         "/api/runs": {
           "get": {"summary": "List runs, oldest first (the newest `limit`)", "operationId": "listRuns",
                   "parameters": [
-                    {"name": "status", "in": "query", "schema": {"type": "array", "items": {"type": "string"}}, "explode": true},
-                    {"name": "label", "in": "query", "description": "KEY=VALUE", "schema": {"type": "array", "items": {"type": "string"}}, "explode": true},
+                    {"name": "status", "in": "query", "schema": {"type": "array", "items": {"$ref": "#/components/schemas/RunStatus"}}, "explode": true},
+                    {"name": "label", "in": "query", "description": "KEY=VALUE", "schema": {"type": "array", "items": {"type": "string", "pattern": "^[^=]+=.*$"}}, "explode": true},
                     {"name": "queue", "in": "query", "schema": {"type": "array", "items": {"type": "string"}}, "explode": true},
                     {"name": "workflow", "in": "query", "schema": {"type": "string"}},
                     {"name": "text", "in": "query", "schema": {"type": "string"}},
@@ -28,7 +28,10 @@ enum OpenAPIDocument {
                                 "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}}},
           "post": {"summary": "Submit a run to the queue", "operationId": "submitRun",
                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Submission"}}}},
-                   "responses": {"201": {"description": "Queued", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}}},
+                   "responses": {"201": {"description": "Queued", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}},
+                                         "links": {"GetRun": {"operationId": "getRun", "parameters": {"id": "$response.body#/id"}},
+                                                   "ControlRun": {"operationId": "controlRun", "parameters": {"id": "$response.body#/id"}},
+                                                   "DeleteRun": {"operationId": "deleteRun", "parameters": {"id": "$response.body#/id"}}}},
                                  "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
                                  "403": {"$ref": "#/components/responses/Problem"}, "409": {"$ref": "#/components/responses/Problem"},
                                  "413": {"$ref": "#/components/responses/Problem"}, "422": {"$ref": "#/components/responses/Problem"}}}
@@ -141,11 +144,12 @@ enum OpenAPIDocument {
               "file": {"type": "string"}, "line": {"type": "integer"}, "column": {"type": "integer"}, "message": {"type": "string"}, "text": {"type": "string"}}}}}},
           "Run": {"type": "object", "required": ["id", "workflow", "file", "status", "created_at", "inputs", "labels", "priority", "queue"], "properties": {
             "id": {"type": "string"}, "workflow": {"type": "string"}, "file": {"type": "string"},
-            "status": {"type": "string", "enum": ["queued", "running", "paused", "compensating", "succeeded", "failed", "cancelled", "interrupted"]},
+            "status": {"$ref": "#/components/schemas/RunStatus"},
             "created_at": {"type": "number"}, "started_at": {"type": "number"}, "finished_at": {"type": "number"},
             "inputs": {}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}, "priority": {"type": "integer"},
             "queue": {"type": "string"}, "node": {"type": "string"}, "error": {"type": "string"}, "outputs": {}, "max_rate": {"type": "integer"},
             "owner": {"type": "object"}, "transfer": {"$ref": "#/components/schemas/Transfer"}}},
+          "RunStatus": {"type": "string", "enum": ["queued", "running", "paused", "compensating", "succeeded", "failed", "cancelled", "interrupted"]},
           "RunDetail": {"allOf": [{"$ref": "#/components/schemas/Run"}, {"type": "object", "required": ["steps", "transfer"], "properties": {
             "steps": {"type": "array", "items": {"type": "object", "required": ["id", "status", "attempt", "kind"], "properties": {
               "id": {"type": "string"}, "status": {"type": "string"}, "attempt": {"type": "integer"}, "kind": {"type": "string"},
@@ -154,13 +158,17 @@ enum OpenAPIDocument {
             "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "step": {"type": "string"}, "status": {"type": "string"}, "item": {}, "error": {"type": "string"}}}}}}]},
           "Transfer": {"type": "object", "properties": {"bytes_done": {"type": "integer"}, "bytes_total": {"type": "integer"}, "elapsed_s": {"type": "number"},
                        "average_rate": {"type": "number"}, "remaining_s": {"type": "number"}}},
-          "Submission": {"type": "object", "additionalProperties": false, "properties": {
-            "workflow_path": {"type": "string", "description": "absolute path of a workflow file on the server"},
-            "workflow_yaml": {"type": "string", "description": "the workflow itself"},
-            "file_name": {"type": "string", "description": "the name workflow_yaml's diagnostics use"},
-            "inputs": {"type": "object"}, "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "queue": {"type": "string"}, "priority": {"type": "integer"}, "id": {"type": "string"}, "max_rate": {"type": "integer", "minimum": 1}},
-            "oneOf": [{"required": ["workflow_path"]}, {"required": ["workflow_yaml"]}]},
+          "Submission": {"type": "object", "additionalProperties": false, "description": "A member that is null counts as not given.", "properties": {
+            "workflow_path": {"type": ["string", "null"], "description": "absolute path of a workflow file on the server"},
+            "workflow_yaml": {"type": ["string", "null"], "description": "the workflow itself"},
+            "file_name": {"type": ["string", "null"], "description": "the name workflow_yaml's diagnostics use"},
+            "inputs": {"type": ["object", "null"]}, "labels": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+            "queue": {"type": ["string", "null"], "pattern": "^[A-Za-z0-9._-]{1,64}$"}, "priority": {"type": ["integer", "null"]},
+            "id": {"type": ["string", "null"], "pattern": "^[^/ ]+$"},
+            "max_rate": {"type": ["integer", "null"], "minimum": 1}},
+            "oneOf": [{"required": ["workflow_path"], "properties": {"workflow_path": {"type": "string"}}},
+                      {"required": ["workflow_yaml"], "properties": {"workflow_yaml": {"type": "string"}}}],
+            "example": {"workflow_yaml": "version: 1\nname: hello\nsteps:\n  greet: { uses: exec, with: { command: [echo, hello] } }\n", "queue": "examples", "labels": {"team": "media"}}},
           "Node": {"type": "object", "required": ["name", "live", "runs_held", "workers"], "properties": {
             "name": {"type": "string"},
             "live": {"type": "boolean", "description": "a worker of it is live or a live owner on it holds a run"},
