@@ -226,6 +226,39 @@ import Testing
         #expect(try reader.read("/api/runs/nope/events", token: serve.token) { _, _ in false }.status == 404)
     }
 
+    /// Streams share one reader of the journal (EventFeed): several followers of every event,
+    /// started at different points during a busy run (from the start, from later on, and one
+    /// for the run), each get exactly the journal's events after their starting point, in order.
+    @Test func concurrentStreamsEachGetTheWholeJournal() throws {
+        let serve = try APIServe()
+        let steps = (0..<30).map { i in "  s\(i): { uses: test.sleep, with: { ms: 10 }\(i > 0 ? ", needs: [s\(i - 1)]" : "") }" }
+        let yaml = "version: 1\nname: busy\nsteps:\n" + steps.joined(separator: "\n") + "\n"
+        let id = try #require(try serve.post("/api/runs", ["workflow_yaml": .string(yaml)]).json["id"]?.stringValue)
+        let seen = Locked<[Int: [Int64]]>([:])
+        // The first starts the shared feed after seq 5: the later ones from 0 read the store until
+        // they reach the feed, then join it.
+        let starts: [(path: String, after: Int64)] = [("/api/events?after=5", 5), ("/api/events", 0), ("/api/events", 0),
+                                                       ("/api/runs/\(id)/events", 0), ("/api/events?after=2", 2)]
+        DispatchQueue.concurrentPerform(iterations: starts.count) { index in
+            Thread.sleep(forTimeInterval: Double(index) * 0.15)  // joining while the run goes on
+            var mine: [Int64] = []
+            _ = try? SSEReader(port: serve.port).read(starts[index].path, token: serve.token) { seq, data in
+                mine.append(seq)
+                return !(data["type"]?.stringValue == "run.finished" && data["run"]?.stringValue == id)
+            }
+            seen.update { $0[index] = mine }
+        }
+        let all = try serve.orchestrate(["events", "--json"]).stdout.split(separator: "\n")
+            .compactMap { try? JSONValue(parsing: String($0)) }
+        let finished = try #require(all.firstIndex { $0["type"]?.stringValue == "run.finished" && $0["run"]?.stringValue == id })
+        let upToFinish = all[...finished]
+        for (index, start) in starts.enumerated() {
+            let expected = upToFinish.filter { ($0["seq"]?.intValue ?? 0) > start.after && (!start.path.contains("/runs/") || $0["run"]?.stringValue == id) }
+                .compactMap { $0["seq"]?.intValue }
+            #expect(seen.value[index] == expected, "stream \(index) (\(start.path))")
+        }
+    }
+
     /// An address other machines can reach needs TLS or an explicit --http-plaintext.
     @Test func nonLoopbackNeedsTLSOrPlaintext() throws {
         let dir = TemporaryDirectory("api-addr")
