@@ -34,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
     ],
     targets: [
         // The plugin ABI: one C header, usable without Swift.
@@ -71,14 +72,15 @@ let package = Package(
             "OrchestrateEngine", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        // `serve --http`: the JSON API (OpenAPI-described, SSE events, bearer tokens) and the web
-        // dashboard on it (its files compiled into the binary).
+        // `serve --http`: the JSON API (OpenAPI-described, SSE events, bearer tokens), `/metrics`,
+        // and the web dashboard on it (its files compiled into the binary).
         .target(name: "OrchestrateHTTPAPI", dependencies: [
             "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTokenBucket",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ], resources: [.embedInCode("Dashboard")]),
         .executableTarget(name: "orchestrate", dependencies: ["OrchestrateCLI"]),
         .executableTarget(name: "OrchestratePluginRunner", dependencies: ["OrchestratePluginHost", "OrchestrateJSON"]),

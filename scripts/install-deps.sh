@@ -15,7 +15,7 @@ packages=(
   tmux                              # terminal tests of the progress display
   iproute2 curl                     # ip netns, veth, bridges: the several-machines tests (and curl to the sandbox)
   python3                           # test tools: scripted servers, the fault proxy, the crash campaign
-  python3-venv chromium chromium-driver  # the dashboard's browser test (Selenium from PyPI in a venv: tools/browser_venv.sh)
+  python3-venv chromium chromium-driver  # PyPI test packages in a venv (scripts/python-venv.sh: prometheus-client, schemathesis, selenium) and the dashboard's browser test
 )
 missing=()
 for p in "${packages[@]}"; do

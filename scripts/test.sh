@@ -13,6 +13,9 @@ scripts/own-warnings.py "$build_log"
 # The tests run the real binary and load the real plugin libraries from here.
 ORCHESTRATE_BIN_DIR="$(swift build --show-bin-path)"
 export ORCHESTRATE_BIN_DIR
+# The PyPI packages some tests use (scripts/requirements-test.txt), in a virtual environment.
+ORCHESTRATE_TEST_PYTHON="$(scripts/python-venv.sh)"
+export ORCHESTRATE_TEST_PYTHON
 swift test "$@"
 # The engine's end-to-end tests once more on a PostgreSQL store (each test its own database on a
 # throwaway cluster; the tests about the SQLite file itself skip), when no tests were chosen.

@@ -103,12 +103,17 @@ struct ServeCommand: ParsableCommand {
         // Always a bucket, uncapped without --max-rate: `queue rate` can then cap the transfers
         // already running.
         options.engine.bandwidth = TokenBucket(timetable: maxRate ?? .unlimited)
-        if let http { try startHTTP(http, store: store, registry: registry) }
-        let printer = ServePrinter(json: global.json)
-        let worker = QueueWorker(store: store, registry: registry, options: options, observer: printer)
-        let scheduler = noSchedules ? nil : startScheduler(store: store, observer: printer)
+        var observer: any RunObserver = ServePrinter(json: global.json)
+        if let http {
+            // The worker's events feed the counters of `/metrics`.
+            let metrics = ServeMetrics()
+            observer = RunObservers([observer, metrics])
+            try startHTTP(http, store: store, registry: registry, metrics: metrics)
+        }
+        let worker = QueueWorker(store: store, registry: registry, options: options, observer: observer)
+        let scheduler = noSchedules ? nil : startScheduler(store: store, observer: observer)
         let watchers = try ServeWatches.start(files: watchFiles, pollOnly: watchPoll, queue: options.queues[0],
-                                              registry: registry, store: store, observer: printer)
+                                              registry: registry, store: store, observer: observer)
         let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {
             for watcher in watchers { watcher.stop() }
             worker.shutdown()
@@ -124,7 +129,7 @@ struct ServeCommand: ParsableCommand {
     }
 
     /// Starts the thread that fires registered schedules (README "Schedules").
-    private func startScheduler(store: any StateStore, observer: ServePrinter) -> Scheduler {
+    private func startScheduler(store: any StateStore, observer: any RunObserver) -> Scheduler {
         var options = Scheduler.Options()
         options.warn = { Terminal.warning($0) }
         let scheduler = Scheduler(store: store, clock: ScheduleClock(store: store), options: options, observer: observer)
@@ -134,7 +139,7 @@ struct ServeCommand: ParsableCommand {
 
     /// Starts the HTTP API next to the queue worker and prints its URL with the default token
     /// (as Jupyter does), on stderr: stdout is the event stream.
-    private func startHTTP(_ text: String, store: any StateStore, registry: PluginRegistry) throws {
+    private func startHTTP(_ text: String, store: any StateStore, registry: PluginRegistry, metrics: ServeMetrics) throws {
         do {
             let address = try ListenAddress(parsing: text)
             if !address.isLoopback && tlsCert == nil && !httpPlaintext {
@@ -147,7 +152,8 @@ struct ServeCommand: ParsableCommand {
             if let httpTokenFile { tokens += try APITokens.parseFile(httpTokenFile) }
             let configuration = HTTPAPIServer.Configuration(address: address, tokens: APITokens(tokens: tokens),
                                                             tlsCertificate: tlsCert, tlsKey: tlsKey)
-            let running = try HTTPAPIServer.start(configuration, store: store, registry: registry, stateDirectory: stateDirectory)
+            let running = try HTTPAPIServer.start(configuration, store: store, registry: registry, stateDirectory: stateDirectory,
+                                                  metrics: metrics)
             // As Jupyter does: the dashboard's URL with the token, to open as it is (the page
             // moves the token out of the address bar at once).
             Terminal.line("Dashboard: \(running.baseURL)/?token=\(defaultToken)", to: .standardError)

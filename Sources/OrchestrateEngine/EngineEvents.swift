@@ -10,10 +10,26 @@ public protocol RunObserver: Sendable {
     func runEvent(_ event: EventRecord)
     /// Progress, more often than it is journaled (for live displays). Default: ignored.
     func runProgress(step: String, progress: ProgressSnapshot)
+    /// How long a round's journal commit took (for the store-latency metric). Default: ignored.
+    func storeCommitted(seconds: Double)
 }
 
 extension RunObserver {
     public func runProgress(step: String, progress: ProgressSnapshot) {}
+    public func storeCommitted(seconds: Double) {}
+}
+
+/// Several observers as one (`serve` prints events and counts them for `/metrics`).
+public struct RunObservers: RunObserver {
+    public let observers: [any RunObserver]
+
+    public init(_ observers: [any RunObserver]) { self.observers = observers }
+
+    public func runEvent(_ event: EventRecord) { for observer in observers { observer.runEvent(event) } }
+    public func runProgress(step: String, progress: ProgressSnapshot) {
+        for observer in observers { observer.runProgress(step: step, progress: progress) }
+    }
+    public func storeCommitted(seconds: Double) { for observer in observers { observer.storeCommitted(seconds: seconds) } }
 }
 
 /// A step's progress as the engine knows it.

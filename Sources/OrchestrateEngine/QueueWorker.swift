@@ -100,7 +100,9 @@ public final class QueueWorker: @unchecked Sendable {
         }
         defer { watch?.cancel() }
         let pollInterval = watch == nil ? options.pollInterval : options.wokenPollInterval
-        emitQueueEvent(.workerStarted, ["pid": .int(Int64(owner.pid)), "node": .string(owner.node),
+        // Who the worker is (node, pid, start time), so `StateStore.nodes()` can pair a start with
+        // its stop and tell a crashed worker from a live one.
+        emitQueueEvent(.workerStarted, ["pid": .int(Int64(owner.pid)), "node": .string(owner.node), "start_time": .int(owner.startTime),
                                         "queues": .array(options.queues.map { .string($0) }),
                                         "max_parallel": .int(Int64(options.maxRuns))])
         while true {
@@ -117,7 +119,7 @@ public final class QueueWorker: @unchecked Sendable {
                 for (_, entry) in executing { entry.executor.interrupt(leaving: .queued) }
                 if executing.isEmpty {
                     for id in held.union(toRelease) { try? store.releaseRun(id, owner: owner) }
-                    emitQueueEvent(.workerStopped, [:])
+                    emitQueueEvent(.workerStopped, ["pid": .int(Int64(owner.pid)), "node": .string(owner.node)])
                     return
                 }
             } else {

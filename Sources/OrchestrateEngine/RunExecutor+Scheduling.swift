@@ -61,8 +61,10 @@ extension RunExecutor {
         if run.startedAt == nil { run.startedAt = now() }
         if run.status == .queued { run.status = .running }
         batch.runUpdates.append(run)
+        // The queue and the time spent in it, for the queue-wait metric (`/metrics`).
         emit(resumed ? EventType.runResumed : EventType.runStarted, step: nil,
-             data: ["workflow": .string(workflow.name), "pid": .int(Int64(owner.pid))])
+             data: ["workflow": .string(workflow.name), "pid": .int(Int64(owner.pid)), "queue": .string(run.queue),
+                    "waited_ms": .int(Int64(max(0, (run.startedAt! - run.createdAt) * 1000).rounded()))])
     }
 
     private func spec(for record: StepRecord) -> Runnable? {

@@ -304,8 +304,14 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             var committed = batch
             committed.fence = (run.id, owner)
             batch = JournalBatch()
-            try store.commit(committed)
-            if let observer { for event in committed.events { observer.runEvent(event) } }
+            if let observer {
+                let started = Monotonic.now()
+                try store.commit(committed)
+                observer.storeCommitted(seconds: Monotonic.now() - started)
+                for event in committed.events { observer.runEvent(event) }
+            } else {
+                try store.commit(committed)
+            }
         }
         for (instance, attempt) in pendingStarts { launch(instance, attempt) }
         pendingStarts.removeAll()

@@ -12,6 +12,8 @@ final class APIServices: Sendable {
     let registry: PluginRegistry
     let stateDirectory: String
     let maxStreams: Int
+    /// Shared by every event stream (one store read for all of them).
+    let eventFeed = EventFeed()
     private let queue = DispatchQueue(label: "orchestrate.http.store", attributes: .concurrent)
     private let streamsLock = NSLock()
     nonisolated(unsafe) private var streams = 0  // guarded by streamsLock

@@ -4,8 +4,8 @@ import OrchestrateJSON
 import OrchestrateStore
 import OrchestrateTokenBucket
 
-/// `/api/queues` (counts per named queue, the store-wide passive switch) and `/api/plugins`
-/// (step types with their schemas).
+/// `/api/queues` (counts per named queue, the store-wide passive switch), `/api/nodes` (the
+/// machines sharing the store) and `/api/plugins` (step types with their schemas).
 enum CatalogRoutes {
     static func add(to router: Router<APIContext>, services: APIServices) {
         router.get("/api/queues") { _, _ in
@@ -43,6 +43,11 @@ enum CatalogRoutes {
             return JSONResponse.make(["max_rate": timetable.map { .string($0.text) } ?? .null])
         }
 
+        router.get("/api/nodes") { _, _ in
+            let nodes = try await services.blocking { try services.store.nodes() }
+            return JSONResponse.make(["this_node": .string(NodeName.current), "nodes": .array(nodes.map(nodeDocument))])
+        }
+
         router.get("/api/plugins") { _, _ in
             let plugins: [JSONValue] = services.registry.plugins.map { plugin in
                 ["name": .string(plugin.name), "version": .string(plugin.version), "path": .string(plugin.path)]
@@ -58,5 +63,16 @@ enum CatalogRoutes {
             guard !types.isEmpty else { throw Problem(.notFound, "no step type or plugin named '\(id)'") }
             return JSONResponse.make(["step_types": .array(types.map(StepTypeDocument.json))])
         }
+    }
+
+    static func nodeDocument(_ node: NodeRecord) -> JSONValue {
+        var document: [String: JSONValue] = ["name": .string(node.name), "live": .bool(node.live), "runs_held": .int(Int64(node.runsHeld))]
+        if let until = node.leaseUntil { document["lease_until"] = .double(until) }
+        if let seen = node.lastWorkerEvent { document["last_worker_event"] = .double(seen) }
+        document["workers"] = .array(node.workers.map { worker in
+            ["pid": .int(Int64(worker.pid)), "started_at": .double(worker.startedAt), "live": .bool(worker.live),
+             "queues": .array(worker.queues.map { .string($0) })]
+        })
+        return .object(document)
     }
 }

@@ -66,24 +66,38 @@ enum EventStream {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
+        let feed = services.eventFeed
         let body = ResponseBody { writer in
             defer { services.closeStream() }
             var last = after
             var lastWrite = Date()
             try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
             while !Task.isCancelled {
-                let events = try await services.blocking { [last] in try services.store.events(runID: runID, afterSeq: last, limit: 500) }
-                if !events.isEmpty {
-                    var text = ""
-                    for event in events { text += "id: \(event.seq)\ndata: \(event.json.jsonText)\n\n" }
+                try await feed.refresh(services, startingAfter: last)
+                var text = ""
+                var more = false
+                if let shared = feed.entries(after: last, runID: runID) {
+                    text = shared.text
+                    last = shared.last
+                } else {
+                    // Older than the feed reaches: read the store until caught up.
+                    let mark = feed.mark()
+                    let events = try await services.blocking { [last] in try services.store.events(runID: runID, afterSeq: last, limit: 500) }
+                    for event in events { text += EventFeed.text(event) }
+                    last = events.last?.seq ?? last
+                    more = events.count == 500
+                    // Everything up to the feed's mark was visible before this read: a stream
+                    // that got all of it (not a full page) may move there and join the feed.
+                    if !more, let mark { last = max(last, mark) }
+                }
+                if !text.isEmpty {
                     try await writer.write(ByteBuffer(string: text))
-                    last = events.last!.seq
                     lastWrite = Date()
-                    if events.count == 500 { continue }
                 } else if Date().timeIntervalSince(lastWrite) >= keepAliveInterval {
                     try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
                     lastWrite = Date()
                 }
+                if more { continue }
                 try await Task.sleep(for: pollInterval)
             }
             try await writer.finish(nil)

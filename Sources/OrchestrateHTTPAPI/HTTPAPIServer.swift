@@ -11,7 +11,7 @@ import OrchestrateStore
 ///
 /// ```swift
 /// let server = try HTTPAPIServer.start(HTTPAPIServer.Configuration(address: address, tokens: tokens),
-///                                      store: store, registry: registry, stateDirectory: dir)
+///                                      store: store, registry: registry, stateDirectory: dir, metrics: metrics)
 /// print(server.baseURL)
 /// ```
 public enum HTTPAPIServer {
@@ -45,7 +45,7 @@ public enum HTTPAPIServer {
     /// Binds and starts serving in the background; returns once it accepts connections, or
     /// throws (address in use, unreadable certificate…).
     public static func start(_ configuration: Configuration, store: any StateStore, registry: PluginRegistry,
-                             stateDirectory: String) throws -> Running
+                             stateDirectory: String, metrics: ServeMetrics) throws -> Running
     {
         let services = APIServices(store: store, registry: registry, stateDirectory: stateDirectory,
                                    maxStreams: configuration.maxEventStreams)
@@ -55,6 +55,7 @@ public enum HTTPAPIServer {
         RunRoutes.add(to: router, services: services)
         EventStream.add(to: router, services: services)
         CatalogRoutes.add(to: router, services: services)
+        MetricsRoute.add(to: router, services: services, metrics: metrics)
         router.get("/api/openapi.json") { _, _ in JSONResponse.make(OpenAPIDocument.json) }
         DashboardRoutes.add(to: router)
 

@@ -17,8 +17,8 @@ enum OpenAPIDocument {
         "/api/runs": {
           "get": {"summary": "List runs, oldest first (the newest `limit`)", "operationId": "listRuns",
                   "parameters": [
-                    {"name": "status", "in": "query", "schema": {"type": "array", "items": {"type": "string"}}, "explode": true},
-                    {"name": "label", "in": "query", "description": "KEY=VALUE", "schema": {"type": "array", "items": {"type": "string"}}, "explode": true},
+                    {"name": "status", "in": "query", "schema": {"type": "array", "items": {"$ref": "#/components/schemas/RunStatus"}}, "explode": true},
+                    {"name": "label", "in": "query", "description": "KEY=VALUE", "schema": {"type": "array", "items": {"type": "string", "pattern": "^[^=]+=.*$"}}, "explode": true},
                     {"name": "queue", "in": "query", "schema": {"type": "array", "items": {"type": "string"}}, "explode": true},
                     {"name": "workflow", "in": "query", "schema": {"type": "string"}},
                     {"name": "text", "in": "query", "schema": {"type": "string"}},
@@ -28,7 +28,10 @@ enum OpenAPIDocument {
                                 "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}}},
           "post": {"summary": "Submit a run to the queue", "operationId": "submitRun",
                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Submission"}}}},
-                   "responses": {"201": {"description": "Queued", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}}},
+                   "responses": {"201": {"description": "Queued", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}},
+                                         "links": {"GetRun": {"operationId": "getRun", "parameters": {"id": "$response.body#/id"}},
+                                                   "ControlRun": {"operationId": "controlRun", "parameters": {"id": "$response.body#/id"}},
+                                                   "DeleteRun": {"operationId": "deleteRun", "parameters": {"id": "$response.body#/id"}}}},
                                  "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
                                  "403": {"$ref": "#/components/responses/Problem"}, "409": {"$ref": "#/components/responses/Problem"},
                                  "413": {"$ref": "#/components/responses/Problem"}, "422": {"$ref": "#/components/responses/Problem"}}}
@@ -95,6 +98,13 @@ enum OpenAPIDocument {
                   "responses": {"200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "properties": {"max_rate": {"type": ["string", "null"]}}}}}},
                                 "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"}}}
         },
+        "/api/nodes": {
+          "get": {"summary": "The nodes sharing the store: those whose serve processes hold runs or have started", "operationId": "listNodes",
+                  "responses": {"200": {"description": "Nodes, sorted by name", "content": {"application/json": {"schema": {"type": "object", "required": ["this_node", "nodes"], "properties": {
+                                  "this_node": {"type": "string", "description": "the node of the serve answering"},
+                                  "nodes": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}},
+                                "401": {"$ref": "#/components/responses/Problem"}}}
+        },
         "/api/plugins": {
           "get": {"summary": "Loaded plugins and their step types", "operationId": "listPlugins",
                   "responses": {"200": {"description": "Plugins", "content": {"application/json": {"schema": {"type": "object", "properties": {
@@ -107,6 +117,11 @@ enum OpenAPIDocument {
                   "responses": {"200": {"description": "Step types", "content": {"application/json": {"schema": {"type": "object", "properties": {
                                   "step_types": {"type": "array", "items": {"$ref": "#/components/schemas/StepType"}}}}}}},
                                 "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/metrics": {
+          "get": {"summary": "Prometheus metrics (README \"Metrics\")", "operationId": "metrics",
+                  "responses": {"200": {"description": "The Prometheus text exposition format", "content": {"text/plain": {"schema": {"type": "string"}}}},
+                                "401": {"$ref": "#/components/responses/Problem"}}}
         },
         "/api/openapi.json": {
           "get": {"summary": "This document", "operationId": "openapi",
@@ -135,11 +150,12 @@ enum OpenAPIDocument {
               "file": {"type": "string"}, "line": {"type": "integer"}, "column": {"type": "integer"}, "message": {"type": "string"}, "text": {"type": "string"}}}}}},
           "Run": {"type": "object", "required": ["id", "workflow", "file", "status", "created_at", "inputs", "labels", "priority", "queue"], "properties": {
             "id": {"type": "string"}, "workflow": {"type": "string"}, "file": {"type": "string"},
-            "status": {"type": "string", "enum": ["queued", "running", "paused", "compensating", "succeeded", "failed", "cancelled", "interrupted"]},
+            "status": {"$ref": "#/components/schemas/RunStatus"},
             "created_at": {"type": "number"}, "started_at": {"type": "number"}, "finished_at": {"type": "number"},
             "inputs": {}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}, "priority": {"type": "integer"},
             "queue": {"type": "string"}, "node": {"type": "string"}, "error": {"type": "string"}, "outputs": {}, "max_rate": {"type": "integer"}, "max_rate_timetable": {"type": "string"},
             "owner": {"type": "object"}, "transfer": {"$ref": "#/components/schemas/Transfer"}}},
+          "RunStatus": {"type": "string", "enum": ["queued", "running", "paused", "compensating", "succeeded", "failed", "cancelled", "interrupted"]},
           "RunDetail": {"allOf": [{"$ref": "#/components/schemas/Run"}, {"type": "object", "required": ["steps", "transfer"], "properties": {
             "steps": {"type": "array", "items": {"type": "object", "required": ["id", "status", "attempt", "kind"], "properties": {
               "id": {"type": "string"}, "status": {"type": "string"}, "attempt": {"type": "integer"}, "kind": {"type": "string"},
@@ -151,13 +167,26 @@ enum OpenAPIDocument {
                         "id": {"type": "string"}, "uses": {"type": "string"}, "needs": {"type": "array", "items": {"type": "string"}}, "for_each": {"type": "boolean"}}}}}}]},
           "Transfer": {"type": "object", "properties": {"bytes_done": {"type": "integer"}, "bytes_total": {"type": "integer"}, "elapsed_s": {"type": "number"},
                        "average_rate": {"type": "number"}, "remaining_s": {"type": "number"}}},
-          "Submission": {"type": "object", "additionalProperties": false, "properties": {
-            "workflow_path": {"type": "string", "description": "absolute path of a workflow file on the server"},
-            "workflow_yaml": {"type": "string", "description": "the workflow itself"},
-            "file_name": {"type": "string", "description": "the name workflow_yaml's diagnostics use"},
-            "inputs": {"type": "object"}, "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "queue": {"type": "string"}, "priority": {"type": "integer"}, "id": {"type": "string"}, "max_rate": {"type": ["integer", "string"], "description": "bytes per second, or as --max-rate: 10M, \"Mon-Fri 08:00,10M 19:00,off\""}},
-            "oneOf": [{"required": ["workflow_path"]}, {"required": ["workflow_yaml"]}]},
+          "Submission": {"type": "object", "additionalProperties": false, "description": "A member that is null counts as not given.", "properties": {
+            "workflow_path": {"type": ["string", "null"], "description": "absolute path of a workflow file on the server"},
+            "workflow_yaml": {"type": ["string", "null"], "description": "the workflow itself"},
+            "file_name": {"type": ["string", "null"], "description": "the name workflow_yaml's diagnostics use"},
+            "inputs": {"type": ["object", "null"]}, "labels": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+            "queue": {"type": ["string", "null"], "pattern": "^[A-Za-z0-9._-]{1,64}$"}, "priority": {"type": ["integer", "null"]},
+            "id": {"type": ["string", "null"], "pattern": "^[^/ ]+$"},
+            "max_rate": {"type": ["integer", "string", "null"], "minimum": 1, "description": "bytes per second, or as --max-rate: 10M, \"Mon-Fri 08:00,10M 19:00,off\""}},
+            "oneOf": [{"required": ["workflow_path"], "properties": {"workflow_path": {"type": "string"}}},
+                      {"required": ["workflow_yaml"], "properties": {"workflow_yaml": {"type": "string"}}}],
+            "example": {"workflow_yaml": "version: 1\nname: hello\nsteps:\n  greet: { uses: exec, with: { command: [echo, hello] } }\n", "queue": "examples", "labels": {"team": "media"}}},
+          "Node": {"type": "object", "required": ["name", "live", "runs_held", "workers"], "properties": {
+            "name": {"type": "string"},
+            "live": {"type": "boolean", "description": "a worker of it is live or a live owner on it holds a run"},
+            "runs_held": {"type": "integer", "description": "runs held by a live owner on this node"},
+            "lease_until": {"type": "number", "description": "the latest lease end of the runs it holds (each heartbeat pushes it forward), store clock"},
+            "last_worker_event": {"type": "number", "description": "when a serve of it last started or stopped"},
+            "workers": {"type": "array", "description": "serve processes started and not stopped, newest first", "items": {"type": "object", "required": ["pid", "started_at", "live", "queues"], "properties": {
+              "pid": {"type": "integer"}, "started_at": {"type": "number"}, "queues": {"type": "array", "items": {"type": "string"}},
+              "live": {"type": "boolean", "description": "on the answering node: the process exists; elsewhere: none of its runs let its lease run out"}}}}}},
           "StepType": {"type": "object", "properties": {"id": {"type": "string"}, "version": {"type": "string"}, "summary": {"type": "string"},
                        "plugin": {"type": "string"}, "path": {"type": "string"}, "accepts_items": {"type": "boolean"},
                        "documentation": {"type": ["string", "null"]}, "input_schema": {}, "output_schema": {}}}

@@ -103,6 +103,36 @@ extension SQLiteStateStore {
         try read { db in try String.fetchOne(db, sql: "SELECT value FROM queue_state WHERE key = 'max_rate'") }
     }
 
+    public func nodes() throws -> [NodeRecord] {
+        try read { db in
+            let owners = try Row.fetchAll(db, sql: """
+                SELECT owner_host, owner_pid, owner_start, lease_until FROM runs WHERE owner_host IS NOT NULL
+                """).map { row -> (owner: OwnerIdentity, leaseUntil: Double?, live: Bool) in
+                let owner = OwnerIdentity(node: row["owner_host"], pid: row["owner_pid"] ?? 0, startTime: row["owner_start"] ?? 0)
+                let leaseUntil: Double? = row["lease_until"]
+                return (owner, leaseUntil, Self.ownerIsLive(owner, leaseUntil: leaseUntil))
+            }
+            let workerEvents = try Row.fetchAll(db, sql: "SELECT * FROM events WHERE run_id IS NULL AND type IN (?, ?) ORDER BY seq",
+                                                arguments: [EventType.workerStarted.rawValue, EventType.workerStopped.rawValue])
+            return NodeRecord.summarize(owners: owners, workerEvents: workerEvents.map(Self.eventRecord))
+        }
+    }
+
+    public func queueFigures() throws -> QueueFigures {
+        try read { db in
+            var counts: [QueueFigures.Count] = []
+            var oldest: [String: Double] = [:]
+            for row in try Row.fetchAll(db, sql: QueueFigures.countSQL) {
+                guard let status = RunStatus(rawValue: row["status"]) else { continue }
+                let queue: String = row["queue"]
+                counts.append(QueueFigures.Count(queue: queue, status: status, runs: row["n"]))
+                if let time: Double = row["oldest"] { oldest[queue] = time }
+            }
+            let held = try Int.fetchOne(db, sql: QueueFigures.heldSQL) ?? 0
+            return QueueFigures(runs: counts, oldestQueued: oldest, heldSteps: held)
+        }
+    }
+
     public func deleteRun(_ id: String) throws {
         try write { db in
             try db.execute(sql: "DELETE FROM events WHERE run_id = ?", arguments: [id])

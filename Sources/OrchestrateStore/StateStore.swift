@@ -163,6 +163,13 @@ public protocol StateStore: AnyObject, Sendable {
     /// workers, who apply it to the transfers they are running.
     func setQueueRate(_ rate: String?) throws
     func queueRate() throws -> String?
+    /// The nodes known to the store, sorted by name: every node whose processes hold runs or
+    /// journaled `worker.started`, with the runs it holds, its latest lease end and its workers
+    /// (see `NodeRecord` for what "live" can mean for another node).
+    func nodes() throws -> [NodeRecord]
+    /// Run counts per queue and status, the oldest queued run of each queue and the held steps,
+    /// counted by the database (what `/metrics` reads at each scrape).
+    func queueFigures() throws -> QueueFigures
     /// Removes a run and everything journaled about it.
     func deleteRun(_ id: String) throws
     /// Calls `wake` (on a thread of the store's) soon after another process submits a run,

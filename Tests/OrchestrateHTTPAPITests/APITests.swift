@@ -161,7 +161,7 @@ import Testing
         let openapi = try serve.get("/api/openapi.json").json
         #expect(openapi["openapi"]?.stringValue?.hasPrefix("3.1") == true)
         let paths = try #require(openapi["paths"]?.objectValue)
-        #expect(paths.count == 12)
+        #expect(paths.count == 14)
         for (path, item) in paths {
             let concrete = path.replacingOccurrences(of: "{id}", with: id).replacingOccurrences(of: "{verb}", with: "pause")
                 .replacingOccurrences(of: "{action}", with: "start")
@@ -171,6 +171,27 @@ import Testing
                 #expect(method == "get" ? reply.status != 404 || path.contains("{id}") : reply.status == 403, "\(method) \(path)")
             }
         }
+    }
+
+    /// `/api/nodes`: the serve's own node, live, with its worker (this serve's pid), and the
+    /// run it holds while the run executes.
+    @Test func nodes() throws {
+        let serve = try APIServe()
+        func thisNode() throws -> JSONValue? {
+            let reply = try serve.get("/api/nodes").json
+            return reply["nodes"]?.arrayValue?.first { $0["name"] == reply["this_node"] }
+        }
+        #expect(try serve.waitFor { try thisNode()?["workers"]?[0]?["pid"]?.intValue == Int64(serve.process.processIdentifier) })
+        let idle = try #require(try thisNode())
+        #expect(idle["live"] == .bool(true) && idle["runs_held"]?.intValue == 0 && idle["lease_until"] == nil)
+        #expect(idle["workers"]?[0]?["live"] == .bool(true) && idle["workers"]?[0]?["queues"] == ["default"])
+
+        let id = try #require(try serve.post("/api/runs", ["workflow_yaml": "version: 1\nname: nap\nsteps:\n  a: { uses: test.sleep, with: { ms: 3000 } }\n"]).json["id"]?.stringValue)
+        #expect(try serve.waitFor { try serve.status(id) == "running" })
+        let busy = try #require(try thisNode())
+        #expect(busy["runs_held"]?.intValue == 1)
+        #expect((busy["lease_until"]?.doubleValue ?? 0) > Date().timeIntervalSince1970)
+        #expect(try serve.http.request("GET", "/api/nodes", token: nil).status == 401)
     }
 
     /// A client that hangs up in the middle of a busy run and comes back with Last-Event-ID
@@ -212,6 +233,39 @@ import Testing
         }
         #expect(all.first.map { $0 > seen[4] } == true)
         #expect(try reader.read("/api/runs/nope/events", token: serve.token) { _, _ in false }.status == 404)
+    }
+
+    /// Streams share one reader of the journal (EventFeed): several followers of every event,
+    /// started at different points during a busy run (from the start, from later on, and one
+    /// for the run), each get exactly the journal's events after their starting point, in order.
+    @Test func concurrentStreamsEachGetTheWholeJournal() throws {
+        let serve = try APIServe()
+        let steps = (0..<30).map { i in "  s\(i): { uses: test.sleep, with: { ms: 10 }\(i > 0 ? ", needs: [s\(i - 1)]" : "") }" }
+        let yaml = "version: 1\nname: busy\nsteps:\n" + steps.joined(separator: "\n") + "\n"
+        let id = try #require(try serve.post("/api/runs", ["workflow_yaml": .string(yaml)]).json["id"]?.stringValue)
+        let seen = Locked<[Int: [Int64]]>([:])
+        // The first starts the shared feed after seq 5: the later ones from 0 read the store until
+        // they reach the feed, then join it.
+        let starts: [(path: String, after: Int64)] = [("/api/events?after=5", 5), ("/api/events", 0), ("/api/events", 0),
+                                                       ("/api/runs/\(id)/events", 0), ("/api/events?after=2", 2)]
+        DispatchQueue.concurrentPerform(iterations: starts.count) { index in
+            Thread.sleep(forTimeInterval: Double(index) * 0.15)  // joining while the run goes on
+            var mine: [Int64] = []
+            _ = try? SSEReader(port: serve.port).read(starts[index].path, token: serve.token) { seq, data in
+                mine.append(seq)
+                return !(data["type"]?.stringValue == "run.finished" && data["run"]?.stringValue == id)
+            }
+            seen.update { $0[index] = mine }
+        }
+        let all = try serve.orchestrate(["events", "--json"]).stdout.split(separator: "\n")
+            .compactMap { try? JSONValue(parsing: String($0)) }
+        let finished = try #require(all.firstIndex { $0["type"]?.stringValue == "run.finished" && $0["run"]?.stringValue == id })
+        let upToFinish = all[...finished]
+        for (index, start) in starts.enumerated() {
+            let expected = upToFinish.filter { ($0["seq"]?.intValue ?? 0) > start.after && (!start.path.contains("/runs/") || $0["run"]?.stringValue == id) }
+                .compactMap { $0["seq"]?.intValue }
+            #expect(seen.value[index] == expected, "stream \(index) (\(start.path))")
+        }
     }
 
     /// An address other machines can reach needs TLS or an explicit --http-plaintext.

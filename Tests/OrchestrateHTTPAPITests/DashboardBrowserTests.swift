@@ -4,7 +4,7 @@ import OrchestrateTestSupport
 import Testing
 
 /// The dashboard in a real browser: Debian's headless Chromium, driven by Selenium from a
-/// virtualenv (tools/browser_venv.sh), against a real `serve`. tools/dashboard_browser.py does
+/// virtualenv (scripts/python-venv.sh), against a real `serve`. tools/dashboard_browser.py does
 /// the clicking (a run with a hostile label appears and is shown as text, its progress advances
 /// without a reload, Pause and Resume and Cancel act on it, the filters filter; a file added to a
 /// session shows its own advancing bar); this test checks the store agrees, and keeps a
@@ -14,9 +14,7 @@ import Testing
         for program in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
             #expect(FileManager.default.isExecutableFile(atPath: program), "\(program) is missing: run scripts/install-deps.sh")
         }
-        let venv = try ChildProcess.run(TestPaths.packageRoot.appendingPathComponent("tools/browser_venv.sh"), [])
-        try #require(venv.status == 0, "cannot make the Selenium virtualenv: \(venv.stderr)")
-        let python = venv.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let python = try PythonVenv.python()
 
         let serve = try APIServe()
         let printed = try String(contentsOfFile: serve.dir.file("serve.err").path, encoding: .utf8)
@@ -26,7 +24,7 @@ import Testing
         try? FileManager.default.removeItem(at: artifacts)
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
 
-        let browser = try ChildProcess.run(URL(fileURLWithPath: python),
+        let browser = try ChildProcess.run(python,
                                            [TestPaths.packageRoot.appendingPathComponent("tools/dashboard_browser.py").path,
                                             String(url), artifacts.path])
         print("dashboard screenshots: \(artifacts.path)")

@@ -75,6 +75,71 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try t.store.listRuns(RunFilter(queues: ["uploads"])).map(\.id) == ["r2"])
     }
 
+    /// The figures `/metrics` reads: counts per queue and status, the oldest queued run per
+    /// queue, held steps.
+    @Test(arguments: StoreKind.allCases)
+    func queueFiguresCountRunsAndHeldSteps(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        #expect(try t.store.queueFigures() == QueueFigures(runs: [], oldestQueued: [:], heldSteps: 0))
+        try t.makeRun("q1", status: .queued, createdAt: 5)
+        try t.makeRun("q2", status: .queued, createdAt: 3)
+        try t.makeRun("u1", queue: "uploads", status: .queued, createdAt: 9)
+        try t.makeRun("u2", queue: "uploads", status: .running, createdAt: 1)
+        var step = StepRecord(runID: "u2", id: "put", step: "put", kind: .step, status: .held)
+        var batch = JournalBatch()
+        batch.stepUpserts = [step]
+        step.id = "other"
+        step.status = .running
+        batch.stepUpserts.append(step)
+        try t.store.commit(batch)
+        let figures = try t.store.queueFigures()
+        #expect(figures.runs == [QueueFigures.Count(queue: "default", status: .queued, runs: 2),
+                                 QueueFigures.Count(queue: "uploads", status: .queued, runs: 1),
+                                 QueueFigures.Count(queue: "uploads", status: .running, runs: 1)])
+        #expect(figures.oldestQueued == ["default": 3, "uploads": 9])
+        #expect(figures.heldSteps == 1)
+    }
+
+    /// Nodes are known by the runs their processes hold and by their workers' start and stop
+    /// events: a live holder counts, a dead one does not; a stopped worker disappears; a worker
+    /// that vanished without stopping stays, not live.
+    @Test(arguments: StoreKind.allCases)
+    func nodesAreKnownByTheirRunsAndWorkers(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        #expect(try t.store.nodes().isEmpty)
+        for id in ["r1", "r2", "r3"] { try t.makeRun(id, status: .queued) }
+        let me = OwnerIdentity.current
+        let remote = OwnerIdentity(node: "edit-bay-3", pid: 4242, startTime: 7)
+        let dead = try deadOwner()
+        #expect(try t.store.claimRun("r1", owner: me, lease: 60))
+        #expect(try t.store.claimRun("r2", owner: remote, lease: 60))
+        #expect(try t.store.claimRun("r3", owner: dead, lease: 60))
+        func worker(_ type: EventType, _ owner: OwnerIdentity) -> EventRecord {
+            EventRecord(runID: nil, time: 10, type: type, data: ["node": .string(owner.node), "pid": .int(Int64(owner.pid)),
+                                                                 "start_time": .int(owner.startTime), "queues": ["default"]])
+        }
+        let stopped = OwnerIdentity(node: "edit-bay-3", pid: 4343, startTime: 8)
+        try t.store.appendEvents([worker(.workerStarted, me), worker(.workerStarted, dead), worker(.workerStarted, remote),
+                                  worker(.workerStarted, stopped), worker(.workerStopped, stopped)])
+
+        let nodes = try t.store.nodes()
+        #expect(nodes.map(\.name) == [NodeName.current, "edit-bay-3"].sorted())
+        let local = try #require(nodes.first { $0.name == NodeName.current })
+        #expect(local.live && local.runsHeld == 1)
+        #expect(try #require(local.leaseUntil) > t.store.now() + 30)
+        #expect(Set(local.workers.map(\.pid)) == [me.pid, dead.pid])
+        #expect(local.workers.first { $0.pid == me.pid }?.live == true && local.workers.first { $0.pid == dead.pid }?.live == false)
+        #expect(local.workers.first?.queues == ["default"])
+        let other = try #require(nodes.first { $0.name == "edit-bay-3" })
+        #expect(other.live && other.runsHeld == 1 && other.workers.map(\.pid) == [remote.pid])
+        #expect(other.lastWorkerEvent == 10)
+
+        // The remote owner gives its run up: the node is still known (by its worker), holding nothing.
+        try t.store.releaseRun("r2", owner: remote)
+        let after = try #require(try t.store.nodes().first { $0.name == "edit-bay-3" })
+        #expect(after.runsHeld == 0 && after.leaseUntil == nil && after.workers.count == 1)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aBatchOfRunsIsCreatedWholeOrNotAtAll(_ kind: StoreKind) throws {
         let t = try StoreUnderTest(kind)

@@ -142,6 +142,35 @@ extension PostgresStateStore {
         }
     }
 
+    public func nodes() throws -> [NodeRecord] {
+        try pool.withConnection { conn in
+            let owners = try conn.execute("""
+                SELECT owner_node, owner_pid, owner_start, lease_until, \(Self.leaseValid) FROM runs WHERE owner_node IS NOT NULL
+                """).all.map { row -> (owner: OwnerIdentity, leaseUntil: Double?, live: Bool) in
+                let owner = OwnerIdentity(node: row.string("owner_node") ?? "", pid: Int32(row.int("owner_pid") ?? 0),
+                                          startTime: row.int64("owner_start") ?? 0)
+                return (owner, row.double("lease_until"), owner.isLive(leaseValid: row.bool("lease_valid") ?? false))
+            }
+            let workerEvents = try conn.execute("SELECT * FROM events WHERE run_id IS NULL AND type IN ($1, $2) ORDER BY seq",
+                                                [EventType.workerStarted.rawValue, EventType.workerStopped.rawValue])
+            return NodeRecord.summarize(owners: owners, workerEvents: workerEvents.all.map(Self.eventRecord))
+        }
+    }
+
+    public func queueFigures() throws -> QueueFigures {
+        try pool.withConnection { conn in
+            var counts: [QueueFigures.Count] = []
+            var oldest: [String: Double] = [:]
+            for row in try conn.execute(QueueFigures.countSQL).all {
+                guard let queue = row.string("queue"), let status = row.string("status").flatMap(RunStatus.init(rawValue:)) else { continue }
+                counts.append(QueueFigures.Count(queue: queue, status: status, runs: row.int("n") ?? 0))
+                if let time = row.double("oldest") { oldest[queue] = time }
+            }
+            let held = try conn.execute(QueueFigures.heldSQL).all.first?.int("n") ?? 0
+            return QueueFigures(runs: counts, oldestQueued: oldest, heldSteps: held)
+        }
+    }
+
     public func deleteRun(_ id: String) throws {
         try pool.transaction { conn in
             try conn.execute("DELETE FROM events WHERE run_id = $1", [id])

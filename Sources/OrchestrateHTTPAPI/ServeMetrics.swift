@@ -1,0 +1,177 @@
+import Foundation
+import OrchestrateEngine
+import OrchestrateJSON
+import OrchestrateStore
+import Prometheus
+
+/// The Prometheus metrics of one `serve` process, served at `/metrics` (README "Metrics").
+///
+/// Counters and histograms are fed by the events the engine journals in this process (it is a
+/// `RunObserver`): counting costs a dictionary look-up under a lock per event, never a store
+/// call. Gauges (runs by queue and status, queue depth, held steps) are counted by the store
+/// when Prometheus scrapes (`refreshGauges`), so they cover every node sharing the store.
+///
+/// ```swift
+/// let metrics = ServeMetrics()
+/// let worker = QueueWorker(store: store, registry: registry, options: options, observer: metrics)
+/// try metrics.refreshGauges(from: store); print(metrics.text())
+/// ```
+public final class ServeMetrics: RunObserver, @unchecked Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let lock = NSLock()
+    /// Per run, per step instance: what its running attempt is and how far its transfer got.
+    private var steps: [String: [String: StepState]] = [:]  // guarded by lock
+    /// (queue, status) pairs seen at earlier scrapes, set to 0 once no run has them.
+    private var knownRunGauges: Set<[String]> = []  // guarded by lock
+    private var knownQueues: Set<String> = []  // guarded by lock
+
+    private struct StepState {
+        var stepType: String
+        var attemptStarted: Double?
+        /// The furthest `bytes_done` of this step so far (across attempts: an attempt resumed
+        /// from a checkpoint does not count its bytes twice).
+        var bytesDone: Int64 = 0
+    }
+
+    static let durationBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600]
+    static let commitBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+
+    public init() {
+        // Registered at once, so a scrape before the first run already shows them (at 0).
+        _ = commitHistogram
+        _ = gauge("steps_held", "Steps held because their host stopped answering (error code unreachable), in the whole store", [])
+    }
+
+    // MARK: Names (the README's metrics table lists them)
+
+    private func descriptor(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "orchestrate", metricName: name, unitName: unit, helpText: help)
+    }
+
+    private func counter(_ name: String, _ help: String, _ labels: [(String, String)]) -> Counter {
+        registry.makeCounter(descriptor: descriptor(name, unit: "total", help), labels: labels)
+    }
+
+    func gauge(_ name: String, unit: String = "", _ help: String, _ labels: [(String, String)]) -> Gauge {
+        registry.makeGauge(descriptor: descriptor(name, unit: unit, help), labels: labels)
+    }
+
+    private func histogram(_ name: String, _ help: String, _ labels: [(String, String)], buckets: [Double]) -> ValueHistogram {
+        registry.makeValueHistogram(descriptor: descriptor(name, unit: "seconds", help), labels: labels, buckets: buckets)
+    }
+
+    private var commitHistogram: ValueHistogram {
+        histogram("store_commit", "Time to commit one scheduling round's journal to the store", [], buckets: Self.commitBuckets)
+    }
+
+    // MARK: Fed by the engine
+
+    public func storeCommitted(seconds: Double) {
+        commitHistogram.record(seconds)
+    }
+
+    public func runEvent(_ event: EventRecord) {
+        guard let runID = event.runID else { return }
+        let data = event.data
+        switch event.type {
+        case .runStarted:
+            let queue = data["queue"]?.stringValue ?? "default"
+            let waited = Double(data["waited_ms"]?.intValue ?? 0) / 1000
+            histogram("queue_wait", "Time from submission to a run's first start", [("queue", queue)], buckets: Self.durationBuckets)
+                .record(waited)
+        case .runFinished:
+            counter("runs_finished", "Runs this serve finished, by final status", [("status", data["status"]?.stringValue ?? "unknown")])
+                .increment()
+            lock.withLock { _ = steps.removeValue(forKey: runID) }
+        case .runInterrupted:
+            lock.withLock { _ = steps.removeValue(forKey: runID) }
+        case .stepStarted:
+            // A for_each parent's start carries `items`, not `attempt`: it is no attempt.
+            guard let step = event.step, let uses = data["uses"]?.stringValue, data["attempt"] != nil else { return }
+            lock.withLock { steps[runID, default: [:]][step, default: StepState(stepType: uses)].attemptStarted = event.time }
+            counter("step_attempts", "Step attempts started, by step type", [("step_type", uses)]).increment()
+        case .stepProgress:
+            guard let step = event.step, let done = data["bytes_done"]?.intValue else { return }
+            let moved = lock.withLock { () -> (Int64, String)? in
+                guard var state = steps[runID]?[step], done > state.bytesDone else { return nil }
+                let delta = done - state.bytesDone
+                state.bytesDone = done
+                steps[runID]![step] = state
+                return (delta, state.stepType)
+            }
+            if let (delta, stepType) = moved {
+                counter("bytes_moved", "Bytes moved by steps (the furthest each step's transfer got), by direction and plugin",
+                        [("direction", Self.direction(of: stepType)), ("plugin", Self.plugin(of: stepType))]).increment(by: delta)
+            }
+        case .stepSucceeded, .stepRetrying, .stepFailed, .stepCancelled, .stepInterrupted:
+            guard let step = event.step, data["attempt"] != nil else { return }
+            let final = event.type != .stepRetrying && event.type != .stepInterrupted
+            let state = lock.withLock { () -> StepState? in
+                guard var state = steps[runID]?[step] else { return nil }
+                let started = state
+                state.attemptStarted = nil
+                steps[runID]![step] = final ? nil : state
+                return started
+            }
+            guard let state else { return }
+            let outcome = event.type == .stepRetrying ? "failed" : String(event.type.rawValue.dropFirst("step.".count))
+            if let started = state.attemptStarted {
+                histogram("step_duration", "Step attempt durations, by step type and outcome",
+                          [("step_type", state.stepType), ("outcome", outcome)], buckets: Self.durationBuckets)
+                    .record(max(0, event.time - started))
+            }
+            if event.type == .stepRetrying || event.type == .stepFailed {
+                counter("step_failures", "Failed step attempts, by step type, error kind and error code",
+                        [("step_type", state.stepType), ("kind", data["kind"]?.stringValue ?? ""),
+                         ("code", data["code"]?.stringValue ?? "")]).increment()
+            }
+        default:
+            break
+        }
+    }
+
+    /// `http.upload` → `http`.
+    static func plugin(of stepType: String) -> String {
+        String(stepType.prefix { $0 != "." })
+    }
+
+    /// From the step type's name: `*.upload` and `*.accept-paths` upload, `*.download`
+    /// downloads, anything else (`fs.copy`, `exec`) is `local`.
+    static func direction(of stepType: String) -> String {
+        let name = stepType.drop { $0 != "." }
+        if name.contains("upload") || name.contains("accept") { return "upload" }
+        if name.contains("download") { return "download" }
+        return "local"
+    }
+
+    // MARK: Read at scrape
+
+    /// Sets the gauges from the store's counts (a queue or status no run has any more goes to 0).
+    public func refreshGauges(from store: any StateStore) throws {
+        let figures = try store.queueFigures()
+        let now = try store.now()
+        lock.withLock {
+            var seen: Set<[String]> = []
+            for count in figures.runs {
+                seen.insert([count.queue, count.status.rawValue])
+                knownQueues.insert(count.queue)
+            }
+            knownRunGauges.formUnion(seen)
+            for key in knownRunGauges {
+                let runs = figures.runs.first { $0.queue == key[0] && $0.status.rawValue == key[1] }?.runs ?? 0
+                gauge("runs", "Runs in the store, by queue and stored status", [("queue", key[0]), ("status", key[1])]).set(Double(runs))
+            }
+            for queue in knownQueues {
+                let depth = figures.runs.first { $0.queue == queue && $0.status == .queued }?.runs ?? 0
+                gauge("queue_depth", "Queued runs waiting to start, by queue", [("queue", queue)]).set(Double(depth))
+                gauge("queue_oldest_wait", unit: "seconds", "Seconds the oldest queued run of the queue has waited (0 when none waits)",
+                      [("queue", queue)]).set(figures.oldestQueued[queue].map { max(0, now - $0) } ?? 0)
+            }
+        }
+        gauge("steps_held", "Steps held because their host stopped answering (error code unreachable), in the whole store", [])
+            .set(Double(figures.heldSteps))
+    }
+
+    /// The Prometheus text exposition format.
+    public func text() -> String { registry.emitToString() }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// `/metrics` of a real `serve` after real runs, parsed by prometheus_client's text parser
+/// (PyPI), agrees with the journal (`orchestrate events --json`): attempts, failures by kind
+/// and code, bytes moved, durations, queue waits, finished runs, and the store's counts.
+@Suite(.serialized) struct MetricsTests {
+    @Test func metricsAgreeWithTheJournal() throws {
+        let serve = try APIServe()
+        let counter = serve.dir.file("flaky-count").path
+        let workflows = [
+            // Bytes moved: two transfers of known size (the test plugin's metered step).
+            "version: 1\nname: moved\nsteps:\n  a: { uses: test.metered, with: { bytes: 300000, chunk: 50000 } }\n  b: { uses: test.metered, with: { bytes: 70000 }, needs: [a] }\n",
+            // Two failed attempts with a code, then success.
+            "version: 1\nname: flaky\nsteps:\n  f:\n    uses: test.flaky\n    with: { counter_file: \"\(counter)\", fail_times: 2, code: E_BUSY }\n    retry: { max_attempts: 3, initial_interval: 10ms }\n",
+            // A permanent failure: the run fails.
+            "version: 1\nname: broken\nsteps:\n  x: { uses: test.fail, with: { kind: permanent, message: no, code: E_GONE } }\n",
+            "version: 1\nname: quick\nsteps:\n  n: { uses: test.noop }\n",
+        ]
+        var ids: [String] = []
+        for yaml in workflows {
+            let reply = try serve.post("/api/runs", ["workflow_yaml": .string(yaml)])
+            #expect(reply.status == 201, "\(reply.body)")
+            ids.append(try #require(reply.json["id"]?.stringValue))
+        }
+        #expect(try serve.waitFor(60) { try ids.allSatisfy { ["succeeded", "failed"].contains(try serve.status($0) ?? "") } })
+
+        #expect(try serve.http.request("GET", "/metrics", token: nil).status == 401)
+        let scrape = try serve.http.request("GET", "/metrics", token: serve.readerToken)
+        #expect(scrape.status == 200)
+        #expect(scrape.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        let metrics = serve.dir.write("metrics.txt", scrape.body).path
+        let events = try serve.orchestrate(["events", "--json"])
+        #expect(events.status == 0)
+        let journal = serve.dir.write("events.jsonl", events.stdout).path
+        let check = try PythonVenv.run("metrics_check.py", [metrics, journal])
+        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+        // The figures the check rests on are really there (not an empty scrape agreeing with nothing).
+        #expect(scrape.body.contains("orchestrate_bytes_moved_total{direction=\"local\",plugin=\"test\"} 370000"), "\(scrape.body)")
+        #expect(scrape.body.contains("E_BUSY") && scrape.body.contains("E_GONE"))
+        #expect(scrape.body.contains("orchestrate_runs{queue=\"default\",status=\"succeeded\"} 3"), "\(scrape.body)")
+    }
+}
