@@ -19,6 +19,8 @@ import OrchestrateJSON
 ///   before a transaction's events are inserted (always its last statement), so events become
 ///   visible in `seq` order. It serializes the commits that carry events, which is the price of
 ///   a follower that never skips one.
+/// - **Group commit**: the journal commits of one process's run threads that arrive together
+///   share one transaction (`CommitGroup`); each caller still waits for its own to be durable.
 /// - **Wake-ups**: writes that make work (`createRun`, controls, queue changes, items) send
 ///   `NOTIFY orchestrate_work` on commit; `watchForWork` listens on its own connection.
 ///
