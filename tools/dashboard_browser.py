@@ -156,8 +156,8 @@ def run(driver, api, url, artifacts):
     driver.save_screenshot(f"{artifacts}/run-phone.png")
     driver.set_window_size(1280, 900)
 
-    # Nodes (derived from the runs' owners while the server has no /api/nodes): this serve's
-    # node owns the running run; its link leads back to the run.
+    # Nodes (/api/nodes, with each node's running runs): this serve's node runs the run; its
+    # link leads back to the run.
     click(driver, "nav a[data-view=nodes]")
     wait("the running run under its node", lambda: run_id in text(driver, "main table"))
     driver.save_screenshot(f"{artifacts}/nodes.png")

@@ -79,7 +79,7 @@ struct ScheduleTriggerTests {
             "w.yaml:14:47: error: input 'source' must be a path, got an integer",
             "w.yaml:15:7: error: schedule entry is missing required field 'cron' (e.g. cron: \"0 2 * * *\")",
             "w.yaml:16:7: error: schedule entry does not give required input 'source' (add it under 'inputs:')",
-            "w.yaml:17:3: error: unknown field 'watsh' in 'on'",
+            "w.yaml:17:3: error: unknown field 'watsh' in 'on'; did you mean 'watch'?",
         ])
     }
 

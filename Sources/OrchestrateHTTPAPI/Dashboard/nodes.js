@@ -1,7 +1,7 @@
-// Nodes: the machines (`serve` processes) sharing the store. From /api/nodes when the server
-// has it; otherwise derived from the runs, as the nodes that own a running run.
+// Nodes: the machines (`serve` processes) sharing the store, from /api/nodes, each with the
+// runs it is executing now (from the running runs' `node`).
 import { api, watchChanges } from './api.js';
-import { h, fill, runLink, throttle, flash } from './dom.js';
+import { h, fill, runLink, throttle, flash, time, badge } from './dom.js';
 
 export function mount(container) {
   const body = h('div', {}, h('p', { className: 'muted' }, 'Loading…'));
@@ -9,40 +9,29 @@ export function mount(container) {
 
   async function refresh() {
     try {
-      let nodes;
-      let derived = false;
-      try {
-        nodes = (await api('/api/nodes')).nodes;
-      } catch (error) {
-        if (error.status !== 404) throw error;
-        derived = true;
-        nodes = fromRuns((await api('/api/runs?status=running&status=compensating&limit=1000')).runs);
-      }
-      draw(nodes, derived);
+      const [answer, running] = await Promise.all([
+        api('/api/nodes'),
+        api('/api/runs?status=running&status=compensating&limit=1000'),
+      ]);
+      draw(answer.this_node, answer.nodes, running.runs);
     } catch (error) { flash(error.message); }
   }
-  function draw(nodes, derived) {
+  function draw(thisNode, nodes, runs) {
     fill(body,
-      derived ? h('p', { className: 'muted' }, 'Nodes that own a running run (this server has no /api/nodes).') : null,
-      nodes.length === 0 ? h('p', { className: 'muted' }, 'No node is running anything.') :
+      nodes.length === 0 ? h('p', { className: 'muted' }, 'No node has started a worker or holds a run.') :
         h('div', { className: 'table-wrap' }, h('table', {},
-          h('thead', {}, h('tr', {}, ['Node', 'Details', 'Running runs'].map((t) => h('th', {}, t)))),
+          h('thead', {}, h('tr', {}, ['Node', 'State', 'Runs held', 'Lease until', 'Workers', 'Running runs']
+            .map((t) => h('th', {}, t)))),
           h('tbody', {}, nodes.map((n) => h('tr', {},
-            h('td', {}, n.name || n.node || n.id || '?'),
-            h('td', {}, Object.entries(n).filter(([k, v]) => !['name', 'node', 'id', 'runs'].includes(k) && typeof v !== 'object')
-              .map(([k, v]) => h('span', { className: 'label' }, k + '=' + v))),
-            h('td', { className: 'labels' }, (n.runs || []).map((id) => [runLink(id), ' ']))))))));
+            h('td', {}, n.name, n.name === thisNode ? h('span', { className: 'muted' }, ' (this server)') : null),
+            h('td', {}, badge(n.live ? 'live' : 'gone')),
+            h('td', {}, String(n.runs_held)),
+            h('td', {}, n.lease_until ? time(n.lease_until) : '—'),
+            h('td', {}, n.workers.map((w) => h('div', {},
+              'pid ' + w.pid + ' · ' + (w.queues || []).join(', ') + (w.live ? '' : ' (gone)')))),
+            h('td', { className: 'labels' },
+              runs.filter((run) => run.node === n.name).map((run) => [runLink(run.id), ' ']))))))));
   }
   refresh();
   return watchChanges(throttle(refresh, 2000));
-}
-
-function fromRuns(runs) {
-  const nodes = new Map();
-  for (const run of runs) {
-    if (!run.node) continue;
-    if (!nodes.has(run.node)) nodes.set(run.node, { name: run.node, runs: [] });
-    nodes.get(run.node).runs.push(run.id);
-  }
-  return [...nodes.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
