@@ -7,6 +7,10 @@ struct QueueCommand: ParsableCommand {
         discussion: """
             `queue stop` interrupts the runs in flight (they keep their place) and starts nothing; \
             `queue start` picks up the same runs where they were. Affects every `serve` on the store.
+
+            Examples:
+              orchestrate queue stop         # e.g. while the remote end is down
+              orchestrate queue start
             """)
 
     enum Action: String, ExpressibleByArgument, CaseIterable { case stop, start }
