@@ -38,7 +38,8 @@
  *              [step-thread]  may be called from the thread running orc_step_type.run or from
  *                             any thread the plugin created for that call, but only while that
  *                             run call has not returned. After run returns, the orc_host
- *                             pointer is dead.
+ *                             pointer is dead: the host ignores calls through it and warns
+ *                             once, naming the step type, that the plugin misbehaves.
  *              The host may call the same run function concurrently for different steps, from
  *              different threads: a plugin must keep no unsynchronised global state.
  *
