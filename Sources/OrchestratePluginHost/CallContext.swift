@@ -51,21 +51,28 @@ final class CallContext: @unchecked Sendable {
     // MARK: - Live calls
 
     private static let liveLock = Lock()
-    nonisolated(unsafe) private static var live: Set<UnsafeMutableRawPointer> = []
+    nonisolated(unsafe) private static var live: [UInt: CallContext] = [:]
+    nonisolated(unsafe) private static var lastHandle: UInt = 0
+    /// This call's `orc_host *`, once begun.
+    private var handle: UInt = 0
 
-    /// Registers the context as running and returns the opaque pointer for the plugin.
+    /// Registers the context as running and returns the opaque pointer for the plugin. The
+    /// pointer is a number never handed out before, not the context's address: a plugin thread
+    /// calling back late must not reach a newer call that happens to reuse the freed memory.
     func begin() -> OpaquePointer {
-        let pointer = Unmanaged.passUnretained(self).toOpaque()
-        DeadHostCalls.began(pointer)
-        CallContext.liveLock.withLock { _ = CallContext.live.insert(pointer) }
-        return OpaquePointer(pointer)
+        let handle = CallContext.liveLock.withLock {
+            CallContext.lastHandle += 1
+            CallContext.live[CallContext.lastHandle] = self
+            return CallContext.lastHandle
+        }
+        self.handle = handle
+        return OpaquePointer(bitPattern: handle)!
     }
 
     /// Unregisters the context, frees what the plugin was lent, and returns the results.
     func finish() -> (outputs: [String: JSONValue], error: ReportedError?) {
-        let pointer = Unmanaged.passUnretained(self).toOpaque()
-        CallContext.liveLock.withLock { _ = CallContext.live.remove(pointer) }
-        DeadHostCalls.ended(pointer, stepType: stepType)
+        CallContext.liveLock.withLock { _ = CallContext.live.removeValue(forKey: handle) }
+        DeadHostCalls.ended(handle, stepType: stepType)
         return lock.withLock {
             finished = true
             free(checkpointBuffer)
@@ -80,11 +87,9 @@ final class CallContext: @unchecked Sendable {
     /// `function` (the host function called) names the misbehaviour in the warning.
     static func resolve(_ host: OpaquePointer?, _ function: StaticString) -> CallContext? {
         guard let host else { return nil }
-        let pointer = UnsafeMutableRawPointer(host)
-        let context = liveLock.withLock {
-            live.contains(pointer) ? Unmanaged<CallContext>.fromOpaque(pointer).takeUnretainedValue() : nil
-        }
-        if context == nil { DeadHostCalls.calledAfterReturn(pointer, function: "\(function)") }
+        let handle = UInt(bitPattern: host)
+        let context = liveLock.withLock { live[handle] }
+        if context == nil { DeadHostCalls.calledAfterReturn(handle, function: "\(function)") }
         return context
     }
 

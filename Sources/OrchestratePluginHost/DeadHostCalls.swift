@@ -11,8 +11,8 @@ import Darwin
 /// stray thread usually calls many times (progress in a loop) and one line says it all.
 ///
 /// Only recent calls are remembered (`capacity`): a late callback comes within moments of the
-/// return, and the table must not grow with every step a long `serve` runs. An address reused by
-/// a new call is forgotten when that call begins.
+/// return, and the table must not grow with every step a long `serve` runs. Handles are never
+/// reused (`CallContext.begin`), so a dead one stays dead.
 enum DeadHostCalls {
     static let capacity = 4096
 
@@ -24,29 +24,23 @@ enum DeadHostCalls {
     }
 
     private static let lock = Lock()
-    nonisolated(unsafe) private static var stepTypes: [UnsafeMutableRawPointer: String] = [:]
-    nonisolated(unsafe) private static var order: [UnsafeMutableRawPointer] = []
+    nonisolated(unsafe) private static var stepTypes: [UInt: String] = [:]
+    nonisolated(unsafe) private static var order: [UInt] = []
     nonisolated(unsafe) private static var warned: Set<String> = []
 
-    /// A call began at `host`: an older dead call at the same address is forgotten.
-    static func began(_ host: UnsafeMutableRawPointer) {
-        lock.withLock { _ = stepTypes.removeValue(forKey: host) }
-    }
-
     /// The call of step type `stepType` at `host` returned: its pointer is dead from now on.
-    static func ended(_ host: UnsafeMutableRawPointer, stepType: String) {
+    static func ended(_ host: UInt, stepType: String) {
         lock.withLock {
-            if stepTypes.updateValue(stepType, forKey: host) == nil { order.append(host) }
-            // Drop the oldest when over capacity (entries forgotten by `began` leave stale
-            // slots in `order`; removing them is harmless).
-            while order.count > capacity { stepTypes.removeValue(forKey: order.removeFirst()) }
+            stepTypes[host] = stepType
+            order.append(host)
+            if order.count > capacity { stepTypes.removeValue(forKey: order.removeFirst()) }
         }
     }
 
     /// A host function was called with `host`, which is not a running call: warns once per
     /// step type when it is a call that has returned. A pointer never handed out says nothing
     /// (there is no step type to name).
-    static func calledAfterReturn(_ host: UnsafeMutableRawPointer, function: String) {
+    static func calledAfterReturn(_ host: UInt, function: String) {
         let firstForType: String? = lock.withLock {
             guard let stepType = stepTypes[host], warned.insert(stepType).inserted else { return nil }
             return stepType

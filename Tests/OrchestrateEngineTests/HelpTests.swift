@@ -57,13 +57,12 @@ import Testing
     @Test func isolationListsItsValuesAndRefusesOthersByName() throws {
         let help = try ChildProcess.orchestrate(["run", "--help"]).stdout
         #expect(help.contains("in-process") && help.contains("values: in-process, process"), "\(help)")
-        let dir = TemporaryDirectory()
-        let file = dir.write("wf.yaml", "version: 1\nname: x\nsteps:\n  a: { uses: fs.copy, with: { from: a, to: b } }\n")
-        let bad = try ChildProcess.orchestrate(["run", file.path, "--isolation", "thread", "--state", dir.file("state").path])
+        let h = Harness()
+        let file = h.workflow("version: 1\nname: x\nsteps:\n  a: { uses: test.noop }\n")
+        let bad = try h.orchestrate(["run", file, "--isolation", "thread"])
         #expect(bad.status == 2)
         #expect(bad.stderr.contains("'thread'") && bad.stderr.contains("--isolation") && bad.stderr.contains("in-process"), "\(bad.stderr)")
-        let badEnv = try ChildProcess.orchestrate(["run", file.path, "--state", dir.file("state").path],
-                                                  environment: ["ORCHESTRATE_ISOLATION": "thread"])
+        let badEnv = try h.orchestrate(["run", file], environment: ["ORCHESTRATE_ISOLATION": "thread"])
         #expect(badEnv.status == 2)
         #expect(badEnv.stderr.contains("ORCHESTRATE_ISOLATION takes in-process or process, not 'thread'"), "\(badEnv.stderr)")
     }
