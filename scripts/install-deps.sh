@@ -16,6 +16,7 @@ packages=(
   iproute2 curl                     # ip netns, veth, bridges: the several-machines tests (and curl to the sandbox)
   python3                           # test tools: scripted servers, the fault proxy, the crash campaign
   python3-venv chromium chromium-driver  # PyPI test packages in a venv (scripts/python-venv.sh: prometheus-client, schemathesis, selenium) and the dashboard's browser test
+  cargo rustc                       # the Rust example plugin (plugins/examples/hello-rust), built and run by a test
 )
 missing=()
 for p in "${packages[@]}"; do

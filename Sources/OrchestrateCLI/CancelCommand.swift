@@ -7,6 +7,10 @@ struct CancelCommand: ParsableCommand {
         discussion: """
             A cancelled run does not run again unless asked with `run-now` or `retry`. The process \
             executing the run acts within a second (`serve`) or two (`run`).
+
+            Examples:
+              orchestrate cancel RUN
+              orchestrate cancel RUN && orchestrate status RUN   # see what was undone
             """)
 
     @Argument(help: "The run id.") var runID: String

@@ -6,7 +6,13 @@ struct EventsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "events",
         abstract: "Print the journaled events of a run (or of all runs) as JSON lines.",
-        discussion: "Events are durable: a watcher that starts late sees the whole history, then new ones with --follow.")
+        discussion: """
+            Events are durable: a watcher that starts late sees the whole history, then new ones with --follow.
+
+            Examples:
+              orchestrate events RUN
+              orchestrate events --follow | jq -c 'select(.type == "step.failed")'
+            """)
 
     @Argument(help: "The run id (default: every run).")
     var runID: String?

@@ -33,15 +33,18 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .customLong("isolation"), help: ArgumentHelp(
         "Where plugins run unless a step says (isolation:): in-process (default) or process, a child per attempt "
             + "so a crashing plugin fails only its step (default: $ORCHESTRATE_ISOLATION).", valueName: "mode"))
-    var isolation: String?
+    var isolation: StepIsolation?
 
     /// Engine settings common to the commands that execute runs.
     func engineOptions() throws -> EngineOptions {
         var options = EngineOptions()
         let env = ProcessInfo.processInfo.environment
-        if let mode = isolation ?? env["ORCHESTRATE_ISOLATION"].flatMap({ $0.isEmpty ? nil : $0 }) {
+        if let isolation {
+            options.defaultIsolation = isolation
+        } else if let mode = env["ORCHESTRATE_ISOLATION"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard let value = StepIsolation(rawValue: mode) else {
-                throw CLIFailure.usage("--isolation takes in-process or process, not '\(mode)'")
+                let values = StepIsolation.allValueStrings.joined(separator: " or ")
+                throw CLIFailure.usage("ORCHESTRATE_ISOLATION takes \(values), not '\(mode)'")
             }
             options.defaultIsolation = value
         }
@@ -147,3 +150,6 @@ enum WorkflowLoading {
         }
     }
 }
+
+/// `--isolation in-process|process`: help lists the values, and a wrong one is refused by name.
+extension StepIsolation: ExpressibleByArgument {}

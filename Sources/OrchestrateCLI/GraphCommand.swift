@@ -7,7 +7,10 @@ struct GraphCommand: ParsableCommand {
         abstract: "Print a workflow's step graph as Mermaid or Graphviz DOT.",
         discussion: """
             Edges follow `needs`. Compensations are drawn as dashed edges to their own node.
-            Example: orchestrate graph flow.yaml --format dot | dot -Tsvg > flow.svg
+
+            Examples:
+              orchestrate graph workflows/vimeo-upload.yaml     # Mermaid, for Markdown
+              orchestrate graph flow.yaml --format dot | dot -Tsvg > flow.svg
             """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case mermaid, dot }

@@ -5,7 +5,12 @@ import OrchestrateStore
 struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "List the runs in the state store, oldest first.")
+        abstract: "List the runs in the state store, oldest first.",
+        discussion: """
+            Examples:
+              orchestrate list --status failed --status interrupted
+              orchestrate list --label batch=7 --queue uploads --json
+            """)
 
     @Option(name: .customLong("status"), help: ArgumentHelp(
         "Only runs with this status: \(RunStatus.allCases.map(\.rawValue).joined(separator: ", ")), or interrupted (repeatable).",

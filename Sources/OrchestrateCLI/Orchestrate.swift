@@ -16,13 +16,29 @@ public struct Orchestrate: ParsableCommand {
 
             Exit status: 0 success, 1 the run failed or was cancelled, 2 bad workflow or usage, \
             130 interrupted.
+
+            Examples:
+              orchestrate validate flow.yaml
+              orchestrate run flow.yaml --input source=movie.mov
+              orchestrate submit flow.yaml --input source=movie.mov  # `serve` runs it
+              orchestrate status RUN --watch
+              orchestrate help run               # a command's options and examples
             """,
-        subcommands: [
-            RunCommand.self, ResumeCommand.self, ValidateCommand.self, GraphCommand.self, PluginsCommand.self,
-            SubmitCommand.self, ServeCommand.self, StatusCommand.self, ListCommand.self, EventsCommand.self,
-            CancelCommand.self, StopCommand.self, PauseCommand.self, UnpauseCommand.self, RunNowCommand.self,
-            RetryCommand.self, DeleteCommand.self, QueueCommand.self, AddPathCommand.self, CloseCommand.self,
-            ScheduleCommand.self, SchedulesCommand.self,
+        version: OrchestrateVersion.description,
+        // Grouped by what the reader wants to do (help shows "RUN SUBCOMMANDS:", ...), in the order
+        // they usually need them.
+        groupedSubcommands: [
+            CommandGroup(name: "Run", subcommands: [
+                RunCommand.self, ResumeCommand.self, ValidateCommand.self, GraphCommand.self,
+                AddPathCommand.self, CloseCommand.self,
+            ]),
+            CommandGroup(name: "Queue", subcommands: [
+                SubmitCommand.self, ServeCommand.self, QueueCommand.self, CancelCommand.self, StopCommand.self,
+                PauseCommand.self, UnpauseCommand.self, RunNowCommand.self, RetryCommand.self, DeleteCommand.self,
+                ScheduleCommand.self, SchedulesCommand.self,
+            ]),
+            CommandGroup(name: "Inspection", subcommands: [StatusCommand.self, ListCommand.self, EventsCommand.self]),
+            CommandGroup(name: "Plugin", subcommands: [PluginsCommand.self]),
         ])
 
     public init() {}

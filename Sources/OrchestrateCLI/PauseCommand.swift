@@ -4,7 +4,13 @@ struct PauseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pause",
         abstract: "Interrupt a run but keep its place and its slot (it blocks its queue) until unpause.",
-        discussion: "A queued run that is paused does not start.")
+        discussion: """
+            A queued run that is paused does not start.
+
+            Examples:
+              orchestrate pause RUN
+              orchestrate unpause RUN                # continues where it was
+            """)
 
     @Argument(help: "The run id.") var runID: String
     @OptionGroup var global: GlobalOptions

@@ -7,10 +7,22 @@ struct PluginsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plugins",
         abstract: "List the loaded plugins' step types, or show one in full.",
+        discussion: """
+            Examples:
+              orchestrate plugins list
+              orchestrate plugins inspect http.download
+              orchestrate plugins inspect example.hello --plugin-path ./hello.so
+            """,
         subcommands: [List.self, Inspect.self])
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List every step type, with its plugin and version.")
+        static let configuration = CommandConfiguration(
+            abstract: "List every step type, with its plugin and version.",
+            discussion: """
+                Examples:
+                  orchestrate plugins list
+                  orchestrate plugins list --plugin-path ./build --json | jq -r .id
+                """)
 
         @OptionGroup var global: GlobalOptions
 
@@ -30,7 +42,13 @@ struct PluginsCommand: ParsableCommand {
 
     struct Inspect: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show a step type's documentation and its input and output schemas.")
+            abstract: "Show a step type's documentation and its input and output schemas.",
+            discussion: """
+                Examples:
+                  orchestrate plugins inspect http.download
+                  orchestrate plugins inspect sftp         # every step type of the plugin
+                  orchestrate plugins inspect fs.copy --json | jq .input_schema
+                """)
 
         @Argument(help: "A step type id (http.request) or a plugin name (http).")
         var id: String

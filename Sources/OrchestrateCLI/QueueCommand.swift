@@ -16,7 +16,8 @@ struct QueueCommand: ParsableCommand {
             shows it. A run's own --max-rate still holds on top.
 
             Examples:
-              orchestrate queue stop
+              orchestrate queue stop         # e.g. while the remote end is down
+              orchestrate queue start
               orchestrate queue rate 20M
               orchestrate queue rate "08:00,512K 23:00,off"
               orchestrate queue rate reset

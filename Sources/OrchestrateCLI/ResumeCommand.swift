@@ -12,6 +12,10 @@ struct ResumeCommand: ParsableCommand {
             starts again with its last checkpoint; a run that was compensating continues its \
             compensations. The workflow is read from the state store as it was when the run started, \
             not from the file. Refused while the run's owner is still alive.
+
+            Examples:
+              orchestrate resume RUN
+              orchestrate resume RUN --max-rate 5M   # slower now (0 removes the cap)
             """)
 
     @Argument(help: "The run id.")

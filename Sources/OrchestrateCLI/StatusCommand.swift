@@ -12,6 +12,10 @@ struct StatusCommand: ParsableCommand {
             A run whose process died shows as `interrupted`: continue it with `orchestrate resume RUN`. \
             With --watch the status is redrawn every second, with a progress bar per step that \
             reports progress, until the run finishes (Ctrl-C to stop watching).
+
+            Examples:
+              orchestrate status RUN --watch
+              orchestrate status RUN --json | jq .outputs
             """)
 
     @Argument(help: "The run id.")

@@ -15,8 +15,9 @@ struct SubmitCommand: ParsableCommand {
             priorities first, then in submission order. Secrets are read from the environment of \
             the `serve` that executes the run.
 
-            Example:
+            Examples:
               orchestrate submit workflows/local-upload.yaml --input source=a.mov --input outbox=/srv/out --label batch=7
+              orchestrate submit flow.yaml --batch runs.jsonl   # one run per line
             """)
 
     @Argument(help: "The workflow file.") var file: String

@@ -4,7 +4,11 @@ struct UnpauseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unpause",
         abstract: "Continue a paused run where it was.",
-        discussion: "")
+        discussion: """
+            Examples:
+              orchestrate unpause RUN
+              orchestrate list --status paused                # which runs wait
+            """)
 
     @Argument(help: "The run id.") var runID: String
     @OptionGroup var global: GlobalOptions

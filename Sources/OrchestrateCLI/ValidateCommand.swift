@@ -10,6 +10,10 @@ struct ValidateCommand: ParsableCommand {
             Reports every error of every file at once, as FILE:LINE:COL: error: MESSAGE, and exits 2 \
             if there is any: YAML syntax, unknown fields, types, unknown step types, `with:` against \
             each step type's input schema, cycles, expressions and what they reference.
+
+            Examples:
+              orchestrate validate workflows/*.yaml
+              orchestrate validate flow.yaml --plugin-path ./myplugin.so  # your step types
             """)
 
     @Argument(help: "Workflow files.")

@@ -175,7 +175,7 @@ public struct Step: Sendable {
 
 /// `isolation: process` runs a step's plugin in a child process (a crash fails the step, not the
 /// engine); `in-process` calls it directly (fastest).
-public enum StepIsolation: String, Sendable {
+public enum StepIsolation: String, Sendable, CaseIterable {
     case inProcess = "in-process"
     case process
 }

@@ -10,7 +10,8 @@ import OrchestrateJSON
 ///
 /// The callbacks in `HostAPITable` find it with `CallContext.resolve`, which only answers for
 /// calls still running: a plugin thread that calls back after `run` returned (a contract
-/// violation) is ignored instead of touching freed memory.
+/// violation) is ignored instead of touching freed memory, with one warning naming the step
+/// type (`DeadHostCalls`).
 ///
 /// Memory handed to the plugin (the loaded checkpoint, items) is malloc'd here and freed when
 /// the header says its lifetime ends, and at the latest in `finish()`.
@@ -26,6 +27,7 @@ final class CallContext: @unchecked Sendable {
     /// Largest checkpoint accepted, as the header states.
     static let checkpointLimit = 1 << 20
 
+    let stepType: String
     let request: StepRequest
     let delegate: any StepHostDelegate
     let signal: CancelSignal
@@ -38,7 +40,8 @@ final class CallContext: @unchecked Sendable {
     private var checkpointBuffer: UnsafeMutableRawPointer?
     private var itemMemory: [String: [UnsafeMutableRawPointer]] = [:]
 
-    init(request: StepRequest, delegate: any StepHostDelegate, signal: CancelSignal) {
+    init(stepType: String, request: StepRequest, delegate: any StepHostDelegate, signal: CancelSignal) {
+        self.stepType = stepType
         self.request = request
         self.delegate = delegate
         self.signal = signal
@@ -48,19 +51,28 @@ final class CallContext: @unchecked Sendable {
     // MARK: - Live calls
 
     private static let liveLock = Lock()
-    nonisolated(unsafe) private static var live: Set<UnsafeMutableRawPointer> = []
+    nonisolated(unsafe) private static var live: [UInt: CallContext] = [:]
+    nonisolated(unsafe) private static var lastHandle: UInt = 0
+    /// This call's `orc_host *`, once begun.
+    private var handle: UInt = 0
 
-    /// Registers the context as running and returns the opaque pointer for the plugin.
+    /// Registers the context as running and returns the opaque pointer for the plugin. The
+    /// pointer is a number never handed out before, not the context's address: a plugin thread
+    /// calling back late must not reach a newer call that happens to reuse the freed memory.
     func begin() -> OpaquePointer {
-        let pointer = Unmanaged.passUnretained(self).toOpaque()
-        CallContext.liveLock.withLock { _ = CallContext.live.insert(pointer) }
-        return OpaquePointer(pointer)
+        let handle = CallContext.liveLock.withLock {
+            CallContext.lastHandle += 1
+            CallContext.live[CallContext.lastHandle] = self
+            return CallContext.lastHandle
+        }
+        self.handle = handle
+        return OpaquePointer(bitPattern: handle)!
     }
 
     /// Unregisters the context, frees what the plugin was lent, and returns the results.
     func finish() -> (outputs: [String: JSONValue], error: ReportedError?) {
-        let pointer = Unmanaged.passUnretained(self).toOpaque()
-        CallContext.liveLock.withLock { _ = CallContext.live.remove(pointer) }
+        CallContext.liveLock.withLock { _ = CallContext.live.removeValue(forKey: handle) }
+        DeadHostCalls.ended(handle, stepType: stepType)
         return lock.withLock {
             finished = true
             free(checkpointBuffer)
@@ -71,13 +83,14 @@ final class CallContext: @unchecked Sendable {
         }
     }
 
-    /// The running call behind `host`, or nil when `host` is not (or no longer) a running call.
-    static func resolve(_ host: OpaquePointer?) -> CallContext? {
+    /// The running call behind `host`, or nil when `host` is not (or no longer) a running call;
+    /// `function` (the host function called) names the misbehaviour in the warning.
+    static func resolve(_ host: OpaquePointer?, _ function: StaticString) -> CallContext? {
         guard let host else { return nil }
-        let pointer = UnsafeMutableRawPointer(host)
-        return liveLock.withLock {
-            live.contains(pointer) ? Unmanaged<CallContext>.fromOpaque(pointer).takeUnretainedValue() : nil
-        }
+        let handle = UInt(bitPattern: host)
+        let context = liveLock.withLock { live[handle] }
+        if context == nil { DeadHostCalls.calledAfterReturn(handle, function: "\(function)") }
+        return context
     }
 
     // MARK: - Callbacks (each called by the matching HostAPITable entry)

@@ -21,38 +21,38 @@ enum HostAPITable {
         api.abi_minor = UInt32(ORC_ABI_VERSION_MINOR)
 
         api.log = { host, level, message in
-            guard let context = CallContext.resolve(host), let message else { return }
+            guard let context = CallContext.resolve(host, "log"), let message else { return }
             context.log(level, String(cString: message))
         }
         api.progress = { host, bytesDone, bytesTotal, filesDone, filesTotal in
-            guard let context = CallContext.resolve(host), !context.isFinished else { return }
+            guard let context = CallContext.resolve(host, "progress"), !context.isFinished else { return }
             context.delegate.progress(StepProgress(bytesDone: bytesDone, bytesTotal: bytesTotal,
                                                    filesDone: filesDone, filesTotal: filesTotal))
         }
         api.is_cancelled = { host in
-            guard let context = CallContext.resolve(host) else { return 1 }
+            guard let context = CallContext.resolve(host, "is_cancelled") else { return 1 }
             return context.signal.isCancelled ? 1 : 0
         }
         api.cancel_fd = { host in
-            CallContext.resolve(host)?.signal.readFD ?? -1
+            CallContext.resolve(host, "cancel_fd")?.signal.readFD ?? -1
         }
         api.sleep_ms = { host, milliseconds in
-            guard let context = CallContext.resolve(host) else { return 1 }
+            guard let context = CallContext.resolve(host, "sleep_ms") else { return 1 }
             return context.signal.wait(milliseconds: milliseconds) ? 1 : 0
         }
         api.set_output = { host, name, json in
-            guard let context = CallContext.resolve(host), let name, let json,
+            guard let context = CallContext.resolve(host, "set_output"), let name, let json,
                   let nameText = String(validatingCString: name), let jsonText = String(validatingCString: json)
             else { return -1 }
             return context.setOutput(name: nameText, json: jsonText) ? 0 : -1
         }
         api.save_checkpoint = { host, data, size in
-            guard let context = CallContext.resolve(host), data != nil || size == 0 else { return -1 }
+            guard let context = CallContext.resolve(host, "save_checkpoint"), data != nil || size == 0 else { return -1 }
             let bytes = size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size))
             return context.saveCheckpoint(bytes) ? 0 : -1
         }
         api.load_checkpoint = { host, size in
-            guard let context = CallContext.resolve(host) else {
+            guard let context = CallContext.resolve(host, "load_checkpoint") else {
                 size?.pointee = 0
                 return nil
             }
@@ -61,12 +61,12 @@ enum HostAPITable {
             return buffer?.assumingMemoryBound(to: UInt8.self)
         }
         api.set_error = { host, kind, code, message, retryAfterMs in
-            guard let context = CallContext.resolve(host) else { return }
+            guard let context = CallContext.resolve(host, "set_error") else { return }
             context.setError(.init(kind: kind, code: code.map { String(cString: $0) },
                                    message: message.map { String(cString: $0) }, retryAfterMs: retryAfterMs))
         }
         api.next_item = { host, timeoutMs, item in
-            guard let context = CallContext.resolve(host), let item else { return Int32(ORC_ITEM_CLOSED) }
+            guard let context = CallContext.resolve(host, "next_item"), let item else { return Int32(ORC_ITEM_CLOSED) }
             switch context.nextItem(timeoutMs: timeoutMs) {
             case .timeout: return Int32(ORC_ITEM_TIMEOUT)
             case .closed: return Int32(ORC_ITEM_CLOSED)
@@ -77,21 +77,21 @@ enum HostAPITable {
             }
         }
         api.item_done = { host, id, ok, error in
-            guard let context = CallContext.resolve(host), let id else { return }
+            guard let context = CallContext.resolve(host, "item_done"), let id else { return }
             // Copy first: `id` may be the very string lent in orc_item, freed by itemDone.
             let idText = String(cString: id)
             let errorText = ok != 0 ? nil : (error.map { String(cString: $0) } ?? "item failed")
             context.itemDone(id: idText, error: errorText)
         }
         api.save_item_checkpoint = { host, id, data, size in
-            guard let context = CallContext.resolve(host), !context.isFinished, let id,
+            guard let context = CallContext.resolve(host, "save_item_checkpoint"), !context.isFinished, let id,
                   data != nil || size == 0, size <= CallContext.checkpointLimit
             else { return -1 }
             let bytes = size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size))
             return context.delegate.saveItemCheckpoint(id: String(cString: id), data: bytes) ? 0 : -1
         }
         api.item_progress = { host, id, bytesDone, bytesTotal in
-            guard let context = CallContext.resolve(host), !context.isFinished, let id else { return }
+            guard let context = CallContext.resolve(host, "item_progress"), !context.isFinished, let id else { return }
             context.delegate.itemProgress(id: String(cString: id), bytesDone: bytesDone, bytesTotal: bytesTotal)
         }
         api.get_extension = { _, id in
@@ -112,7 +112,7 @@ enum HostAPITable {
         var extensionTable = orc_bandwidth_v1()
         extensionTable.struct_size = UInt32(MemoryLayout<orc_bandwidth_v1>.size)
         extensionTable.consume = { host, bytes in
-            guard let context = CallContext.resolve(host) else { return 1 }
+            guard let context = CallContext.resolve(host, "orchestrate.bandwidth.v1 consume") else { return 1 }
             return context.consumeBandwidth(bytes) ? 1 : 0
         }
         table.initialize(to: extensionTable)

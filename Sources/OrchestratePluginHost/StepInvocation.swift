@@ -61,7 +61,7 @@ public final class StepInvocation: @unchecked Sendable {
             return .failure(StepFailure(kind: .invalidInput, message: "step inputs must be a JSON object, not \(request.inputs.typeName)"))
         }
 
-        let context = CallContext(request: request, delegate: delegate, signal: signal)
+        let context = CallContext(stepType: stepType.id, request: request, delegate: delegate, signal: signal)
         let strings = CStringArena()
         var call = orc_step_call()
         call.struct_size = UInt32(MemoryLayout<orc_step_call>.size)

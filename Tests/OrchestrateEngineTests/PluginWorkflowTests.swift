@@ -26,6 +26,31 @@ import Testing
         #expect(result.stdout.contains("message: ") && result.stdout.contains("Ada"))
     }
 
+    @Test(.enabled(if: Cargo.isAvailable, Comment(rawValue: Cargo.absentReason)))
+    func theRustExampleBuiltByCargoRunsInAWorkflow() throws {
+        let library = try Cargo.helloRust.get()
+        let file = h.workflow("""
+            version: 1
+            name: hello-rust
+            steps:
+              greet: { uses: example.hello-rust, with: { name: Ada, greeting: Good morning, work_ms: 50 } }
+              plain: { uses: example.hello-rust, with: { name: "Bob é" }, needs: [greet] }
+            outputs:
+              greeting: "${{ steps.greet.outputs.message }}"
+              plain: "${{ steps.plain.outputs.message }}"
+            """)
+        let result = try h.orchestrate(["run", file, "--plugin-path", library.path])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let runID = try #require(try h.runIDs().first)
+        let outputs = try h.status(runID)["outputs"]
+        #expect(outputs?["greeting"] == "Good morning, Ada!")
+        #expect(outputs?["plain"] == "Hello, Bob é!")
+
+        let inspected = try h.orchestrate(["plugins", "inspect", "example.hello-rust", "--plugin-path", library.path])
+        #expect(inspected.status == 0, "\(inspected.stderr)")
+        #expect(inspected.stdout.contains("Greet someone (an example plugin written in Rust)."))
+    }
+
     @Test func refusedPluginsAreNamedWithTheirReasons() throws {
         let pluginDir = h.dir.file("bad-plugins")
         try FileManager.default.createDirectory(at: pluginDir, withIntermediateDirectories: true)

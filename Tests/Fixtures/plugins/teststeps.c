@@ -423,8 +423,9 @@ static int32_t run_metered(const orc_step_call *call, const orc_host_api *api, o
     if (!json_int(call->inputs_json, "bytes", &bytes)) return missing(api, host, "bytes");
     json_int(call->inputs_json, "chunk", &chunk);
     if (chunk < 1) chunk = 1;
-    const orc_bandwidth_v1 *bandwidth = api->get_extension(host, ORC_EXT_BANDWIDTH_V1);
-    if (bandwidth && bandwidth->struct_size < sizeof *bandwidth) bandwidth = NULL;
+    const orc_bandwidth_v1 *bandwidth =
+        ORC_API_HAS(api, get_extension) ? api->get_extension(host, ORC_EXT_BANDWIDTH_V1) : NULL;
+    if (bandwidth && !ORC_STRUCT_HAS(orc_bandwidth_v1, bandwidth, consume)) bandwidth = NULL;
     while (done < bytes) {
         long long n = bytes - done < chunk ? bytes - done : chunk;
         if ((bandwidth && bandwidth->consume(host, n) != 0) || api->is_cancelled(host))

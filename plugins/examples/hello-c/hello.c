@@ -25,6 +25,8 @@
  *   - run() may be called on several threads at once: no unsynchronised globals.
  *   - Poll is_cancelled (or wait on cancel_fd) at least once a second; use sleep_ms, not sleep.
  *   - Never log secrets or the whole inputs object.
+ *   - Call a callback added after ABI 1.0 only when ORC_API_HAS(api, that_callback) says the
+ *     host has it (this step uses only 1.0 callbacks).
  */
 #include <orchestrate/plugin.h>
 

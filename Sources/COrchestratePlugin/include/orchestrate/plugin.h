@@ -38,7 +38,8 @@
  *              [step-thread]  may be called from the thread running orc_step_type.run or from
  *                             any thread the plugin created for that call, but only while that
  *                             run call has not returned. After run returns, the orc_host
- *                             pointer is dead.
+ *                             pointer is dead: the host ignores calls through it and warns
+ *                             once, naming the step type, that the plugin misbehaves.
  *              The host may call the same run function concurrently for different steps, from
  *              different threads: a plugin must keep no unsynchronised global state.
  *
@@ -152,8 +153,8 @@ typedef struct orc_item {
 
 /* The table of host functions handed to every run call. Append-only: a plugin compiled against
  * an older header sees a prefix of it; a plugin compiled against a newer header must check
- * struct_size (offsetof the function + its size <= struct_size) before calling anything added
- * after 1.0. Every function pointer up to struct_size is non-NULL. */
+ * struct_size with ORC_API_HAS (below) before calling anything added after 1.0. Every function
+ * pointer up to struct_size is non-NULL. */
 typedef struct orc_host_api {
     uint32_t struct_size;
     uint32_t abi_major; /* the host's ABI version */
@@ -246,6 +247,20 @@ typedef struct orc_host_api {
     const void *(*get_extension)(orc_host *host, const char *extension_id);
 } orc_host_api;
 
+/* ORC_STRUCT_HAS(type, pointer, field): 1 when the struct at `pointer`, filled by the other side
+ * with its own struct_size, is large enough to hold `field`, else 0. Read a field, or call a
+ * function pointer, that a later version appended only when this says so. `pointer` must not
+ * be NULL. [any-thread]
+ *
+ * ORC_API_HAS(api, field): the same for the host's callback table, the check before calling
+ * anything added after 1.0:
+ *
+ *     if (ORC_API_HAS(api, get_extension)) bw = api->get_extension(host, ORC_EXT_BANDWIDTH_V1);
+ */
+#define ORC_STRUCT_HAS(type, pointer, field) \
+    ((size_t)(pointer)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
+#define ORC_API_HAS(api, field) ORC_STRUCT_HAS(orc_host_api, api, field)
+
 /* ---------------------------------------------------------------------------------------------
  * Host extensions
  * ------------------------------------------------------------------------------------------- */
@@ -254,7 +269,9 @@ typedef struct orc_host_api {
  * --max-rate`. A step that moves bytes over the network asks for them as they go, so one cap
  * holds across all the transfers of a run (and of a `serve`), whichever plugin does them:
  *
- *     const orc_bandwidth_v1 *bw = api->get_extension(host, ORC_EXT_BANDWIDTH_V1);
+ *     const orc_bandwidth_v1 *bw = ORC_API_HAS(api, get_extension)
+ *         ? api->get_extension(host, ORC_EXT_BANDWIDTH_V1) : NULL;
+ *     if (bw && !ORC_STRUCT_HAS(orc_bandwidth_v1, bw, consume)) bw = NULL;
  *     ...for each chunk: if (bw && bw->consume(host, n) != 0) { cancelled: stop }
  *
  * Without the extension (an older host) or without a cap, consume returns 0 at once. */
