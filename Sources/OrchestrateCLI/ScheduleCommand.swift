@@ -89,7 +89,7 @@ struct ScheduleCommand: ParsableCommand {
     struct Pause: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop starting runs of a schedule (runs already started go on).",
-            discussion: "Example:\n  orchestrate schedule pause nightly-upload")
+            discussion: "Examples:\n  orchestrate schedule pause nightly-upload\n  orchestrate schedules                # shows it paused")
         @Argument(help: "The schedule's name.") var name: String
         @OptionGroup var global: GlobalOptions
 
@@ -105,7 +105,7 @@ struct ScheduleCommand: ParsableCommand {
     struct Resume: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Start a paused schedule's runs again, from its next time (times passed while paused are not caught up).",
-            discussion: "Example:\n  orchestrate schedule resume nightly-upload")
+            discussion: "Examples:\n  orchestrate schedule resume nightly-upload")
         @Argument(help: "The schedule's name.") var name: String
         @OptionGroup var global: GlobalOptions
 
@@ -121,7 +121,7 @@ struct ScheduleCommand: ParsableCommand {
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Unregister a schedule (the runs it started stay).",
-            discussion: "Example:\n  orchestrate schedule remove nightly-upload")
+            discussion: "Examples:\n  orchestrate schedule remove nightly-upload")
         @Argument(help: "The schedule's name.") var name: String
         @OptionGroup var global: GlobalOptions
 

@@ -11,10 +11,14 @@ import Testing
     /// wrapped abstracts more).
     static func subcommands(in help: String) -> [String] {
         var names: [String] = [], inSubcommands = false
-        for line in help.split(separator: "\n") {
-            if !line.hasPrefix(" ") {
+        // A blank line ends a section: the text after the last one ("  See 'orchestrate help
+        // <subcommand>'…") is indented like an entry but is not one.
+        for line in help.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty || !line.hasPrefix(" ") {
                 inSubcommands = line.hasSuffix("SUBCOMMANDS:")
-            } else if inSubcommands, !line.hasPrefix("   "), let name = line.split(separator: " ").first {
+            } else if inSubcommands, !line.hasPrefix("   "), let name = line.split(separator: " ").first,
+                      name.allSatisfy({ $0.isLowercase || $0 == "-" })
+            {
                 names.append(String(name))
             }
         }
