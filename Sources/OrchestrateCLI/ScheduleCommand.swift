@@ -93,13 +93,7 @@ struct ScheduleCommand: ParsableCommand {
         @Argument(help: "The schedule's name.") var name: String
         @OptionGroup var global: GlobalOptions
 
-        func run() throws {
-            let store = try global.openStore()
-            guard try store.setSchedulePaused(name, paused: true, at: Int64(try ScheduleClock(store: store).now())) else {
-                throw ScheduleCommand.unknown(name, store)
-            }
-            Terminal.line("schedule \(name) paused")
-        }
+        func run() throws { try ScheduleCommand.setPaused(true, name, global) }
     }
 
     struct Resume: ParsableCommand {
@@ -109,13 +103,7 @@ struct ScheduleCommand: ParsableCommand {
         @Argument(help: "The schedule's name.") var name: String
         @OptionGroup var global: GlobalOptions
 
-        func run() throws {
-            let store = try global.openStore()
-            guard try store.setSchedulePaused(name, paused: false, at: Int64(try ScheduleClock(store: store).now())) else {
-                throw ScheduleCommand.unknown(name, store)
-            }
-            Terminal.line("schedule \(name) resumed")
-        }
+        func run() throws { try ScheduleCommand.setPaused(false, name, global) }
     }
 
     struct Remove: ParsableCommand {
@@ -130,6 +118,15 @@ struct ScheduleCommand: ParsableCommand {
             guard try store.removeSchedule(name) else { throw ScheduleCommand.unknown(name, store) }
             Terminal.line("schedule \(name) removed")
         }
+    }
+
+    /// `pause` and `resume`: by the store's clock, so resuming skips the times that passed.
+    static func setPaused(_ paused: Bool, _ name: String, _ global: GlobalOptions) throws {
+        let store = try global.openStore()
+        guard try store.setSchedulePaused(name, paused: paused, at: Int64(try ScheduleClock(store: store).now())) else {
+            throw unknown(name, store)
+        }
+        Terminal.line("schedule \(name) \(paused ? "paused" : "resumed")")
     }
 
     static func unknown(_ name: String, _ store: any StateStore) -> CLIFailure {
