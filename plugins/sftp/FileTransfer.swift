@@ -224,16 +224,18 @@ final class FileTransfer: @unchecked Sendable {
         func run(_ index: Int, _ connection: Connection) throws(StepError) {
             var accounted = shared.ranges[index][1]
             try body(connection, shared.ranges[index]) { position throws(StepError) in
+                // Checkpoint first: waiting for bandwidth below must not leave acknowledged bytes
+                // out of the checkpoint (a kill during the wait would send them again).
+                let (done, snapshot) = shared.update(index, position)
+                self.onProgress(done)
+                if multi { self.onCheckpoint(FileTransfer.state(snapshot, size: size)) }
                 // The step's max_rate, and the run's and the host's --max-rate, for the bytes
-                // this range just moved.
+                // this range just moved: the wait delays the range's next bytes.
                 let moved = Int(position - accounted)
                 accounted = position
                 if self.options.rateCap?.consume(moved, step: self.step) == true || self.step.consumeBandwidth(moved) {
                     throw .cancelled("sftp transfer cancelled")
                 }
-                let (done, snapshot) = shared.update(index, position)
-                self.onProgress(done)
-                if multi { self.onCheckpoint(FileTransfer.state(snapshot, size: size)) }
                 if let error = shared.error { throw error }
                 if self.step.isCancelled { throw .cancelled("sftp transfer cancelled") }
             }
