@@ -10,6 +10,23 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def parse_rate(text):
+    """A byte rate as --max-rate takes it: 512K, 10M, 1G (powers of 1024) or bytes per second."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = text.strip().lower()
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def http_bench_module():
+    """bench/http/bench.py (its nginx set-up), loaded by path: the folder name `http` shadows the
+    standard library's package."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("http_bench", os.path.join(ROOT, "bench/http/bench.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def timed(args, env=None):
     """Wall time (s) and peak RSS (MiB) of one command; fails loudly if it fails."""
     return timed_usage(args, env)[:2]

@@ -12,7 +12,6 @@ whole `orchestrate run` (start-up and journal included), so short runs read slig
     python3 bench/ratecap/bench.py --bin .build/release [--rates 4M,16M,64M] [--seconds 4]
 """
 import argparse
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -20,18 +19,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import ROOT, timed  # noqa: E402
+from benchlib import ROOT, http_bench_module, parse_rate, timed  # noqa: E402
 
-# nginx set-up is the HTTP benchmark's; load it by path (its folder name shadows the stdlib's).
-_spec = importlib.util.spec_from_file_location("http_bench", os.path.join(ROOT, "bench/http/bench.py"))
-http_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(http_bench)
-
-
-def parse_rate(text):
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    text = text.strip().lower()
-    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+http_bench = http_bench_module()
 
 
 def main():

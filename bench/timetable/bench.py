@@ -17,7 +17,6 @@ HTTP (rclone would; it is not installed), so the reference is the cap itself: 1.
     python3 bench/timetable/bench.py --bin .build/release [--before 2M] [--after-rate 8M] [--lead 15] [--after 10]
 """
 import argparse
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -26,17 +25,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import ROOT  # noqa: E402
+from benchlib import ROOT, http_bench_module, parse_rate  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("http_bench", os.path.join(ROOT, "bench/http/bench.py"))
-http_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(http_bench)
-
-
-def parse_rate(text):
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    text = text.strip().lower()
-    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+http_bench = http_bench_module()
 
 
 def folder_size(path):
