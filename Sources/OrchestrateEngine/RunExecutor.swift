@@ -95,6 +95,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private let threads: AttemptThreads
     /// Set by `execute`; read by the loop to stop at once when the lease may be gone.
     private var heartbeat: Heartbeat?
+    /// Set once the run's last commit gave it up (`commitFinish`).
+    private var released = false
 
     // Owned by the scheduling loop.
     var instances: [String: Instance] = [:]
@@ -226,7 +228,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             closeAllSessions()  // normally done by `finish`; this covers a store failure
             threads.stop()
             heartbeat.stop()
-            try? store.releaseRun(run.id, owner: owner)
+            if !released { try? store.releaseRun(run.id, owner: owner) }
         }
         do {
             try loadState()
@@ -269,8 +271,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 schedule()
                 if attempts.isEmpty && pendingStarts.isEmpty && unfinishedSteps == 0 {
                     finishSucceeded()
-                    try flush()
-                    try afterFinish()
+                    try commitFinish()
                     return
                 }
             } else if attempts.isEmpty && pendingStarts.isEmpty {
@@ -280,8 +281,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 }
                 if !scheduleNextCompensation() {
                     finishEnding()
-                    try flush()
-                    try afterFinish()
+                    try commitFinish()
                     return
                 }
             }
@@ -290,11 +290,19 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         }
     }
 
-    /// Once the final status is durable: the `on_finish` hooks, then their events and logs.
-    private func afterFinish() throws {
-        runFinishHooks()
+    /// The run's last commits: its final status; once that is durable, the `on_finish` hooks
+    /// (if any), then their events and logs. The last commit gives the run up in the same
+    /// transaction (`releasesRun`), after the heartbeat has stopped renewing it.
+    private func commitFinish() throws {
+        if workflow.onFinish.contains(where: { $0.when.contains(run.status.rawValue) }) {
+            try flush()
+            runFinishHooks()
+        }
         batch.events.append(contentsOf: takeSignals().1)
+        heartbeat?.stop()
+        batch.releasesRun = true
         try flush()
+        released = true
     }
 
     /// Commits the round's journal, tells the observer, then starts the attempts it journaled:

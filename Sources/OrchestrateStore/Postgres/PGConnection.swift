@@ -232,7 +232,30 @@ enum PGText {
     }
     /// A text[] literal for `= ANY($1)`: `{"a","b"}` with quotes and backslashes escaped.
     static func array(_ values: [String]) -> String {
-        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-            .joined(separator: ",") + "}"
+        array(values.map(Optional.some))
+    }
+
+    /// An array literal whose elements may be SQL NULL (nil), for `unnest($1::text[], …)`:
+    /// every element quoted, so the same text serves `text[]`, `bigint[]` or `double precision[]`.
+    static func array(_ values: [String?]) -> String {
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        var text: [UInt8] = [UInt8(ascii: "{")]
+        text.reserveCapacity(values.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
+        for (i, value) in values.enumerated() {
+            if i > 0 { text.append(UInt8(ascii: ",")) }
+            guard let value else {
+                text += "NULL".utf8
+                continue
+            }
+            text.append(quote)
+            // Byte by byte: no byte of a multi-byte UTF-8 sequence is a quote or a backslash.
+            for byte in value.utf8 {
+                if byte == quote || byte == backslash { text.append(backslash) }
+                text.append(byte)
+            }
+            text.append(quote)
+        }
+        text.append(UInt8(ascii: "}"))
+        return String(decoding: text, as: UTF8.self)
     }
 }
