@@ -45,12 +45,17 @@ extension PostgresStateStore {
                     ORDER BY run_now DESC, priority DESC, queue_order, created_at
                     LIMIT $2 - (SELECT count(*) FROM unfinished)
                     FOR UPDATE SKIP LOCKED),
-                candidates AS (SELECT * FROM unfinished UNION ALL SELECT * FROM queued)
-                UPDATE runs SET owner_node = $3, owner_pid = $4, owner_start = $5,
-                                lease_until = \(Self.serverNow) + $6, run_now = false
-                FROM candidates WHERE runs.id = candidates.id
-                RETURNING runs.*, true AS lease_valid, candidates.asked_now, candidates.was_node, candidates.was_pid,
-                          candidates.was_start
+                candidates AS (SELECT * FROM unfinished UNION ALL SELECT * FROM queued),
+                -- By primary key (`= ANY`): a join with the candidates would be planned for the
+                -- planner's guess of their number and read the whole table.
+                claimed AS (
+                    UPDATE runs SET owner_node = $3, owner_pid = $4, owner_start = $5,
+                                    lease_until = \(Self.serverNow) + $6, run_now = false
+                    WHERE id = ANY(ARRAY(SELECT id FROM candidates))
+                    RETURNING runs.*)
+                SELECT claimed.*, true AS lease_valid, candidates.asked_now, candidates.was_node, candidates.was_pid,
+                       candidates.was_start
+                FROM claimed JOIN candidates ON claimed.id = candidates.id
                 """, [PGText.array(queues), PGText.of(limit)] + Self.ownerParameters(owner) + [PGText.of(lease)])
             // RETURNING has no order: sort into the claim's, for the caller to start them in.
             return rows.all.map { row in
