@@ -167,6 +167,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
                 UPDATE runs SET owner_node = NULL, owner_pid = NULL, owner_start = NULL, lease_until = NULL
                 FROM given
                 WHERE runs.id = given.id AND owner_node = given.node AND owner_pid = given.pid AND owner_start = given.start
+                  AND runs.id = ANY($1::text[])
                 RETURNING runs.status),
             ended AS (
                 DELETE FROM leases USING given
@@ -462,7 +463,9 @@ extension PostgresStateStore {
 
     /// Writes the journaled fields of runs in one statement whatever their number (the rows
     /// travel as arrays, so the statement's text, prepared once, never changes); of several
-    /// versions of one run, the last wins.
+    /// versions of one run, the last wins. `runs.id = ANY(…)` beside the join makes the plan
+    /// find the rows by primary key: the planner guesses 100 rows for an `unnest` and, for a
+    /// join that size, read the whole table (0.6 ms a commit at 1,000 runs).
     static func updateRuns(_ runs: [RunRecord], _ conn: PGConnection) throws {
         guard !runs.isEmpty else { return }
         let unique = lastOfEach(runs, key: \.id)
@@ -475,7 +478,7 @@ extension PostgresStateStore {
                         $7::text[], $8::integer[], $9::text[], $10::bigint[], $11::text[])
                 AS v(id, status, ending, started_at, finished_at, error, outputs_json, priority, labels_json, max_rate,
                      max_rate_timetable)
-            WHERE runs.id = v.id
+            WHERE runs.id = v.id AND runs.id = ANY($1::text[])
             """, columns(of: unique, [
                 \.id, { $0.status.rawValue }, { $0.ending?.rawValue }, { PGText.of($0.startedAt) },
                 { PGText.of($0.finishedAt) }, \.error, { $0.outputs?.jsonText }, { PGText.of($0.priority) },
