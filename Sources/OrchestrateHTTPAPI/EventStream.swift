@@ -31,6 +31,12 @@ enum EventStream {
         }
     }
 
+    /// Whether `request` asks for an event stream (which `AdmissionMiddleware` does not count).
+    static func isStream(_ request: Request) -> Bool {
+        request.method == .get && (request.uri.path == "/api/events"
+            || (request.uri.path.hasPrefix("/api/runs/") && request.uri.path.hasSuffix("/events")))
+    }
+
     /// `?after=end` (the stream of everything): only what happens from now on. The dashboard
     /// wants to hear of changes, not to download a journal of months.
     static let fromTheEnd: Int64 = -1
@@ -61,7 +67,7 @@ enum EventStream {
 
     static func stream(runID: String?, after: Int64, services: APIServices) throws -> Response {
         guard services.openStream() else {
-            throw Problem(.serviceUnavailable, "too many event streams are open (at most \(services.maxStreams)); retry later")
+            throw Problem(.serviceUnavailable, "too many event streams are open (at most \(services.maxStreams)); retry later", retryAfter: 5)
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"

@@ -16,6 +16,10 @@ import Testing
         let run = try serve.post("/api/runs", ["workflow_yaml": "version: 1\nname: seen\nsteps:\n  a: { uses: test.noop }\n"])
         let id = try #require(run.json["id"]?.stringValue)
         #expect(try serve.waitFor { try serve.status(id) == "succeeded" })
+        // And a registered schedule, so that /api/schedules lists one.
+        let scheduled = serve.dir.write("nightly.yaml", "version: 1\nname: nightly\non:\n  schedule:\n    - { cron: \"0 3 * * *\" }\nsteps:\n  a: { uses: test.noop }\n").path
+        let added = try serve.orchestrate(["schedule", "add", scheduled])
+        try #require(added.status == 0, "\(added.stderr)")
 
         let schemathesis = try PythonVenv.python().deletingLastPathComponent().appendingPathComponent("schemathesis")
         let report = serve.dir.file("schemathesis").path

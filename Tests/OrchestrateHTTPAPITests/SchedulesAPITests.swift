@@ -1,0 +1,45 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// `/api/schedules` and pause/resume over HTTP, checked against `orchestrate schedules`.
+@Suite(.serialized) struct SchedulesAPITests {
+    @Test func schedulesAreListedPausedAndResumed() throws {
+        let serve = try APIServe()
+        #expect(try serve.get("/api/schedules").json["schedules"] == [])
+        let file = serve.dir.write("nightly.yaml", """
+            version: 1
+            name: nightly
+            on:
+              schedule:
+                - { cron: "0 3 * * *", timezone: Europe/Berlin }
+                - { cron: "30 4 * * 1", timezone: UTC }
+            steps:
+              a: { uses: test.noop }
+            """).path
+        let added = try serve.orchestrate(["schedule", "add", file, "--name", "nightly-upload"])
+        try #require(added.status == 0, "\(added.stderr)")
+
+        let listed = try #require(serve.get("/api/schedules").json["schedules"]?.arrayValue)
+        #expect(listed.map { $0["entry"]?.intValue } == [1, 2])
+        #expect(listed[0]["name"]?.stringValue == "nightly-upload" && listed[0]["cron"]?.stringValue == "0 3 * * *")
+        #expect(listed[0]["timezone"]?.stringValue == "Europe/Berlin" && listed[0]["paused"] == .bool(false))
+        #expect(listed.allSatisfy { $0["next"]?.stringValue?.hasSuffix("Z") == true })
+        // The same documents as `schedules --json`.
+        let cli = try serve.orchestrate(["schedules", "--json"]).stdout.split(separator: "\n").map { try JSONValue(parsing: String($0)) }
+        #expect(cli == listed)
+
+        let paused = try serve.post("/api/schedules/nightly-upload/pause")
+        #expect(paused.status == 200 && paused.json == ["name": "nightly-upload", "paused": true], "\(paused.body)")
+        let after = try #require(serve.get("/api/schedules").json["schedules"]?.arrayValue)
+        #expect(after.allSatisfy { $0["paused"] == .bool(true) && $0["next"] == nil })
+        #expect(try serve.orchestrate(["schedules"]).stdout.contains("next paused"))
+        #expect(try serve.post("/api/schedules/nightly-upload/resume").json["paused"] == .bool(false))
+        #expect(try serve.get("/api/schedules").json["schedules"]?.arrayValue?.allSatisfy { $0["paused"] == .bool(false) } == true)
+
+        #expect(try serve.post("/api/schedules/nope/pause").status == 404)
+        #expect(try serve.post("/api/schedules/nightly-upload/stop").status == 404)
+        #expect(try serve.http.request("POST", "/api/schedules/nightly-upload/pause", token: serve.readerToken).status == 403)
+    }
+}
