@@ -22,17 +22,7 @@ import Testing
         let url = try #require(printed.split(separator: "\n").first { $0.hasPrefix("Dashboard: ") }?.dropFirst("Dashboard: ".count),
                                "serve printed no dashboard URL: \(printed)")
         // A schedule for the schedules view (daily at 03:00: it does not fire during the test).
-        let scheduled = serve.dir.write("nightly.yaml", """
-            version: 1
-            name: nightly
-            on:
-              schedule:
-                - { cron: "0 3 * * *", timezone: Europe/Berlin }
-            steps:
-              a: { uses: test.noop }
-            """).path
-        let added = try serve.orchestrate(["schedule", "add", scheduled, "--name", "nightly-upload"])
-        try #require(added.status == 0, "\(added.stderr)")
+        try serve.registerSchedule("nightly-upload", entries: [#"{ cron: "0 3 * * *", timezone: Europe/Berlin }"#])
         let artifacts = TestPaths.packageRoot.appendingPathComponent(".build/artifacts/dashboard")
         try? FileManager.default.removeItem(at: artifacts)
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)

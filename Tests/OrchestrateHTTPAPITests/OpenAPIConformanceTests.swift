@@ -17,9 +17,7 @@ import Testing
         let id = try #require(run.json["id"]?.stringValue)
         #expect(try serve.waitFor { try serve.status(id) == "succeeded" })
         // And a registered schedule, so that /api/schedules lists one.
-        let scheduled = serve.dir.write("nightly.yaml", "version: 1\nname: nightly\non:\n  schedule:\n    - { cron: \"0 3 * * *\" }\nsteps:\n  a: { uses: test.noop }\n").path
-        let added = try serve.orchestrate(["schedule", "add", scheduled])
-        try #require(added.status == 0, "\(added.stderr)")
+        try serve.registerSchedule("nightly", entries: [#"{ cron: "0 3 * * *" }"#])
 
         let schemathesis = try PythonVenv.python().deletingLastPathComponent().appendingPathComponent("schemathesis")
         let report = serve.dir.file("schemathesis").path

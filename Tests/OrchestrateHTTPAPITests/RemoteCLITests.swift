@@ -63,11 +63,7 @@ import Testing
 
     @Test func httpsIsVerified() throws {
         let dir = TemporaryDirectory("remote-tls")
-        let cert = dir.file("cert.pem").path, key = dir.file("key.pem").path
-        let made = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/openssl"), [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
-            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-        try #require(made.status == 0, "\(made.stderr)")
+        let (cert, key) = try APITLSTests.selfSignedCertificate(in: dir)
         let port = Ports.free()
         let state = dir.file("s").path
         let serve = try APITLSTests.Serve(["--http", "127.0.0.1:\(port)", "--tls-cert", cert, "--tls-key", key, "--state", state], dir: dir)

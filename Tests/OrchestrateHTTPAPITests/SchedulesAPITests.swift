@@ -8,18 +8,8 @@ import Testing
     @Test func schedulesAreListedPausedAndResumed() throws {
         let serve = try APIServe()
         #expect(try serve.get("/api/schedules").json["schedules"] == [])
-        let file = serve.dir.write("nightly.yaml", """
-            version: 1
-            name: nightly
-            on:
-              schedule:
-                - { cron: "0 3 * * *", timezone: Europe/Berlin }
-                - { cron: "30 4 * * 1", timezone: UTC }
-            steps:
-              a: { uses: test.noop }
-            """).path
-        let added = try serve.orchestrate(["schedule", "add", file, "--name", "nightly-upload"])
-        try #require(added.status == 0, "\(added.stderr)")
+        try serve.registerSchedule("nightly-upload", entries: [#"{ cron: "0 3 * * *", timezone: Europe/Berlin }"#,
+                                                               #"{ cron: "30 4 * * 1", timezone: UTC }"#])
 
         let listed = try #require(serve.get("/api/schedules").json["schedules"]?.arrayValue)
         #expect(listed.map { $0["entry"]?.intValue } == [1, 2])
