@@ -11,8 +11,12 @@ import Testing
         try serve.registerSchedule("nightly-upload", entries: [#"{ cron: "0 3 * * *", timezone: Europe/Berlin }"#,
                                                                #"{ cron: "30 4 * * 1", timezone: UTC }"#])
 
-        let listed = try #require(serve.get("/api/schedules").json["schedules"]?.arrayValue)
-        #expect(listed.map { $0["entry"]?.intValue } == [1, 2])
+        // Registered by the CLI, not through the API: the list read just before may be served
+        // for up to 0.25 s more (ReadCache), then the new entries show.
+        func listed() throws -> [JSONValue] { try serve.get("/api/schedules").json["schedules"]?.arrayValue ?? [] }
+        #expect(try serve.waitFor(5) { try listed().count == 2 })
+        let listed = try listed()
+        try #require(listed.map { $0["entry"]?.intValue } == [1, 2])
         #expect(listed[0]["name"]?.stringValue == "nightly-upload" && listed[0]["cron"]?.stringValue == "0 3 * * *")
         #expect(listed[0]["timezone"]?.stringValue == "Europe/Berlin" && listed[0]["paused"] == .bool(false))
         #expect(listed.allSatisfy { $0["next"]?.stringValue?.hasSuffix("Z") == true })
