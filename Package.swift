@@ -70,6 +70,8 @@ let package = Package(
         ]),
         .target(name: "OrchestrateCLI", dependencies: [
             "OrchestrateEngine", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
+            // libcurl: status/list/events --server talk to a remote serve over HTTP(S).
+            "CCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // `serve --http`: the JSON API (OpenAPI-described, SSE events, bearer tokens), `/metrics`,

@@ -8,7 +8,7 @@ URL is what `serve` printed (`http://127.0.0.1:PORT/?token=…`). The script ope
 runs through the API (one whose label is hostile markup, moving bytes slowly under a rate cap),
 sees the run appear and its progress advance without the page reloading, presses Pause, Resume
 and Cancel and waits for the page to show each; then a session file's progress, the filters,
-every other view, the console, and a tab that has no token. It saves a screenshot of each view in ARTIFACTS_DIR and
+Pause/Resume on the schedules view, every other view, the console, and a tab that has no token. It saves a screenshot of each view in ARTIFACTS_DIR and
 prints `CANCELLED RUN_ID` for the Swift test to check in the store. Exits non-zero on any
 failure, with what went wrong.
 """
@@ -46,6 +46,7 @@ steps:
 """
 HOSTILE_PATH = "/data/<b onmouseover=alert(3)>clip</b>.mov"
 QUICK = "version: 1\nname: quick\nsteps:\n  a: { uses: test.noop }\n"
+SCHEDULE = "nightly-upload"  # registered by DashboardBrowserTests before this starts
 
 
 def main():
@@ -215,6 +216,23 @@ def run(driver, api, url, artifacts):
         wait(f"the {view} view showing {expect!r}", lambda: expect in text(driver, "main"))
         time.sleep(0.3)
         driver.save_screenshot(f"{artifacts}/{view}.png")
+    # Schedules (the test registered one, daily at 03:00 Berlin time): Pause, Resume and Pause
+    # again, each seen in the page as the store now says it (the view reads it back).
+    click(driver, "nav a[data-view=schedules]")
+    row_selector = f"tr[data-schedule='{SCHEDULE}']"
+    wait("the registered schedule", lambda: "Europe/Berlin" in text(driver, row_selector) and "0 3 * * *" in text(driver, row_selector))
+    assert "active" in text(driver, row_selector), text(driver, row_selector)
+    for action, state in [("pause", "paused"), ("resume", "active"), ("pause", "paused")]:
+        click(driver, f"{row_selector} button[data-action={action}]")
+        wait(f"the schedule {state}", lambda: state in text(driver, row_selector)
+             and driver.find_elements(By.CSS_SELECTOR, f"{row_selector} button[data-action={'resume' if state == 'paused' else 'pause'}]"))
+        if state == "paused":
+            assert "—" in driver.find_elements(By.CSS_SELECTOR, f"{row_selector} td")[3].text, "a paused schedule shows a next time"
+            driver.save_screenshot(f"{artifacts}/schedules.png")
+        else:
+            assert "—" not in driver.find_elements(By.CSS_SELECTOR, f"{row_selector} td")[3].text, "an active schedule shows no next time"
+    assert_no_markup_ran(driver)
+
     click(driver, "nav a[data-view=overview]")
     wait("the failure in the overview", lambda: "the server said 403" in text(driver, "main"))
     assert driver.execute_script("return window.sameDocument") == "yes", "the page reloaded"

@@ -12,6 +12,7 @@ struct EventsCommand: ParsableCommand {
             Examples:
               orchestrate events RUN
               orchestrate events --follow | jq -c 'select(.type == "step.failed")'
+              orchestrate events RUN --follow --server https://bay-1:8080 --token-file ~/.orchestrate-token
             """)
 
     @Argument(help: "The run id (default: every run).")
@@ -21,17 +22,18 @@ struct EventsCommand: ParsableCommand {
     var follow = false
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var remote: RemoteOptions
 
     func run() throws {
-        let store = try global.openStore()
+        let reader = try remote.reader(global)
         var after: Int64 = 0
         while true {
-            let events = try store.events(runID: runID, afterSeq: after, limit: 1000)
-            for event in events { Terminal.line(event.json.jsonText) }
-            after = events.last?.seq ?? after
+            let events = try reader.events(runID: runID, after: after, limit: 1000)
+            for event in events { Terminal.line(event.jsonText) }
+            after = events.last?["seq"]?.intValue ?? after
             if events.count == 1000 { continue }
             if !follow { return }
-            if let runID, let run = try store.run(runID), run.status.isFinished, events.isEmpty { return }
+            if let runID, events.isEmpty, try reader.isFinished(runID) { return }
             Thread.sleep(forTimeInterval: 0.2)
         }
     }

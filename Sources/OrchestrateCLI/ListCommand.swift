@@ -10,6 +10,7 @@ struct ListCommand: ParsableCommand {
             Examples:
               orchestrate list --status failed --status interrupted
               orchestrate list --label batch=7 --queue uploads --json
+              orchestrate list --server https://bay-1:8080 --token-file ~/.orchestrate-token
             """)
 
     @Option(name: .customLong("status"), help: ArgumentHelp(
@@ -27,23 +28,24 @@ struct ListCommand: ParsableCommand {
     var queues: [String] = []
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var remote: RemoteOptions
 
     func run() throws {
         let known = RunDocument.knownStatuses
         for status in statuses where !known.contains(status) {
             throw CLIFailure.usage("unknown status '\(status)'; one of \(known.sorted().joined(separator: ", "))")
         }
-        let store = try global.openStore()
-        let runs = try store.listRuns(RunFilter(labels: try InputParsing.labels(labels), queues: queues.isEmpty ? nil : Set(queues)))
-            .filter { statuses.isEmpty || statuses.contains(RunDisplay.effectiveStatus($0)) }
-            .filter { run in ids.isEmpty || ids.contains { run.id.hasPrefix($0) } }
+        let reader = try remote.reader(global)
+        let runs = try reader.runs(labels: try InputParsing.labels(labels), queues: queues.isEmpty ? nil : Set(queues), transfer: global.json)
+            .filter { statuses.isEmpty || statuses.contains($0["status"]?.stringValue ?? "") }
+            .filter { run in ids.isEmpty || ids.contains { (run["id"]?.stringValue ?? "").hasPrefix($0) } }
         for run in runs {
             if global.json {
-                Terminal.line(try RunDocument.summary(run, store: store).jsonText)
+                Terminal.line(run.jsonText)
             } else {
-                let node = run.ownerIsLive ? run.owner?.node ?? "-" : "-"
-                Terminal.line("\(run.id)  \(RunDisplay.effectiveStatus(run).padding(12)) \(run.workflowName.padding(20)) "
-                    + "\(RunDisplay.time(run.createdAt))  \(run.queue.padding(10)) \(node)")
+                func text(_ key: String) -> String { run[key]?.stringValue ?? "" }
+                Terminal.line("\(text("id"))  \(text("status").padding(12)) \(text("workflow").padding(20)) "
+                    + "\(RunDisplay.time(run["created_at"]?.doubleValue))  \(text("queue").padding(10)) \(run["node"]?.stringValue ?? "-")")
             }
         }
     }

@@ -18,6 +18,13 @@ enum RunDisplay {
         return text
     }
 
+    /// The `transfer` member of a run document (`TransferStatistics.json`).
+    static func transferStatistics(_ json: JSONValue) -> TransferStatistics {
+        TransferStatistics(bytesDone: json["bytes_done"]?.intValue ?? 0, bytesTotal: json["bytes_total"]?.intValue,
+                           elapsed: json["elapsed_s"]?.doubleValue ?? 0, averageRate: json["average_rate"]?.doubleValue ?? 0,
+                           remaining: json["remaining_s"]?.doubleValue)
+    }
+
     static func seconds(_ s: Double) -> String {
         let t = Int(s.rounded())
         if t < 60 { return "\(t)s" }

@@ -31,12 +31,7 @@ struct SchedulesCommand: ParsableCommand {
 
 /// How a schedule entry is shown by `schedules` and `schedule add`.
 enum ScheduleListing {
-    /// The next time the entry fires after both its last due time and `now`.
-    static func next(_ record: ScheduleRecord, now: Double) -> Int64? {
-        var later = record
-        later.lastDue = max(record.lastDue, Int64(now.rounded(.down)))
-        return ScheduleRegistration.nextDue(later)
-    }
+    static func next(_ record: ScheduleRecord, now: Double) -> Int64? { ScheduleDocument.next(record, now: now) }
 
     /// `2026-11-24 02:00 +01:00`: the wall time in the entry's zone, with that zone's offset
     /// then (abbreviations such as CET are not available everywhere).
@@ -55,15 +50,5 @@ enum ScheduleListing {
             + "\(catchup.padding(16)) next \(next)  last run \(r.lastRunID ?? "-")"
     }
 
-    static func json(_ r: ScheduleRecord, now: Double) -> JSONValue {
-        var o: [String: JSONValue] = [
-            "name": .string(r.name), "entry": .int(Int64(r.entry)), "cron": .string(r.cron), "timezone": .string(r.timeZone),
-            "overlap": .string(r.overlap), "paused": .bool(r.paused), "workflow": .string(r.workflowName),
-            "file": .string(r.workflowFile), "queue": .string(r.queue), "inputs": r.inputs,
-        ]
-        if let c = r.catchup { o["catchup_seconds"] = .double(c) }
-        if let run = r.lastRunID { o["last_run"] = .string(run) }
-        if !r.paused, let n = next(r, now: now) { o["next"] = .string(Scheduler.iso(n)) }
-        return .object(o)
-    }
+    static func json(_ r: ScheduleRecord, now: Double) -> JSONValue { ScheduleDocument.json(r, now: now) }
 }

@@ -71,6 +71,14 @@ struct ServeCommand: ParsableCommand {
     @Flag(name: .customLong("http-plaintext"), help: "Allow plain HTTP on an address other machines can reach (behind a TLS proxy).")
     var httpPlaintext = false
 
+    @Option(name: .customLong("http-max-requests"), help: ArgumentHelp(
+        "API requests worked on at once (event streams aside); more wait their turn.", valueName: "n"))
+    var httpMaxRequests = 4
+
+    @Option(name: .customLong("http-max-waiting"), help: ArgumentHelp(
+        "API requests that may wait for their turn; more are answered 503 with Retry-After.", valueName: "n"))
+    var httpMaxWaiting = 64
+
     @Flag(name: .customLong("no-schedules"), help: "Do not start the runs of registered schedules (other serve processes do).")
     var noSchedules = false
 
@@ -88,6 +96,8 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("--http-token-file, --tls-cert, --tls-key and --http-plaintext need --http ADDR")
         }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("give both --tls-cert and --tls-key, or neither") }
+        if httpMaxRequests < 1 { throw ValidationError("--http-max-requests must be at least 1") }
+        if httpMaxWaiting < 0 { throw ValidationError("--http-max-waiting must be 0 or more") }
         if maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1") }
         if let bad = queues.first(where: { !QueueName.isValid($0) }) { throw ValidationError("--queue \(bad): \(QueueName.rule)") }
         if watchPoll && watchFiles.isEmpty { throw ValidationError("--watch-poll needs --watch FILE") }
@@ -150,8 +160,10 @@ struct ServeCommand: ParsableCommand {
             let defaultToken = try APITokens.loadOrCreateDefault(stateDirectory: stateDirectory)
             var tokens = [APITokens.token(name: "default", access: .write, secret: defaultToken)]
             if let httpTokenFile { tokens += try APITokens.parseFile(httpTokenFile) }
-            let configuration = HTTPAPIServer.Configuration(address: address, tokens: APITokens(tokens: tokens),
+            var configuration = HTTPAPIServer.Configuration(address: address, tokens: APITokens(tokens: tokens),
                                                             tlsCertificate: tlsCert, tlsKey: tlsKey)
+            configuration.maxActiveRequests = httpMaxRequests
+            configuration.maxWaitingRequests = httpMaxWaiting
             let running = try HTTPAPIServer.start(configuration, store: store, registry: registry, stateDirectory: stateDirectory,
                                                   metrics: metrics)
             // As Jupyter does: the dashboard's URL with the token, to open as it is (the page

@@ -11,11 +11,13 @@ struct StatusCommand: ParsableCommand {
         discussion: """
             A run whose process died shows as `interrupted`: continue it with `orchestrate resume RUN`. \
             With --watch the status is redrawn every second, with a progress bar per step that \
-            reports progress, until the run finishes (Ctrl-C to stop watching).
+            reports progress, until the run finishes (Ctrl-C to stop watching). With --server URL \
+            --token-file FILE it reads a remote `serve --http` instead of the store.
 
             Examples:
               orchestrate status RUN --watch
               orchestrate status RUN --json | jq .outputs
+              orchestrate status RUN --server https://bay-1:8080 --token-file ~/.orchestrate-token
             """)
 
     @Argument(help: "The run id.")
@@ -25,67 +27,83 @@ struct StatusCommand: ParsableCommand {
     var watch = false
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var remote: RemoteOptions
 
     func run() throws {
-        let store = try global.openStore()
-        guard try store.run(runID) != nil else { throw CLIFailure.usage("no run \(runID) in \(try global.storeLocation().redacted)") }
-        guard watch else { return try show(store) }
+        let reader = try remote.reader(global)
+        guard try reader.detail(runID) != nil else { throw CLIFailure.usage("no run \(runID) in \(reader.location)") }
+        guard watch else { return try show(reader) }
         while true {
             if Terminal.stdoutIsTTY { Terminal.write("\u{1B}[H\u{1B}[2J") }
-            try show(store)
-            if let run = try store.run(runID), run.status.isFinished { return }
+            try show(reader)
+            if try reader.isFinished(runID) { return }
             if !Terminal.stdoutIsTTY { Terminal.line("") }
             Thread.sleep(forTimeInterval: Terminal.stdoutIsTTY ? 1 : 2)
         }
     }
 
-    private func show(_ store: any StateStore) throws {
-        guard let run = try store.run(runID) else { throw CLIFailure.usage("run \(runID) was deleted") }
-        if global.json { return Terminal.line(try RunDocument.detail(run, store: store).jsonText) }
-        let steps = try store.steps(ofRun: runID)
-        let items = try RunDocument.sessionItems(of: runID, steps: steps, store: store)
-        let stats = try TransferStatistics.of(run, store: store)
-        Terminal.line(Terminal.styled("run \(run.id)", .bold) + "  \(RunDisplay.effectiveStatus(run))")
-        Terminal.line("workflow  \(run.workflowName) (\(run.workflowFile))")
-        var placement = "queue     \(run.queue)"
-        if let owner = run.owner, run.ownerIsLive { placement += "   held by node \(owner.node) (pid \(owner.pid))" }
+    /// Prints the run from its detail document (`RunDocument.detail`, which the API serves too).
+    private func show(_ reader: any RunReader) throws {
+        guard let run = try reader.detail(runID) else { throw CLIFailure.usage("run \(runID) was deleted") }
+        if global.json { return Terminal.line(run.jsonText) }
+        let status = run["status"]?.stringValue ?? "?"
+        Terminal.line(Terminal.styled("run \(runID)", .bold) + "  \(status)")
+        Terminal.line("workflow  \(run["workflow"]?.stringValue ?? "") (\(run["file"]?.stringValue ?? ""))")
+        var placement = "queue     \(run["queue"]?.stringValue ?? "")"
+        if let owner = run["owner"], let node = owner["node"]?.stringValue { placement += "   held by node \(node) (pid \(owner["pid"]?.intValue ?? 0))" }
         Terminal.line(placement)
-        Terminal.line("created   \(RunDisplay.time(run.createdAt))   started \(RunDisplay.time(run.startedAt))   finished \(RunDisplay.time(run.finishedAt))")
-        if !run.labels.isEmpty { Terminal.line("labels    " + run.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")) }
-        if let rate = run.maxRate { Terminal.line("max rate  " + ProgressFormat.bytes(rate) + "/s") }
-        if let timetable = run.maxRateTimetable { Terminal.line("max rate  \(timetable)") }
-        if let error = run.error { Terminal.line("error     \(error)") }
-        if stats.bytesDone > 0 || stats.bytesTotal != nil { Terminal.line("transfer  \(RunDisplay.describe(stats))") }
+        func time(_ key: String) -> String { RunDisplay.time(run[key]?.doubleValue) }
+        Terminal.line("created   \(time("created_at"))   started \(time("started_at"))   finished \(time("finished_at"))")
+        if let labels = run["labels"]?.objectValue, !labels.isEmpty {
+            Terminal.line("labels    " + labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.stringValue ?? "")" }.joined(separator: " "))
+        }
+        if let rate = run["max_rate"]?.intValue { Terminal.line("max rate  " + ProgressFormat.bytes(rate) + "/s") }
+        if let timetable = run["max_rate_timetable"]?.stringValue { Terminal.line("max rate  \(timetable)") }
+        if let error = run["error"]?.stringValue { Terminal.line("error     \(error)") }
+        if let stats = run["transfer"].map(RunDisplay.transferStatistics), stats.bytesDone > 0 || stats.bytesTotal != nil {
+            Terminal.line("transfer  \(RunDisplay.describe(stats))")
+        }
         Terminal.line("")
-        for step in steps.sorted(by: RunDocument.stepOrder) {
-            var line = "  \(step.id.padding(24)) \(step.status.rawValue.padding(13)) attempt \(step.attempt)"
-            if let node = step.node { line += " on \(node)" }
-            if let message = step.errorMessage, step.status != .succeeded { line += "  \(step.errorKind ?? "error"): \(message)" }
+        let steps = run["steps"]?.arrayValue ?? []  // in the order they started
+        for step in steps {
+            let stepStatus = step["status"]?.stringValue ?? ""
+            var line = "  \((step["id"]?.stringValue ?? "").padding(24)) \(stepStatus.padding(13)) attempt \(step["attempt"]?.intValue ?? 0)"
+            if let node = step["node"]?.stringValue { line += " on \(node)" }
+            if let message = step["error"]?.stringValue, stepStatus != StepStatus.succeeded.rawValue {
+                line += "  \(step["error_kind"]?.stringValue ?? "error"): \(message)"
+            }
             Terminal.line(line)
         }
-        for group in items {
-            let counts = Dictionary(grouping: group.items, by: \.status).mapValues(\.count)
-            Terminal.line("\nfiles of \(group.step): " + ItemRecord.Status.allCases.map { "\(counts[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", "))
+        let items = run["items"]?.arrayValue ?? []  // by step, in the order added
+        var groups: [(step: String, items: [JSONValue])] = []
+        for item in items {
+            let step = item["step"]?.stringValue ?? ""
+            if groups.last?.step == step { groups[groups.count - 1].items.append(item) } else { groups.append((step, [item])) }
+        }
+        for group in groups {
+            let counts = Dictionary(grouping: group.items, by: { $0["status"]?.stringValue ?? "" }).mapValues(\.count)
+            Terminal.line("\nfiles of \(group.step): " + ItemRecord.Status.allCases.map { "\(counts[$0.rawValue] ?? 0) \($0.rawValue)" }.joined(separator: ", "))
             for item in group.items {
-                let value = try? JSONValue(parsing: item.json)
-                var line = "  \(item.id.padding(16)) \(item.status.rawValue.padding(7)) \(value?["source"]?.stringValue ?? item.json)"
-                if let error = item.error { line += "  \(error)" }
+                let value = item["item"]
+                let source = value?["source"]?.stringValue ?? value?.stringValue ?? value?.jsonText ?? ""
+                var line = "  \((item["id"]?.stringValue ?? "").padding(16)) \((item["status"]?.stringValue ?? "").padding(7)) \(source)"
+                if let error = item["error"]?.stringValue { line += "  \(error)" }
                 Terminal.line(line)
             }
         }
-        if watch && !run.status.isFinished {
-            let running = Set(steps.filter { $0.status == .running }.map(\.id))
-            let bars = try store.latestProgress(runID: runID).filter { running.contains($0.step ?? "") }
+        if watch && !(RunStatus(rawValue: status)?.isFinished ?? false) {
+            let running = Set(steps.filter { $0["status"]?.stringValue == StepStatus.running.rawValue }.compactMap { $0["id"]?.stringValue })
+            let bars = (run["progress"]?.arrayValue ?? []).filter { running.contains($0["step"]?.stringValue ?? "") }
             if !bars.isEmpty { Terminal.line("") }
             for event in bars {
-                let d = event.data
+                let d = event["data"] ?? [:]
                 let snapshot = ProgressSnapshot(bytesDone: d["bytes_done"]?.intValue ?? -1, bytesTotal: d["bytes_total"]?.intValue ?? -1,
                                                 filesDone: d["files_done"]?.intValue ?? -1, filesTotal: d["files_total"]?.intValue ?? -1,
                                                 rate: d["rate"]?.doubleValue ?? 0)
-                Terminal.line(Terminal.styled(ProgressBoard.line(event.step ?? "", snapshot, width: Terminal.width), .cyan))
+                Terminal.line(Terminal.styled(ProgressBoard.line(event["step"]?.stringValue ?? "", snapshot, width: Terminal.width), .cyan))
             }
         }
-        if let outputs = run.outputs?.objectValue, !outputs.isEmpty {
+        if let outputs = run["outputs"]?.objectValue, !outputs.isEmpty {
             Terminal.line("\noutputs")
             for key in outputs.keys.sorted() { Terminal.line("  \(key): \(outputs[key]!.interpolated)") }
         }

@@ -57,24 +57,25 @@ public enum RunDocument {
     }
 
     /// Everything about one run: record, steps, the files added to its persistent sessions
-    /// ("items", when any) and its transfer figures (`status --json`, `GET /api/runs/{id}`).
+    /// ("items", when any), its transfer figures and the latest `step.progress` event of each
+    /// step that reported progress ("progress", in the `events --json` form) (`status --json`,
+    /// `GET /api/runs/{id}`; `status --server` prints it as `status` does).
     public static func detail(_ run: RunRecord, store: any StateStore) throws -> JSONValue {
         let steps = try store.steps(ofRun: run.id)
         var object = json(run, steps: steps).objectValue ?? [:]
-        let items = try sessionItems(of: run.id, steps: steps, store: store)
+        let items = try sessionItems(of: run.id, store: store)
         if !items.isEmpty { object["items"] = .array(items.flatMap { group in group.items.map { json($0) } }) }
-        object["transfer"] = try TransferStatistics.of(run, store: store).json
+        let progress = try store.latestProgress(runID: run.id)
+        object["transfer"] = TransferStatistics.of(run, progress: progress).json
+        object["progress"] = .array(progress.map(\.json))
         return .object(object)
     }
 
-    /// Files added to persistent sessions, per declared step that has any.
-    public static func sessionItems(of runID: String, steps: [StepRecord], store: any StateStore) throws
-        -> [(step: String, items: [ItemRecord])]
-    {
+    /// Files added to persistent sessions, per declared step that has any (one store read).
+    public static func sessionItems(of runID: String, store: any StateStore) throws -> [(step: String, items: [ItemRecord])] {
         var result: [(step: String, items: [ItemRecord])] = []
-        for step in Set(steps.map(\.step)).sorted() {
-            let stepItems = try store.items(runID: runID, stepID: step)
-            if !stepItems.isEmpty { result.append((step, stepItems)) }
+        for item in try store.items(runID: runID) {
+            if result.last?.step == item.stepID { result[result.count - 1].items.append(item) } else { result.append((item.stepID, [item])) }
         }
         return result
     }

@@ -14,11 +14,24 @@ public struct TransferStatistics: Sendable, Equatable {
     /// Seconds left at the average rate; nil when unknown.
     public var remaining: Double?
 
+    public init(bytesDone: Int64, bytesTotal: Int64?, elapsed: Double, averageRate: Double, remaining: Double?) {
+        self.bytesDone = bytesDone
+        self.bytesTotal = bytesTotal
+        self.elapsed = elapsed
+        self.averageRate = averageRate
+        self.remaining = remaining
+    }
+
     public static func of(_ run: RunRecord, store: any StateStore, now: Double = Date().timeIntervalSince1970) throws -> TransferStatistics {
+        of(run, progress: try store.latestProgress(runID: run.id), now: now)
+    }
+
+    /// From the run's `latestProgress`, already read.
+    public static func of(_ run: RunRecord, progress: [EventRecord], now: Double = Date().timeIntervalSince1970) -> TransferStatistics {
         var done: Int64 = 0
         var total: Int64 = 0
         var anyTotal = false
-        for event in try store.latestProgress(runID: run.id) {
+        for event in progress {
             done += max(event.data["bytes_done"]?.intValue ?? 0, 0)
             if let t = event.data["bytes_total"]?.intValue, t > 0 {
                 total += t

@@ -14,6 +14,10 @@ final class APIServices: Sendable {
     let maxStreams: Int
     /// Shared by every event stream (one store read for all of them).
     let eventFeed = EventFeed()
+    /// Identical reads within a quarter second share one answer.
+    let readCache = ReadCache()
+    /// Graphs of runs already drawn (a run's workflow never changes).
+    let graphs = RunGraph.Cache()
     private let queue = DispatchQueue(label: "orchestrate.http.store", attributes: .concurrent)
     private let streamsLock = NSLock()
     nonisolated(unsafe) private var streams = 0  // guarded by streamsLock

@@ -8,18 +8,23 @@ import OrchestrateTokenBucket
 /// machines sharing the store) and `/api/plugins` (step types with their schemas).
 enum CatalogRoutes {
     static func add(to router: Router<APIContext>, services: APIServices) {
-        router.get("/api/queues") { _, _ in
-            let document = try await services.blocking { () -> JSONValue in
-                let runs = try services.store.listRuns(RunFilter())
+        router.get("/api/queues") { request, _ in
+            try await services.readCache.json(ReadCache.key(request)) { try await services.blocking { () -> JSONValue in
+                // Counted by the database; only runs stored as running or compensating are read,
+                // to tell those whose owner died (shown as interrupted).
                 var counts: [String: [String: Int64]] = [:]
-                for run in runs { counts[run.queue, default: [:]][RunDocument.effectiveStatus(run), default: 0] += 1 }
+                for count in try services.store.queueFigures().runs where count.status != .running && count.status != .compensating {
+                    counts[count.queue, default: [:]][count.status.rawValue] = Int64(count.runs)
+                }
+                for run in try services.store.listRuns(RunFilter(statuses: [.running, .compensating])) {
+                    counts[run.queue, default: [:]][RunDocument.effectiveStatus(run), default: 0] += 1
+                }
                 let queues: [JSONValue] = counts.keys.sorted().map { name in
                     ["name": .string(name), "runs": .object(counts[name]!.mapValues { .int($0) })]
                 }
                 return ["passive": .bool(try services.store.isQueuePassive()), "queues": .array(queues),
                         "max_rate": try services.store.queueRate().map { .string($0) } ?? .null]
-            }
-            return JSONResponse.make(document)
+            } }
         }
 
         // `queue stop|start`: a passive queue starts nothing and interrupts what runs, on every `serve`.
@@ -43,9 +48,11 @@ enum CatalogRoutes {
             return JSONResponse.make(["max_rate": timetable.map { .string($0.text) } ?? .null])
         }
 
-        router.get("/api/nodes") { _, _ in
-            let nodes = try await services.blocking { try services.store.nodes() }
-            return JSONResponse.make(["this_node": .string(NodeName.current), "nodes": .array(nodes.map(nodeDocument))])
+        router.get("/api/nodes") { request, _ in
+            try await services.readCache.json(ReadCache.key(request)) {
+                let nodes = try await services.blocking { try services.store.nodes() }
+                return ["this_node": .string(NodeName.current), "nodes": .array(nodes.map(nodeDocument))]
+            }
         }
 
         router.get("/api/plugins") { _, _ in

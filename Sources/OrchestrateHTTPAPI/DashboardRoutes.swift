@@ -25,6 +25,7 @@ enum DashboardRoutes {
         "/ui/run.js": Asset(bytes: PackageResources.run_js, contentType: "text/javascript; charset=utf-8"),
         "/ui/queues.js": Asset(bytes: PackageResources.queues_js, contentType: "text/javascript; charset=utf-8"),
         "/ui/nodes.js": Asset(bytes: PackageResources.nodes_js, contentType: "text/javascript; charset=utf-8"),
+        "/ui/schedules.js": Asset(bytes: PackageResources.schedules_js, contentType: "text/javascript; charset=utf-8"),
         "/ui/plugins.js": Asset(bytes: PackageResources.plugins_js, contentType: "text/javascript; charset=utf-8"),
         "/ui/favicon.svg": Asset(bytes: PackageResources.favicon_svg, contentType: "image/svg+xml"),
     ]

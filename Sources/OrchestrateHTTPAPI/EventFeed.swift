@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import OrchestrateStore
 
 /// One reader of the journal for every event stream of this server: fifty dashboards following
@@ -27,6 +28,10 @@ final class EventFeed: @unchecked Sendable {
     private var lastSeq: Int64 = 0
     private var refreshing = false
     private var lastRefresh = -Double.infinity
+    /// The latest answer of `entries`: after each refresh the streams that follow everything
+    /// are at the same seq and ask for the same text, which is built once and its buffer shared
+    /// (NIO writes it to each connection without copying it).
+    private var lastAnswer: (after: Int64, runID: String?, lastSeq: Int64, text: ByteBuffer)?
 
     init(capacity: Int = 20_000, minInterval: Double = 0.1) {
         self.capacity = capacity
@@ -80,9 +85,12 @@ final class EventFeed: @unchecked Sendable {
 
     /// The SSE text of the events after `after` (of run `runID`, when given) and the seq the
     /// stream is at afterwards; nil when the feed does not reach back to `after`.
-    func entries(after: Int64, runID: String?) -> (text: String, last: Int64)? {
+    func entries(after: Int64, runID: String?) -> (text: ByteBuffer, last: Int64)? {
         lock.withLock {
             guard let coveredFrom, after >= coveredFrom else { return nil }
+            if let answer = lastAnswer, answer.after == after, answer.runID == runID, answer.lastSeq == lastSeq {
+                return (answer.text, max(after, lastSeq))
+            }
             // The first entry above `after` (entries are in seq order).
             var low = 0, high = entries.count
             while low < high {
@@ -91,7 +99,9 @@ final class EventFeed: @unchecked Sendable {
             }
             var text = ""
             for entry in entries[low...] where runID == nil || entry.runID == runID { text += entry.text }
-            return (text, max(after, lastSeq))
+            let buffer = ByteBuffer(string: text)
+            lastAnswer = (after, runID, lastSeq, buffer)
+            return (buffer, max(after, lastSeq))
         }
     }
 

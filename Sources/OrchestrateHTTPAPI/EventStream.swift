@@ -31,6 +31,12 @@ enum EventStream {
         }
     }
 
+    /// Whether `request` asks for an event stream (which `AdmissionMiddleware` does not count).
+    static func isStream(_ request: Request) -> Bool {
+        request.method == .get && (request.uri.path == "/api/events"
+            || (request.uri.path.hasPrefix("/api/runs/") && request.uri.path.hasSuffix("/events")))
+    }
+
     /// `?after=end` (the stream of everything): only what happens from now on. The dashboard
     /// wants to hear of changes, not to download a journal of months.
     static let fromTheEnd: Int64 = -1
@@ -61,7 +67,7 @@ enum EventStream {
 
     static func stream(runID: String?, after: Int64, services: APIServices) throws -> Response {
         guard services.openStream() else {
-            throw Problem(.serviceUnavailable, "too many event streams are open (at most \(services.maxStreams)); retry later")
+            throw Problem(.serviceUnavailable, "too many event streams are open (at most \(services.maxStreams)); retry later", retryAfter: 5)
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
@@ -74,7 +80,7 @@ enum EventStream {
             try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
             while !Task.isCancelled {
                 try await feed.refresh(services, startingAfter: last)
-                var text = ""
+                var text = ByteBuffer()
                 var more = false
                 if let shared = feed.entries(after: last, runID: runID) {
                     text = shared.text
@@ -83,15 +89,15 @@ enum EventStream {
                     // Older than the feed reaches: read the store until caught up.
                     let mark = feed.mark()
                     let events = try await services.blocking { [last] in try services.store.events(runID: runID, afterSeq: last, limit: 500) }
-                    for event in events { text += EventFeed.text(event) }
+                    text = ByteBuffer(string: events.map(EventFeed.text).joined())
                     last = events.last?.seq ?? last
                     more = events.count == 500
                     // Everything up to the feed's mark was visible before this read: a stream
                     // that got all of it (not a full page) may move there and join the feed.
                     if !more, let mark { last = max(last, mark) }
                 }
-                if !text.isEmpty {
-                    try await writer.write(ByteBuffer(string: text))
+                if text.readableBytes > 0 {
+                    try await writer.write(text)
                     lastWrite = Date()
                 } else if Date().timeIntervalSince(lastWrite) >= keepAliveInterval {
                     try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))

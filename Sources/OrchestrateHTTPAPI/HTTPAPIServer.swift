@@ -23,6 +23,10 @@ public enum HTTPAPIServer {
         public var tlsKey: String?
         /// At most this many event streams open at once (each polls the store).
         public var maxEventStreams = 64
+        /// At most this many requests (event streams aside) are worked on at once, and this many
+        /// wait for their turn; more are answered 503 with Retry-After (`RequestAdmission`).
+        public var maxActiveRequests = 4
+        public var maxWaitingRequests = 64
 
         public init(address: ListenAddress, tokens: APITokens, tlsCertificate: String? = nil, tlsKey: String? = nil) {
             self.address = address
@@ -52,8 +56,13 @@ public enum HTTPAPIServer {
         let router = Router(context: APIContext.self)
         router.add(middleware: ProblemMiddleware())
         router.add(middleware: BearerAuthMiddleware(tokens: configuration.tokens))
+        router.add(middleware: AdmissionMiddleware(admission: RequestAdmission(maxActive: configuration.maxActiveRequests,
+                                                                               maxWaiting: configuration.maxWaitingRequests)))
+        router.add(middleware: ReadCacheInvalidation(cache: services.readCache))
         RunRoutes.add(to: router, services: services)
         EventStream.add(to: router, services: services)
+        JournalRoute.add(to: router, services: services)
+        ScheduleRoutes.add(to: router, services: services)
         CatalogRoutes.add(to: router, services: services)
         MetricsRoute.add(to: router, services: services, metrics: metrics)
         router.get("/api/openapi.json") { _, _ in JSONResponse.make(OpenAPIDocument.json) }

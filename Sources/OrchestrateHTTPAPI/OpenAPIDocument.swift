@@ -4,8 +4,27 @@ import OrchestrateJSON
 /// route changes, change its entry here (the API tests check every path listed is served).
 enum OpenAPIDocument {
     static let json: JSONValue = {
-        do { return try JSONValue(parsing: text) } catch { fatalError("OpenAPIDocument.text is not JSON: \(error)") }
+        do { return withBusyAnswers(try JSONValue(parsing: text)) } catch { fatalError("OpenAPIDocument.text is not JSON: \(error)") }
     }()
+
+    /// Every operation may answer 503 when the server is busy (`RequestAdmission`; event streams
+    /// when too many are open): added here rather than repeated in each entry.
+    static func withBusyAnswers(_ document: JSONValue) -> JSONValue {
+        guard var root = document.objectValue, var paths = root["paths"]?.objectValue else { return document }
+        let methods: Set<String> = ["get", "post", "put", "delete"]
+        for (path, item) in paths {
+            guard var operations = item.objectValue else { continue }
+            for (method, operation) in operations where methods.contains(method) {
+                guard var object = operation.objectValue, var responses = object["responses"]?.objectValue else { continue }
+                responses["503"] = ["$ref": "#/components/responses/Busy"]
+                object["responses"] = .object(responses)
+                operations[method] = .object(object)
+            }
+            paths[path] = .object(operations)
+        }
+        root["paths"] = .object(paths)
+        return .object(root)
+    }
 
     static let text = #"""
     {
@@ -79,6 +98,31 @@ enum OpenAPIDocument {
                   "responses": {"200": {"$ref": "#/components/responses/EventStream"}, "401": {"$ref": "#/components/responses/Problem"},
                                 "503": {"$ref": "#/components/responses/Problem"}}}
         },
+        "/api/journal": {
+          "get": {"summary": "A page of the journal as JSON (the `events --json` form), for clients that page rather than follow a stream", "operationId": "journal",
+                  "parameters": [
+                    {"name": "after", "in": "query", "description": "events with a seq above this", "schema": {"type": "integer", "minimum": 0, "default": 0}},
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1000}},
+                    {"name": "run", "in": "query", "description": "only this run's events (none for a run that does not exist)", "schema": {"type": "string"}}],
+                  "responses": {"200": {"description": "Events in seq order", "content": {"application/json": {"schema": {"type": "object", "required": ["events"], "properties": {
+                                  "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}}}}}}},
+                                "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/schedules": {
+          "get": {"summary": "The registered schedule entries (as `orchestrate schedules --json`)", "operationId": "listSchedules",
+                  "responses": {"200": {"description": "Entries by name then entry", "content": {"application/json": {"schema": {"type": "object", "required": ["schedules"], "properties": {
+                                  "schedules": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}}}}}}},
+                                "401": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/schedules/{name}/{action}": {
+          "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}},
+                         {"name": "action", "in": "path", "required": true, "schema": {"type": "string", "enum": ["pause", "resume"]}}],
+          "post": {"summary": "Pause or resume every entry of a schedule (resuming skips the times that passed while paused)", "operationId": "setSchedulePaused",
+                   "responses": {"200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "required": ["name", "paused"], "properties": {
+                                   "name": {"type": "string"}, "paused": {"type": "boolean"}}}}}},
+                                 "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"},
+                                 "404": {"$ref": "#/components/responses/Problem"}}}
+        },
         "/api/queues": {
           "get": {"summary": "Run counts per named queue and status; whether the queue is passive", "operationId": "listQueues",
                   "responses": {"200": {"description": "Queues", "content": {"application/json": {"schema": {"type": "object", "required": ["passive", "queues"], "properties": {
@@ -139,6 +183,9 @@ enum OpenAPIDocument {
         },
         "responses": {
           "Problem": {"description": "An RFC 9457 problem document", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+          "Busy": {"description": "The server is busy: try again after Retry-After seconds (an RFC 9457 problem document)",
+                   "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+                   "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
           "VerbDone": {"description": "What happened", "content": {"application/json": {"schema": {"type": "object", "required": ["id", "verb", "message"], "properties": {
                          "id": {"type": "string"}, "verb": {"type": "string"}, "message": {"type": "string"}}}}}},
           "EventStream": {"description": "`id: SEQ` and `data: EVENT` per event; `: keep-alive` comments when idle", "content": {"text/event-stream": {"schema": {"type": "string"}}}}
@@ -162,9 +209,17 @@ enum OpenAPIDocument {
               "error_kind": {"type": "string"}, "error": {"type": "string"}, "outputs": {}, "idempotency_key": {"type": "string"},
               "started_at": {"type": "number"}, "finished_at": {"type": "number"}, "node": {"type": "string"}}}},
             "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "step": {"type": "string"}, "status": {"type": "string"}, "item": {}, "error": {"type": "string"}}}},
+            "progress": {"type": "array", "description": "the latest step.progress event of each step that reported progress", "items": {"$ref": "#/components/schemas/Event"}},
             "graph": {"type": "array", "description": "the declared steps (from the workflow stored with the run) and what each needs",
                       "items": {"type": "object", "required": ["id", "uses", "needs", "for_each"], "properties": {
                         "id": {"type": "string"}, "uses": {"type": "string"}, "needs": {"type": "array", "items": {"type": "string"}}, "for_each": {"type": "boolean"}}}}}}]},
+          "Event": {"type": "object", "required": ["seq", "time", "type"], "properties": {
+            "seq": {"type": "integer"}, "time": {"type": "number"}, "type": {"type": "string"}, "run": {"type": "string"}, "step": {"type": "string"}, "data": {"type": "object"}}},
+          "Schedule": {"type": "object", "required": ["name", "entry", "cron", "timezone", "overlap", "paused", "workflow", "file", "queue"], "properties": {
+            "name": {"type": "string"}, "entry": {"type": "integer", "description": "the entry's position in on.schedule, from 1"}, "cron": {"type": "string"},
+            "timezone": {"type": "string"}, "overlap": {"type": "string"}, "paused": {"type": "boolean"}, "workflow": {"type": "string"}, "file": {"type": "string"},
+            "queue": {"type": "string"}, "inputs": {}, "catchup_seconds": {"type": "number"}, "last_run": {"type": "string"},
+            "next": {"type": "string", "description": "the next due time (ISO 8601, UTC); absent while paused"}}},
           "Transfer": {"type": "object", "properties": {"bytes_done": {"type": "integer"}, "bytes_total": {"type": "integer"}, "elapsed_s": {"type": "number"},
                        "average_rate": {"type": "number"}, "remaining_s": {"type": "number"}}},
           "Submission": {"type": "object", "additionalProperties": false, "description": "A member that is null counts as not given.", "properties": {

@@ -8,11 +8,14 @@ struct Problem: Error {
     let detail: String
     /// Extra members, e.g. `errors` (the FILE:LINE:COL diagnostics of a rejected workflow).
     var extra: [String: JSONValue] = [:]
+    /// Seconds to wait before trying again (`Retry-After`), for a 503.
+    var retryAfter: Int?
 
-    init(_ status: HTTPResponse.Status, _ detail: String, extra: [String: JSONValue] = [:]) {
+    init(_ status: HTTPResponse.Status, _ detail: String, extra: [String: JSONValue] = [:], retryAfter: Int? = nil) {
         self.status = status
         self.detail = detail
         self.extra = extra
+        self.retryAfter = retryAfter
     }
 
     var response: Response {
@@ -24,6 +27,7 @@ struct Problem: Error {
         var headers = HTTPFields()
         headers[.contentType] = "application/problem+json"
         if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer realm=\"orchestrate\"" }
+        if let retryAfter { headers[.retryAfter] = "\(retryAfter)" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: JSONValue.object(body).jsonText)))
     }
 }
@@ -56,8 +60,13 @@ struct ProblemMiddleware: RouterMiddleware {
 /// JSON success responses.
 enum JSONResponse {
     static func make(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
+        make(body: ByteBuffer(string: value.jsonText), status: status)
+    }
+
+    /// An answer already encoded (a `ReadCache` hit).
+    static func make(body: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: value.jsonText)))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: body))
     }
 }

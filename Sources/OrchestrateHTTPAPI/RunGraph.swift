@@ -1,3 +1,4 @@
+import Foundation
 import OrchestrateJSON
 import OrchestrateModel
 import OrchestrateStore
@@ -15,5 +16,23 @@ enum RunGraph {
             ["id": .string(step.id), "uses": .string(step.uses), "needs": .array(step.needs.map { .string($0) }),
              "for_each": .bool(step.forEach != nil)]
         })
+    }
+
+    /// Graphs by run id: parsing a workflow of hundreds of steps at every request for a run's
+    /// detail cost more than reading the run (bench/api). A run's workflow never changes.
+    final class Cache: @unchecked Sendable {
+        private let lock = NSLock()
+        private var graphs: [String: JSONValue?] = [:]  // guarded by lock
+        private let capacity = 512
+
+        func graph(_ run: RunRecord) -> JSONValue? {
+            if let known = lock.withLock({ graphs[run.id] }) { return known }
+            let graph = RunGraph.json(run)
+            lock.withLock {
+                if graphs.count >= capacity { graphs.removeAll() }
+                graphs[run.id] = graph
+            }
+            return graph
+        }
     }
 }

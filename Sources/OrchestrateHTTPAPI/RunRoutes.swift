@@ -11,24 +11,28 @@ enum RunRoutes {
     static func add(to router: Router<APIContext>, services: APIServices) {
         router.get("/api/runs") { request, _ in
             let query = try RunQuery(request)
-            let runs = try await services.blocking {
-                let matching = try services.store.listRuns(RunFilter(labels: query.labels, queues: query.queues))
-                    .filter(query.matches)
-                return try matching.suffix(query.limit).map { try RunDocument.summary($0, store: services.store) }
+            return try await services.readCache.json(ReadCache.key(request)) {
+                let runs = try await services.blocking {
+                    let matching = try services.store.listRuns(RunFilter(labels: query.labels, queues: query.queues))
+                        .filter(query.matches)
+                    return try matching.suffix(query.limit).map { try RunDocument.summary($0, store: services.store) }
+                }
+                return ["runs": .array(runs)]
             }
-            return JSONResponse.make(["runs": .array(runs)])
         }
 
-        router.get("/api/runs/{id}") { _, context in
+        router.get("/api/runs/{id}") { request, context in
             let id = try context.parameters.require("id")
-            let detail = try await services.blocking { () -> JSONValue? in
-                guard let run = try services.store.run(id) else { return nil }
-                var detail = try RunDocument.detail(run, store: services.store).objectValue ?? [:]
-                detail["graph"] = RunGraph.json(run)
-                return .object(detail)
+            return try await services.readCache.json(ReadCache.key(request)) {
+                let detail = try await services.blocking { () -> JSONValue? in
+                    guard let run = try services.store.run(id) else { return nil }
+                    var detail = try RunDocument.detail(run, store: services.store).objectValue ?? [:]
+                    detail["graph"] = services.graphs.graph(run)
+                    return .object(detail)
+                }
+                guard let detail else { throw Problem(.notFound, "no run \(id)") }
+                return detail
             }
-            guard let detail else { throw Problem(.notFound, "no run \(id)") }
-            return JSONResponse.make(detail)
         }
 
         router.post("/api/runs") { request, context in

@@ -174,6 +174,11 @@ enum SQLiteSchema {
             // The run's `--max-rate` when it is a timetable, as written (`max_rate` is NULL then).
             try db.execute(sql: "ALTER TABLE runs ADD COLUMN max_rate_timetable TEXT")
         }
+        migrator.registerMigration("v9 latest progress") { db in
+            // `latestProgress` (a run's transfer figures, read for every run an API list shows)
+            // reads a few rows per step instead of every event of the run.
+            try db.execute(sql: "CREATE INDEX events_progress ON events(run_id, step, seq) WHERE type = 'step.progress'")
+        }
         return migrator
     }
 }

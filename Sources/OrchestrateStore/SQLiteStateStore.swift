@@ -19,11 +19,15 @@ import OrchestrateJSON
 /// (`BEGIN IMMEDIATE`) and wait for it up to `busyTimeout`. They are on one machine, so the
 /// store's clock is this machine's clock, and they are one node: a lease is never the only
 /// sign of life (an owner's pid is), so a commit is fenced by ownership alone.
+///
+/// Reads go through a pool of reader connections, each on a snapshot of the last commit
+/// (WAL): a reader never waits for the writer nor holds it up, so the HTTP API's lists and
+/// details do not delay the engine's journal commits (bench/api).
 public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     public enum Synchronous: String, Sendable { case normal = "NORMAL", full = "FULL" }
 
     public let path: String
-    private let queue: DatabaseQueue
+    private let pool: DatabasePool
 
     /// Opens (creating if needed) the store in `directory`. The directory is created 0700 and
     /// the database 0600: state may hold inputs and outputs that are nobody else's business.
@@ -56,8 +60,8 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             defer { close(lock) }
             flock(lock, LOCK_EX)
             defer { flock(lock, LOCK_UN) }
-            queue = try DatabaseQueue(path: path, configuration: config)
-            try SQLiteSchema.migrator().migrate(queue)
+            pool = try DatabasePool(path: path, configuration: config)
+            try SQLiteSchema.migrator().migrate(pool)
         } catch let error as StoreError {
             throw error
         } catch {
@@ -67,7 +71,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     /// Runs `body` in an immediate write transaction.
     func write<T>(_ body: (Database) throws -> T) throws -> T {
-        try queue.writeWithoutTransaction { db in
+        try pool.writeWithoutTransaction { db in
             var result: T?
             try db.inTransaction(.immediate) {
                 result = try body(db)
@@ -78,7 +82,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try queue.read(body)
+        try pool.read(body)
     }
 
     /// Runs `PRAGMA integrity_check` and returns its verdict ("ok" when healthy).
@@ -316,9 +320,9 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try read { db in
             try Row.fetchAll(db, sql: """
                 SELECT * FROM events WHERE seq IN (
-                    SELECT MAX(seq) FROM events WHERE run_id = ? AND type = ? GROUP BY step)
+                    SELECT MAX(seq) FROM events WHERE run_id = ? AND type = 'step.progress' GROUP BY step)
                 ORDER BY seq
-                """, arguments: [runID, EventType.stepProgress.rawValue]).map(Self.eventRecord)
+                """, arguments: [runID]).map(Self.eventRecord)
         }
     }
 
@@ -343,6 +347,13 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM items WHERE run_id = ? AND step_id = ? ORDER BY seq",
                              arguments: [runID, stepID]).map(Self.itemRecord)
+        }
+    }
+
+    public func items(runID: String) throws -> [ItemRecord] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM items WHERE run_id = ? ORDER BY step_id, seq", arguments: [runID])
+                .map(Self.itemRecord)
         }
     }
 

@@ -188,6 +188,9 @@ public protocol StateStore: AnyObject, Sendable {
     /// Items are numbered in the order they were added. Wakes idle workers.
     func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws
     func items(runID: String, stepID: String) throws -> [ItemRecord]
+    /// Every item of a run, by step then in the order they were added: one read for a run's
+    /// detail (`status`, `GET /api/runs/{id}`) instead of one per step.
+    func items(runID: String) throws -> [ItemRecord]
     /// The first item still queued whose sequence number is above `seq`, or nil.
     func nextQueuedItem(runID: String, stepID: String, after seq: Int64) throws -> ItemRecord?
     /// Marks an item finished and journals `event` (its `item.finished`) in the same transaction,

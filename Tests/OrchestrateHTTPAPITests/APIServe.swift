@@ -64,6 +64,15 @@ final class APIServe: @unchecked Sendable {
     }
 
     func status(_ id: String) throws -> String? { try get("/api/runs/\(id)").json["status"]?.stringValue }
+
+    /// Registers a one-step workflow under `name` with these `on.schedule` entries (flow
+    /// mappings, e.g. `{ cron: "0 3 * * *", timezone: Europe/Berlin }`).
+    func registerSchedule(_ name: String, entries: [String]) throws {
+        let file = dir.write("\(name).yaml", "version: 1\nname: scheduled\non:\n  schedule:\n"
+            + entries.map { "    - \($0)\n" }.joined() + "steps:\n  a: { uses: test.noop }\n").path
+        let added = try orchestrate(["schedule", "add", file, "--name", name])
+        guard added.status == 0 else { throw StartFailure(description: "schedule add: \(added.stderr)") }
+    }
 }
 
 struct StartFailure: Error, CustomStringConvertible {

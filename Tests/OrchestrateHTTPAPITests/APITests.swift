@@ -161,7 +161,7 @@ import Testing
         let openapi = try serve.get("/api/openapi.json").json
         #expect(openapi["openapi"]?.stringValue?.hasPrefix("3.1") == true)
         let paths = try #require(openapi["paths"]?.objectValue)
-        #expect(paths.count == 14)
+        #expect(paths.count == 17)
         for (path, item) in paths {
             let concrete = path.replacingOccurrences(of: "{id}", with: id).replacingOccurrences(of: "{verb}", with: "pause")
                 .replacingOccurrences(of: "{action}", with: "start")

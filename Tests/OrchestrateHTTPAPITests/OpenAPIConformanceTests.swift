@@ -16,6 +16,8 @@ import Testing
         let run = try serve.post("/api/runs", ["workflow_yaml": "version: 1\nname: seen\nsteps:\n  a: { uses: test.noop }\n"])
         let id = try #require(run.json["id"]?.stringValue)
         #expect(try serve.waitFor { try serve.status(id) == "succeeded" })
+        // And a registered schedule, so that /api/schedules lists one.
+        try serve.registerSchedule("nightly", entries: [#"{ cron: "0 3 * * *" }"#])
 
         let schemathesis = try PythonVenv.python().deletingLastPathComponent().appendingPathComponent("schemathesis")
         let report = serve.dir.file("schemathesis").path

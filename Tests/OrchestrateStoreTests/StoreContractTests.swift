@@ -350,6 +350,10 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(items[1].error == "permission denied")
         #expect(items[1].checkpoint == [1, 2, 3])
         #expect(try t.store.nextQueuedItem(runID: "r1", stepID: "accept", after: 0) == nil)
+        // Every item of the run in one read: by step, then in the order added.
+        try t.store.addItem(runID: "r1", stepID: "a-first", id: "i3", json: "{}", event: nil)
+        #expect(try t.store.items(runID: "r1").map { "\($0.stepID)/\($0.id)" } == ["a-first/i3", "accept/i1", "accept/i2"])
+        #expect(try t.store.items(runID: "other").isEmpty)
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -108,14 +108,16 @@ def followers(port, token, stop, results):
 def caller(port, token, stop, results):
     """REQUESTS_PER_SECOND requests, paced (one new connection each): run lists, run details,
     queues, nodes, metrics. Puts the latencies, errors, count sent and duration."""
-    latencies, errors, detail, skipped = [], [0], [], [0]
+    latencies, errors, detail, skipped, busy = [], [0], [], [0], [0]
     paths = ["/api/runs?limit=50", "/api/queues", "/api/nodes", "/metrics", "/api/runs?status=running"]
 
     async def one(path):
         start = time.monotonic()
         try:
             reply = await http_get(port, token, path)
-            if not reply.startswith(b"HTTP/1.1 200"):
+            if reply.startswith(b"HTTP/1.1 503"):  # shed by the server's admission bound
+                busy[0] += 1
+            elif not reply.startswith(b"HTTP/1.1 200"):
                 errors[0] += 1
             elif path == "/api/runs?limit=50":
                 detail[:] = [r["id"] for r in json.loads(reply.split(b"\r\n\r\n", 1)[1])["runs"]]
@@ -142,7 +144,7 @@ def caller(port, token, stop, results):
         return n, duration
 
     sent, duration = asyncio.run(main())
-    results.put(("calls", latencies, errors[0] + skipped[0], sent - skipped[0], duration))
+    results.put(("calls", latencies, errors[0] + skipped[0], sent - skipped[0], duration, busy[0]))
 
 
 class Load:
@@ -166,7 +168,7 @@ class Load:
             if result[0] == "events":
                 self.events = result[1]
             else:
-                _, self.latencies, self.errors, self.sent, self.duration = result
+                _, self.latencies, self.errors, self.sent, self.duration, self.busy = result
         for process in self.processes:
             process.join()
 
@@ -215,7 +217,7 @@ def phase(orchestrate, plugins, work, yaml, loaded):
               "max": max(durations), "rss": rss, "failed": failed,
               "journal_events": db.execute("SELECT COUNT(*) FROM events").fetchone()[0]}
     if load:
-        result.update(requests=len(load.latencies), rate=load.sent / load.duration, errors=load.errors,
+        result.update(requests=len(load.latencies), rate=load.sent / load.duration, errors=load.errors, busy=load.busy,
                       lat50=percentile(load.latencies, 50) * 1000, lat99=percentile(load.latencies, 99) * 1000,
                       events_min=min(load.events), events_max=max(load.events))
     shutil.rmtree(state, ignore_errors=True)
@@ -224,7 +226,8 @@ def phase(orchestrate, plugins, work, yaml, loaded):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bin", default=os.path.join(ROOT, ".build/release"))
+    parser.add_argument("--bin", default=os.path.join(ROOT, ".build/release"),
+                        help="where the release orchestrate is (.build-release/release with --scratch-path .build-release)")
     parser.add_argument("--rounds", type=int, default=2, help="quiet/loaded pairs (alternated)")
     parser.add_argument("--steps", type=int, default=200, help="no-op steps per run, between the transfers")
     args = parser.parse_args()
@@ -253,7 +256,8 @@ def main():
     print(f"slowdown (loaded / quiet): makespan {mean(loaded, 'makespan') / mean(quiet, 'makespan'):.3f}, "
           f"run p50 {mean(loaded, 'p50') / mean(quiet, 'p50'):.3f}, run max {mean(loaded, 'max') / mean(quiet, 'max'):.3f}")
     print(f"API under load: {mean(loaded, 'rate'):.0f} requests/s sent and answered, latency p50 {mean(loaded, 'lat50'):.1f} ms / "
-          f"p99 {mean(loaded, 'lat99'):.1f} ms, {sum(r['errors'] for r in loaded)} errors; events per SSE client "
+          f"p99 {mean(loaded, 'lat99'):.1f} ms, {sum(r['busy'] for r in loaded)} answered 503 (busy), "
+          f"{sum(r['errors'] for r in loaded)} errors; events per SSE client "
           f"{min(r['events_min'] for r in loaded)}-{max(r['events_max'] for r in loaded)} "
           f"(the journal had {max(r['journal_events'] for r in loaded)})")
 

@@ -7,6 +7,7 @@ import * as runs from './runs.js';
 import * as run from './run.js';
 import * as queues from './queues.js';
 import * as nodes from './nodes.js';
+import * as schedules from './schedules.js';
 import * as plugins from './plugins.js';
 
 adoptTokenFromURL();
@@ -24,7 +25,7 @@ function parseRoute() {
   return { view: parts[0] || 'overview', query };
 }
 
-const views = { overview, runs, run, queues, nodes, plugins };
+const views = { overview, runs, run, queues, nodes, schedules, plugins };
 
 function show() {
   unmount();

@@ -383,6 +383,12 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         }
     }
 
+    public func items(runID: String) throws -> [ItemRecord] {
+        try pool.withConnection { conn in
+            try conn.execute("SELECT * FROM items WHERE run_id = $1 ORDER BY step_id, seq", [runID]).all.map(Self.itemRecord)
+        }
+    }
+
     public func nextQueuedItem(runID: String, stepID: String, after seq: Int64) throws -> ItemRecord? {
         try pool.withConnection { conn in
             let rows = try conn.execute("""

@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+import OrchestrateEngine
+import OrchestrateJSON
+import OrchestrateStore
+
+/// `--server URL --token-file F [--cacert F]`: `status`, `list` and `events` read a remote
+/// `serve --http` through its API instead of the local store.
+struct RemoteOptions: ParsableArguments {
+    @Option(name: .customLong("server"), help: ArgumentHelp(
+        "Read from a remote `serve --http` at this URL (as serve printed it, without the token) instead of the store.",
+        valueName: "url"))
+    var server: String?
+
+    @Option(name: .customLong("token-file"), help: ArgumentHelp(
+        "With --server: the file holding the bearer token (a read-only token is enough).", valueName: "file"))
+    var tokenFile: String?
+
+    @Option(name: .customLong("cacert"), help: ArgumentHelp(
+        "With --server https://…: trust the server's certificate if this CA (PEM) signed it (default: the system's CAs).",
+        valueName: "file"))
+    var caFile: String?
+
+    /// The remote reader, or the local one on the store `global` names.
+    func reader(_ global: GlobalOptions) throws -> any RunReader {
+        guard let server else {
+            if tokenFile != nil || caFile != nil { throw CLIFailure.usage("--token-file and --cacert go with --server URL") }
+            return LocalRunReader(store: try global.openStore(), location: try global.storeLocation().redacted)
+        }
+        guard let tokenFile else { throw CLIFailure.usage("--server needs --token-file FILE (the serve's http-token, or a token of --http-token-file)") }
+        return RemoteRunReader(client: try APIClient(server: server, tokenFile: tokenFile, caFile: caFile))
+    }
+}
+
+/// What `status`, `list` and `events` read, in the JSON forms the API serves (`RunDocument`,
+/// `EventRecord.json`), so one printer shows a local and a remote run alike.
+protocol RunReader {
+    /// Where the runs are, for messages ("no run X in …").
+    var location: String { get }
+    /// `RunDocument.detail`, or nil when there is no such run.
+    func detail(_ id: String) throws -> JSONValue?
+    /// The runs (oldest first) of these queues with these labels; with `transfer`, as
+    /// `RunDocument.summary` (else `RunDocument.json`: a remote reader always gives summaries).
+    func runs(labels: [String: String], queues: Set<String>?, transfer: Bool) throws -> [JSONValue]
+    /// Up to `limit` events after `after`, of a run or of all, in the `events --json` form.
+    func events(runID: String?, after: Int64, limit: Int) throws -> [JSONValue]
+    /// Whether the run is over (succeeded, failed, cancelled); false when it is gone.
+    func isFinished(_ id: String) throws -> Bool
+}
+
+extension RunReader {
+    func isFinished(_ id: String) throws -> Bool {
+        guard let status = try detail(id)?["status"]?.stringValue else { return false }
+        return RunStatus(rawValue: status)?.isFinished ?? false
+    }
+}
+
+struct LocalRunReader: RunReader {
+    let store: any StateStore
+    let location: String
+
+    func detail(_ id: String) throws -> JSONValue? {
+        guard let run = try store.run(id) else { return nil }
+        return try RunDocument.detail(run, store: store)
+    }
+
+    func runs(labels: [String: String], queues: Set<String>?, transfer: Bool) throws -> [JSONValue] {
+        try store.listRuns(RunFilter(labels: labels, queues: queues)).map {
+            transfer ? try RunDocument.summary($0, store: store) : RunDocument.json($0)
+        }
+    }
+
+    func events(runID: String?, after: Int64, limit: Int) throws -> [JSONValue] {
+        try store.events(runID: runID, afterSeq: after, limit: limit).map(\.json)
+    }
+
+    /// The record alone (`events --follow` asks every 0.2 s).
+    func isFinished(_ id: String) throws -> Bool { try store.run(id)?.status.isFinished ?? false }
+}
+
+struct RemoteRunReader: RunReader {
+    let client: APIClient
+    var location: String { client.server }
+
+    func detail(_ id: String) throws -> JSONValue? {
+        guard var detail = try client.get("/api/runs/\(APIClient.encode(id))", missingIsNil: true)?.objectValue else { return nil }
+        detail["graph"] = nil  // for the dashboard; not part of `status --json`
+        return .object(detail)
+    }
+
+    /// The newest `maxListed` runs (the API's bound on one list).
+    static let maxListed = 1000
+
+    func runs(labels: [String: String], queues: Set<String>?, transfer: Bool) throws -> [JSONValue] {
+        var query = ["limit=\(Self.maxListed)"]
+        query += labels.sorted { $0.key < $1.key }.map { "label=" + APIClient.encode("\($0.key)=\($0.value)") }
+        query += (queues ?? []).sorted().map { "queue=" + APIClient.encode($0) }
+        let runs = try client.get("/api/runs?" + query.joined(separator: "&"))?["runs"]?.arrayValue ?? []
+        if runs.count == Self.maxListed { Terminal.warning("\(client.server) lists the newest \(Self.maxListed) runs only") }
+        return runs
+    }
+
+    func events(runID: String?, after: Int64, limit: Int) throws -> [JSONValue] {
+        var path = "/api/journal?after=\(after)&limit=\(limit)"
+        if let runID { path += "&run=" + APIClient.encode(runID) }
+        return try client.get(path)?["events"]?.arrayValue ?? []
+    }
+}
