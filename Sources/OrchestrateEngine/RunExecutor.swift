@@ -341,6 +341,13 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             if let deadline = attempt.deadline { until = min(until, wallNow + max(deadline - monotonicNow, 0)) }
         }
         let idle = ending != nil
+        // An attempt in flight may be a quick one: look for its completion briefly before
+        // sleeping (see `BriefSpin`).
+        if !attempts.isEmpty {
+            _ = BriefSpin.wait(seconds: BriefSpin.loopSeconds) {
+                signal.withLock { !completions.isEmpty || !threadEvents.isEmpty }
+            }
+        }
         signal.withLock {
             if completions.isEmpty && threadEvents.isEmpty && probeResults.isEmpty && !(cancelRequested && !idle)
                 && !(interruptRequested != nil && interrupting == nil)
