@@ -29,7 +29,7 @@ import Testing
         let kills = 6
         let seed = environment["ORCHESTRATE_CHAIN_KILL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1 ... 1 << 40)
         print("chain kill seed \(seed) (repeat with ORCHESTRATE_CHAIN_KILL_SEED=\(seed))")
-        var random = SeededRandom(seed: seed)
+        srand48(Int(truncatingIfNeeded: seed))  // libc's seeded generator: the kill schedule repeats
 
         let out = h.path("out")
         var yaml = "version: 1\nname: long-chain\nsteps:\n"
@@ -40,13 +40,13 @@ import Testing
         let file = h.workflow(yaml)
 
         // Kill when the file has reached each of these line counts, plus 0-2 ms.
-        let targets = (0 ..< kills).map { _ in Int.random(in: 1 ..< steps, using: &random) }.sorted()
+        let targets = (0 ..< kills).map { _ in 1 + Int(drand48() * Double(steps - 1)) }.sorted()
         var runID: String?
         var killed = 0
         for target in targets {
             let process = try h.start(runID.map { ["resume", $0] } ?? ["run", file])
             let reached = h.waitFor(60) { h.lines("out").count >= target || !process.isRunning }
-            usleep(UInt32.random(in: 0 ... 2000, using: &random))
+            usleep(UInt32(drand48() * 2000))
             if process.isRunning {
                 kill(process.processIdentifier, SIGKILL)
                 killed += 1
@@ -103,18 +103,5 @@ import Testing
                 "seed \(seed), \(moment): steps journaled as succeeded without their effect: \(succeeded.subtracting(inFile).sorted().prefix(10))")
         // A chain runs one step at a time: at most one started and not succeeded.
         #expect(started.subtracting(succeeded).count <= 1, "seed \(seed), \(moment): \(started.subtracting(succeeded).sorted())")
-    }
-}
-
-/// SplitMix64: a seeded generator, so a failing kill schedule can be repeated.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
