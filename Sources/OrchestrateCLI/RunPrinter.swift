@@ -137,7 +137,15 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
     }
 
     private func elapsed() -> String {
-        Terminal.styled(String(format: "[%6.1fs]", Date().timeIntervalSince(started)), .dim)
+        Terminal.styled(RunPrinter.bracketedSeconds(Date().timeIntervalSince(started)), .dim)
+    }
+
+    /// `String(format: "[%6.1fs]", seconds)` without Foundation's formatter, which cost more
+    /// than everything else in printing a step's line (two lines per step of a long chain).
+    static func bracketedSeconds(_ seconds: Double) -> String {
+        let tenths = Int((max(seconds, 0) * 10).rounded())
+        let text = "\(tenths / 10).\(tenths % 10)"
+        return "[" + String(repeating: " ", count: max(0, 6 - text.count)) + text + "s]"
     }
 
     private func pad(_ step: String) -> String {

@@ -51,7 +51,7 @@ public final class QueueWorker: @unchecked Sendable {
     private let signal = NSCondition()
     /// The threads executors run on, kept for the next run rather than made for each (a
     /// thread's creation was 5 % of a busy worker's CPU).
-    private let runThreads = AttemptThreads(name: "runs", stackSize: 8 << 20)
+    private let runThreads = AttemptThreads(name: "runs", stackSize: 8 << 20, spins: false)
     private var shuttingDown = false
     private var finished: [String] = []
     private var strandedByStore: [String] = []
@@ -82,6 +82,9 @@ public final class QueueWorker: @unchecked Sendable {
         self.registry = registry
         var options = options
         options.engine.heartbeatAppliesControls = false
+        // Many runs share the cores: a thread spinning for one run's hand-over takes CPU from
+        // the others (measured: the queue bench lost a third of its rate).
+        if options.maxRuns > 1 { options.engine.briefSpin = false }
         self.options = options
         self.observer = observer
         ownRate = options.engine.bandwidth?.schedule

@@ -238,8 +238,8 @@ extension RunExecutor {
                                        message: "no loaded plugin provides step type '\(instance.spec.uses)'", retryAfter: nil))
             return .failed
         }
-        let holder = "\(run.id)/\(instance.id)"
-        if !keys.isEmpty {
+        let holder = keys.isEmpty ? nil : "\(run.id)/\(instance.id)"
+        if let holder {
             let acquired = (try? store.tryAcquireLeases(keys, holder: holder, owner: owner,
                                                         lease: options.leaseDuration)) ?? false
             guard acquired else {
@@ -283,7 +283,7 @@ extension RunExecutor {
             invocation = StepInvocation(stepType: stepType, request: request, delegate: delegate)
         }
         let attempt = Attempt(token: nextToken, invocation: invocation,
-                              delegate: delegate, leaseHolder: keys.isEmpty ? nil : holder,
+                              delegate: delegate, leaseHolder: holder,
                               deadline: instance.spec.timeout.map { Monotonic.now() + $0.seconds })
         attempts[instance.id] = attempt
         pendingStarts.append((instance, attempt))

@@ -35,6 +35,10 @@ public struct EngineOptions: Sendable {
     /// This node's state directory: run directories are `runs/ID` under it (each node has its
     /// own disk, so a run taken over from another node gets a new, empty one here).
     public var stateDirectory: String = FileManager.default.currentDirectoryPath
+    /// Whether the loop and the attempt threads look for a hand-over briefly before sleeping
+    /// (`BriefSpin`): right for one run and its quick steps, wasted CPU when many runs share
+    /// the cores (`serve` turns it off unless it runs one run at a time).
+    public var briefSpin = true
 
     public init() {}
 }
@@ -146,7 +150,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.run = run
         self.runDirectory = run.localRunDirectory(stateDirectory: options.stateDirectory)
         self.bandwidth = BandwidthCaps([run.rateCap.map { TokenBucket(timetable: $0) }, options.bandwidth])
-        self.threads = AttemptThreads(name: "steps of \(run.id)")
+        self.threads = AttemptThreads(name: "steps of \(run.id)", spins: options.briefSpin)
         guard !run.status.isFinished else { throw ExecutionError.alreadyFinished(run.id, run.status) }
         // A run this process has just claimed from the queue (`claimNextRuns`) is held already:
         // claiming it again would cost a transaction per run for nothing.
@@ -358,6 +362,13 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             if let deadline = attempt.deadline { until = min(until, wallNow + max(deadline - monotonicNow, 0)) }
         }
         let idle = ending != nil
+        // An attempt in flight may be a quick one: look for its completion briefly before
+        // sleeping (see `BriefSpin`).
+        if !attempts.isEmpty && options.briefSpin {
+            _ = BriefSpin.wait(seconds: BriefSpin.loopSeconds) {
+                signal.withLock { !completions.isEmpty || !threadEvents.isEmpty }
+            }
+        }
         signal.withLock {
             if completions.isEmpty && threadEvents.isEmpty && probeResults.isEmpty && !(cancelRequested && !idle)
                 && !(interruptRequested != nil && interrupting == nil)

@@ -25,15 +25,19 @@ enum DeadHostCalls {
 
     private static let lock = Lock()
     nonisolated(unsafe) private static var stepTypes: [UInt: String] = [:]
-    nonisolated(unsafe) private static var order: [UInt] = []
+    /// The remembered handles, oldest overwritten first (a ring: dropping the oldest of an
+    /// array moved the other 4,095 at every step's end).
+    nonisolated(unsafe) private static var order = [UInt](repeating: 0, count: capacity)
+    nonisolated(unsafe) private static var next = 0
     nonisolated(unsafe) private static var warned: Set<String> = []
 
     /// The call of step type `stepType` at `host` returned: its pointer is dead from now on.
     static func ended(_ host: UInt, stepType: String) {
         lock.withLock {
+            if order[next] != 0 { stepTypes.removeValue(forKey: order[next]) }
             stepTypes[host] = stepType
-            order.append(host)
-            if order.count > capacity { stepTypes.removeValue(forKey: order.removeFirst()) }
+            order[next] = host
+            next = (next + 1) % capacity
         }
     }
 

@@ -34,7 +34,7 @@ enum HostAPITable {
             return context.signal.isCancelled ? 1 : 0
         }
         api.cancel_fd = { host in
-            CallContext.resolve(host, "cancel_fd")?.signal.readFD ?? -1
+            CallContext.resolve(host, "cancel_fd")?.signal.descriptor() ?? -1
         }
         api.sleep_ms = { host, milliseconds in
             guard let context = CallContext.resolve(host, "sleep_ms") else { return 1 }
