@@ -83,7 +83,7 @@ public final class QueueWorker: @unchecked Sendable {
         var options = options
         options.engine.heartbeatAppliesControls = false
         // Many runs share the cores: a thread spinning for one run's hand-over takes CPU from
-        // the others (measured: the queue bench lost a third of its rate).
+        // the others, and a run's next attempt waits for a group commit, far longer than a spin.
         if options.maxRuns > 1 { options.engine.briefSpin = false }
         self.options = options
         self.observer = observer
