@@ -92,7 +92,9 @@ let package = Package(
         // Local file I/O for plugins, written once: a partial file beside its destination
         // (resume from its size), early write-back, commit by fsync + atomic rename + directory
         // fsync, streamed reading and hashing.
-        .target(name: "OrchestratePluginFiles", dependencies: ["OrchestratePluginKit", "OrchestrateDigest"]),
+        .target(name: "OrchestratePluginFiles", dependencies: ["OrchestratePluginKit", "OrchestrateDigest", "CPluginFiles"]),
+        // sync_file_range for the write-back (Swift's Glibc module hides it).
+        .target(name: "CPluginFiles"),
         .target(name: "OrchestrateFSPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "OrchestrateDigest"],
                 path: "plugins/fs"),
         // pipe2 and dladdr for the exec plugin (Swift's Glibc module hides them).

@@ -3,8 +3,8 @@
 
 In one run, over loopback, with the same file (default 1 GiB of random bytes):
   * download:  `http.download` from nginx            vs  `curl -o`, `curl -o && sync FILE`
-               (orchestrate fsyncs the file before its atomic rename; curl does not) and the
-               disk's own floor for writing the file durably (`dd conv=fdatasync`)
+               (orchestrate fsyncs the file before its atomic rename; curl does not) and
+               `dd conv=fdatasync` (the same bytes from the page cache into a durable file)
   * PUT:       `http.upload protocol: put` to nginx's WebDAV  vs  `curl -T`
   * tus:       `http.upload protocol: tus` to the sandbox    vs  the same PATCHes sent by curl
                (one curl per chunk, the chunks cut beforehand, outside the timing)
@@ -85,10 +85,31 @@ def workflow(path, step):
     return path
 
 
+def strace_calls(trace):
+    """(call, file, seconds) of each call in an `strace -f -y -T` log: `123 fsync(7</a/b>) = 0 <0.12>`,
+    or split in two when another thread's call came between (`<unfinished ...>`, `<... fsync resumed>`)."""
+    import re
+    whole = re.compile(r"^(\d+) (\w+)\(\d+<([^>]*)>.*<([\d.]+)>$")
+    started = re.compile(r"^(\d+) (\w+)\(\d+<([^>]*)>.*<unfinished \.\.\.>$")
+    resumed = re.compile(r"^(\d+) <\.\.\. (\w+) resumed>.*<([\d.]+)>$")
+    calls, pending = [], {}
+    for line in open(trace):
+        line = line.rstrip()
+        if m := whole.match(line):
+            calls.append((m[2], m[3], float(m[4])))
+        elif m := started.match(line):
+            pending[m[1]] = (m[2], m[3])
+        elif (m := resumed.match(line)) and m[1] in pending:
+            call, path = pending.pop(m[1])
+            calls.append((call, path, float(m[3])))
+    return calls
+
+
 def download_tail(a, o, nbase, src, work):
     """The download and what bounds it, in one rotation per repeat: `curl -o`, `curl -o && sync
-    FILE` (durable like orchestrate's), the disk floor (`dd conv=fdatasync`: the same bytes from
-    the page cache to a new file, durable: no durable download can beat it), and `http.download`.
+    FILE` (durable like orchestrate's), `dd conv=fdatasync` (the same bytes from the page cache
+    into a new durable file: what the disk costs without a network), `http.download`, and an
+    `http.download` of an empty file (the fixed cost of a run).
     Every output is deleted and the page cache written back (`sync`) before each command, outside
     the timing, so no command pays for the one before. Then one more `http.download` under
     `strace -T` for the time it spends in fsync/fdatasync (the write-back and the final fsync)."""
@@ -104,7 +125,7 @@ def download_tail(a, o, nbase, src, work):
     commands = {
         "curl -o": lambda: timed_usage(["curl", "-sS", "-o", out, url]),
         "curl -o && sync FILE": lambda: timed_usage(["sh", "-c", f"curl -sS -o {out} {url} && sync {out}"]),
-        "disk floor (dd conv=fdatasync)": lambda: timed_usage(["dd", f"if={src}", f"of={out}", "bs=1M", "conv=fdatasync", "status=none"]),
+        "dd conv=fdatasync (the bytes, durable)": lambda: timed_usage(["dd", f"if={src}", f"of={out}", "bs=1M", "conv=fdatasync", "status=none"]),
         "http.download": lambda: o(f"    uses: http.download\n    with: {{ url: \"{url}\", destination: \"{out}\" }}\n", usage=True),
         # What a run costs besides the bytes: start-up, validation, the journal, fsync + rename.
         "http.download of an empty file": lambda: o(f"    uses: http.download\n    with: {{ url: \"{nbase}/files/empty.bin\", "
@@ -121,10 +142,8 @@ def download_tail(a, o, nbase, src, work):
     fresh()
     trace = f"{work}/fsync.trace"
     o(f"    uses: http.download\n    with: {{ url: \"{url}\", destination: \"{out}\" }}\n",
-      wrap=["strace", "-f", "-qq", "-y", "--seccomp-bpf", "-T", "-e", "trace=fsync,fdatasync", "-o", trace])
-    # Lines like `123 fdatasync(7</work/.dl.bin.part>) = 0 <0.123456>`: the call, its file, its time.
-    syncs = [(line.split("(")[0].split()[-1], line.split("<", 1)[1].split(">", 1)[0], float(line.rsplit("<", 1)[1].rstrip(">\n")))
-             for line in open(trace) if line.rstrip().endswith(">") and ("fsync(" in line or "fdatasync(" in line)]
+      wrap=["strace", "-f", "-qq", "-y", "--seccomp-bpf", "-T", "-e", "trace=fsync,fdatasync,sync_file_range", "-o", trace])
+    syncs = strace_calls(trace)
     fresh()
     median = {name: tuple(statistics.median(r[i] for r in rs) for i in range(3)) for name, rs in runs.items()}
     orch = median["http.download"][0]
@@ -134,11 +153,11 @@ def download_tail(a, o, nbase, src, work):
     for name, (wall, _, cpu) in median.items():
         print(f"| {name} | {wall:.2f} s | {cpu:.2f} s | {orch / wall:.3f} |")
     part = [(call, t) for call, path, t in syncs if path.endswith(".dl.bin.part")]
-    background = [t for call, t in part if call == "fdatasync"]
+    background = [t for call, t in part if call != "fsync"]
     final = sum(t for call, t in part if call == "fsync")
     directory = sum(t for call, path, t in syncs if path == work)
     journal = sum(t for call, path, t in syncs if not path.endswith(".dl.bin.part") and path != work)
-    print(f"\nhttp.download under strace: {len(background)} background fdatasync of the partial file {sum(background):.2f} s "
+    print(f"\nhttp.download under strace: {len(background)} background write-backs of the partial file {sum(background):.2f} s "
           f"(off the transfer thread); after the last byte: fsync of the file {final:.2f} s, of the directory {directory:.3f} s; "
           f"the journal's fsyncs {journal:.2f} s")
 
