@@ -118,6 +118,8 @@ let package = Package(
         .testTarget(name: "OrchestratePluginTests", dependencies: [
             "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateTokenBucket",
         ]),
+        // The typed input declarations of OrchestratePluginKit: schema generation and reading.
+        .testTarget(name: "OrchestratePluginKitTests", dependencies: ["OrchestratePluginKit", "OrchestrateJSON"]),
         .testTarget(name: "OrchestrateEngineTests", dependencies: [
             "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
             "OrchestrateTestSupport",

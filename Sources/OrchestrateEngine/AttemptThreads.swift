@@ -1,18 +1,22 @@
 import Foundation
 
-/// The threads attempts run on. Plugins block, so attempts cannot run on the Swift concurrency
-/// pool; creating a thread per attempt costs more than a no-op step, so idle threads wait for
-/// the next attempt instead of exiting. A thread is added whenever none is idle, so an attempt
-/// never waits for another (an abandoned attempt may hold its thread forever).
+/// Threads for blocking work: a run's attempts, a worker's runs. Plugins block, so attempts
+/// cannot run on the Swift concurrency pool; creating a thread per attempt costs more than a
+/// no-op step, so idle threads wait for the next job instead of exiting. A thread is added
+/// whenever none is idle, so a job never waits for another (an abandoned attempt may hold its
+/// thread forever).
 final class AttemptThreads: @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [@Sendable () -> Void] = []
     private var idle = 0
     private var stopped = false
     private let name: String
+    private let stackSize: Int
 
-    init(name: String) {
+    /// - Parameter stackSize: of each thread, in bytes (reserved address space, not memory).
+    init(name: String, stackSize: Int = 1 << 20) {
         self.name = name
+        self.stackSize = stackSize
     }
 
     func run(_ job: @escaping @Sendable () -> Void) {
@@ -23,7 +27,7 @@ final class AttemptThreads: @unchecked Sendable {
             } else {
                 let thread = Thread { [self] in work() }
                 thread.name = name
-                thread.stackSize = 1 << 20
+                thread.stackSize = stackSize
                 thread.start()
             }
         }

@@ -18,6 +18,7 @@ final class Heartbeat: @unchecked Sendable {
     /// heartbeat starts, counts as the first.
     private var lastRenewed = Monotonic.now()
     private var thread: Thread?
+    private var beatsEnded = false
 
     init(executor: RunExecutor) {
         self.executor = executor
@@ -30,12 +31,13 @@ final class Heartbeat: @unchecked Sendable {
         thread.start()
     }
 
+    /// Stops the beats and returns once the thread has made its last (idempotent).
     func stop() {
         stopped.withLock {
             isStopped = true
-            stopped.signal()
+            stopped.broadcast()
+            while thread != nil && !beatsEnded { stopped.wait() }
         }
-        while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.001) }
     }
 
     /// True when the lease may have run out without a renewal: the executor checks it every
@@ -50,6 +52,12 @@ final class Heartbeat: @unchecked Sendable {
     }
 
     private func beat() {
+        defer {
+            stopped.withLock {
+                beatsEnded = true
+                stopped.broadcast()
+            }
+        }
         let interval = executor.options.heartbeatInterval
         let selfFencing = executor.store.fencesByLease
         while true {

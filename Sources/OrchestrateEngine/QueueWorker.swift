@@ -49,15 +49,21 @@ public final class QueueWorker: @unchecked Sendable {
     private let owner = OwnerIdentity.current
 
     private let signal = NSCondition()
+    /// The threads executors run on, kept for the next run rather than made for each (a
+    /// thread's creation was 5 % of a busy worker's CPU).
+    private let runThreads = AttemptThreads(name: "runs", stackSize: 8 << 20)
     private var shuttingDown = false
     private var finished: [String] = []
     private var strandedByStore: [String] = []
     private var woken = false
+    private var fullRoundAsked = false
 
     // Owned by the loop.
     private var executing: [String: (executor: RunExecutor, started: Double)] = [:]
     private var held: Set<String> = []
     private var interruptedForPassive: Set<String> = []
+    /// The queue's passivity as the last full round read it (`queue stop` wakes the worker).
+    private var queuePassive = false
     private var lastHeldRenewal = 0.0
     /// Runs whose executor stopped on a store failure, to be given up once the store answers.
     private var toRelease: Set<String> = []
@@ -98,13 +104,21 @@ public final class QueueWorker: @unchecked Sendable {
                 signal.signal()
             }
         }
-        defer { watch?.cancel() }
+        defer {
+            watch?.cancel()
+            runThreads.stop()
+        }
         let pollInterval = watch == nil ? options.pollInterval : options.wokenPollInterval
         // Who the worker is (node, pid, start time), so `StateStore.nodes()` can pair a start with
         // its stop and tell a crashed worker from a live one.
         emitQueueEvent(.workerStarted, ["pid": .int(Int64(owner.pid)), "node": .string(owner.node), "start_time": .int(owner.startTime),
                                         "queues": .array(options.queues.map { .string($0) }),
                                         "max_parallel": .int(Int64(options.maxRuns))])
+        // Whether the next round looks at everything (controls, queue rate and passivity, paused
+        // runs) or only fills the slots runs just freed. With a store that wakes the worker,
+        // everything else changes with a wake-up, so a round that only follows finished runs
+        // (many a second under load) costs one claim, not five statements.
+        var fullRound = true
         while true {
             let (stopping, done, stranded) = signal.withLock { () -> (Bool, [String], [String]) in
                 defer {
@@ -125,10 +139,14 @@ public final class QueueWorker: @unchecked Sendable {
             } else {
                 do {
                     try releaseAfterFailures()
-                    try applyQueueRate()
-                    try applyControls()
-                    try fillSlots()
-                    try renewHeld()
+                    if fullRound || watch == nil || storeFailing {
+                        try applyQueueRate()
+                        try applyControls()
+                        try fillSlots()
+                        try renewHeld()
+                    } else {
+                        try claimIntoFreeSlots()
+                    }
                     if storeFailing { options.warn("the state store answers again") }
                     storeFailing = false
                 } catch {
@@ -136,11 +154,16 @@ public final class QueueWorker: @unchecked Sendable {
                     storeFailing = true
                 }
             }
-            signal.withLock {
+            fullRound = signal.withLock {
+                var timedOut = false
                 if finished.isEmpty && !shuttingDown && !woken {
-                    _ = signal.wait(until: Date().addingTimeInterval(storeFailing ? 1 : pollInterval))
+                    timedOut = !signal.wait(until: Date().addingTimeInterval(storeFailing ? 1 : pollInterval))
                 }
-                woken = false
+                defer {
+                    woken = false
+                    fullRoundAsked = false
+                }
+                return woken || timedOut || fullRoundAsked
             }
         }
     }
@@ -205,7 +228,8 @@ public final class QueueWorker: @unchecked Sendable {
     }
 
     private func fillSlots() throws {
-        if try store.isQueuePassive() {
+        queuePassive = try store.isQueuePassive()
+        if queuePassive {
             // A passive queue: interrupt what runs (it keeps its place) and start nothing.
             for (id, entry) in executing where !interruptedForPassive.contains(id) {
                 interruptedForPassive.insert(id)
@@ -215,14 +239,19 @@ public final class QueueWorker: @unchecked Sendable {
         }
         interruptedForPassive.removeAll()
         held.formUnion(try store.claimPausedRuns(owner: owner, queues: options.queues, lease: options.engine.leaseDuration).map(\.id))
-        var free = options.maxRuns - executing.count - held.count
-        if free <= 0 {
+        if options.maxRuns - executing.count - held.count <= 0 {
             try preemptForRunNow()
             return
         }
+        try claimIntoFreeSlots()
+    }
+
+    /// Claims as many runs as there are free slots and starts them.
+    private func claimIntoFreeSlots() throws {
+        let free = options.maxRuns - executing.count - held.count
+        guard free > 0, !queuePassive else { return }
         for run in try store.claimNextRuns(owner: owner, queues: options.queues, limit: free, lease: options.engine.leaseDuration) {
             start(run, cancelAtOnce: run.requestedControl == .cancel)
-            free -= 1
         }
     }
 
@@ -271,7 +300,7 @@ public final class QueueWorker: @unchecked Sendable {
             executor.cancel()
         }
         executing[run.id] = (executor, Date().timeIntervalSince1970)
-        let thread = Thread { [self] in
+        runThreads.run { [self] in
             let final = executor.execute()
             // Stopped by a store failure (not finished, not taken over): its ownership could
             // not be given up; the loop does that once the store answers.
@@ -279,12 +308,13 @@ public final class QueueWorker: @unchecked Sendable {
                 && !executor.lostOwnership
             signal.withLock {
                 if stranded { strandedByStore.append(run.id) }
+                // A run that stopped unfinished (paused, stopped, pre-empted) changes more than
+                // a slot: the next round looks at everything (a paused run keeps its slot).
+                if !final.status.isFinished { fullRoundAsked = true }
                 finished.append(run.id)
                 signal.signal()
             }
         }
-        thread.name = "run \(run.id)"
-        thread.start()
     }
 
     private func parsedWorkflow(_ run: RunRecord) throws(WorkflowErrors) -> Workflow {

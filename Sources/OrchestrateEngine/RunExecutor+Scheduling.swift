@@ -14,7 +14,9 @@ extension RunExecutor {
     // MARK: Loading
 
     func loadState() throws {
-        let existing = try store.steps(ofRun: run.id)
+        // A run never started has no steps journaled (its first commit records the start with
+        // them): a fresh run from the queue skips the read.
+        let existing = run.startedAt == nil ? [] : try store.steps(ofRun: run.id)
         let resumed = !existing.isEmpty || run.startedAt != nil
         for var record in existing {
             guard let spec = spec(for: record) else { continue }

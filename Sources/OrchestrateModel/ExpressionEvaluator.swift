@@ -216,20 +216,5 @@ struct ExpressionEvaluator {
     }
 
     /// JSON equality where numbers compare by value (`1 == 1.0`); no other conversions.
-    static func equal(_ a: JSONValue, _ b: JSONValue) -> Bool {
-        switch (a, b) {
-        case (.int(let x), .int(let y)): return x == y
-        case (.int, .double), (.double, .int), (.double, .double): return a.doubleValue == b.doubleValue
-        case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
-        case (.object(let x), .object(let y)):
-            return x.count == y.count && x.allSatisfy { key, value in y[key].map { equal(value, $0) } ?? false }
-        default: return a == b
-        }
-    }
-}
-
-/// "a string", "an integer", "null".
-func article(_ typeName: String) -> String {
-    if typeName == "null" { return "null" }
-    return (["a", "e", "i", "o", "u"].contains(typeName.first.map(String.init) ?? "") ? "an " : "a ") + typeName
+    static func equal(_ a: JSONValue, _ b: JSONValue) -> Bool { JSONValue.sameValue(a, b) }
 }

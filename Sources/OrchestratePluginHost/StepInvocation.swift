@@ -6,8 +6,9 @@ import Darwin
 import COrchestratePlugin
 import OrchestrateJSON
 
-/// One attempt of one step: builds the `orc_step_call`, calls the plugin's `run`, and turns what
-/// the plugin reported into a result.
+/// One attempt of one step: checks the resolved inputs and fills their defaults
+/// (`ResolvedInputs`), builds the `orc_step_call`, calls the plugin's `run`, and turns what the
+/// plugin reported into a result.
 ///
 /// ```swift
 /// let invocation = StepInvocation(stepType: copy, request: request, delegate: myDelegate)
@@ -57,8 +58,10 @@ public final class StepInvocation: @unchecked Sendable {
         if let reason = signal.reason {
             return .failure(stopped(reason, note: "before it started"))
         }
-        guard case .object = request.inputs else {
-            return .failure(StepFailure(kind: .invalidInput, message: "step inputs must be a JSON object, not \(request.inputs.typeName)"))
+        let inputs: JSONValue
+        switch ResolvedInputs.prepare(request.inputs, schema: stepType.inputSchema, stepType: stepType.id, stepID: request.stepID) {
+        case .success(let prepared): inputs = prepared
+        case .failure(let failure): return .failure(failure)
         }
 
         let context = CallContext(stepType: stepType.id, request: request, delegate: delegate, signal: signal)
@@ -68,7 +71,7 @@ public final class StepInvocation: @unchecked Sendable {
         call.step_type = stepType.cID
         call.run_id = strings.add(request.runID)
         call.step_id = strings.add(request.stepID)
-        call.inputs_json = strings.add(request.inputs.jsonText)
+        call.inputs_json = strings.add(inputs.jsonText)
         call.idempotency_key = request.idempotencyKey.map { strings.add($0) }
         call.run_dir = strings.add(request.runDir)
         call.attempt = UInt32(clamping: request.attempt)

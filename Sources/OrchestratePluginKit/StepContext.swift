@@ -12,8 +12,8 @@ public enum LogLevel: Int32, Sendable {
 /// Valid only while `run` is executing. The methods may be called from any thread the step
 /// creates (a reader thread logging a child's output, say), but none after `run` returns.
 public final class StepContext: @unchecked Sendable {
-    /// The resolved `with:` object. Read it with the typed accessors (`string`, `int`, ...),
-    /// which throw invalid-input errors with the key's name.
+    /// The resolved `with:` object, checked against the step's schema with its defaults filled
+    /// in by the host. Read it with `read(_:)` and a `StepInputs` struct.
     public let inputs: JSONValue
     /// The step type being run (`fs.copy`).
     public let stepType: String

@@ -4,18 +4,20 @@ import OrchestrateJSON
 ///
 /// ```swift
 /// struct Checksum: StepDefinition {
+///     struct Inputs: StepInputs {                     // each input declared once (see StepInputs)
+///         @Input(help: "file to hash", minLength: 1) var path: String
+///         @Input(help: "stop after this many bytes", minimum: 1) var limit: Int64 = 1 << 40
+///     }
 ///     static let id = "fs.checksum"
 ///     static let version = "1.0.0"
 ///     static let summary = "SHA-256 and size of a file."
-///     static let inputSchema = #"""
-///         {"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}
-///         """#
+///     static let inputSchema = Inputs.schemaText      // generated from the declarations
 ///     static let outputSchema = #"{"type":"object","properties":{"sha256":{"type":"string"}}}"#
 ///
 ///     static func run(_ step: StepContext) throws {
-///         let path = try step.string("path")          // throws invalid-input when missing
-///         step.log(.info, "hashing \(path)")
-///         step.setOutput("sha256", .string(try hash(path)))
+///         let inputs = try step.read(Inputs.self)     // typed, defaults applied
+///         step.log(.info, "hashing \(inputs.path)")
+///         step.setOutput("sha256", .string(try hash(inputs.path, limit: inputs.limit)))
 ///     }
 /// }
 /// ```
@@ -33,7 +35,9 @@ public protocol StepDefinition: SendableMetatype {
     static var summary: String { get }
     /// Longer Markdown for `orchestrate plugins inspect`; empty for none.
     static var documentation: String { get }
-    /// JSON Schema of the `with:` object (the host refuses the plugin if it is not JSON).
+    /// JSON Schema of the `with:` object (the host refuses the plugin if it is not JSON): write
+    /// `Inputs.schemaText` of a `StepInputs` struct. The host checks the resolved `with:` against
+    /// it and fills in its defaults before every attempt.
     static var inputSchema: String { get }
     /// JSON Schema of the outputs; empty for none.
     static var outputSchema: String { get }

@@ -11,7 +11,7 @@ import Darwin
 /// throw StepError.retryable("server busy", code: "http_503", retryAfter: .seconds(30))
 /// throw StepError.posix("cannot open \(path)")          // errno → code "ENOENT", kind by errno
 /// ```
-public struct StepError: Error, Sendable, CustomStringConvertible {
+public struct StepError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The `ORC_ERROR_*` kinds.
     public enum Kind: Int32, Sendable {
         /// Transient: try again (connection reset, 503, disk briefly full).

@@ -8,30 +8,23 @@ import OrchestrateTokenBucket
 /// (`StepContext.consumeBandwidth`).
 ///
 /// ```swift
-/// let cap = try StepRateCap.read(step)          // nil: no max_rate
+/// struct MyInputs: StepInputs { var rate = RateCapInputs() … }   // declares max_rate
+/// let cap = try StepRateCap.make(inputs.rate, step: step)          // nil: no cap
 /// if cap?.consume(chunk.count, step: step) == true { throw .cancelled("…") }
 /// ```
 public final class StepRateCap: @unchecked Sendable {
-    /// The JSON Schema property to splice into a step's `properties`.
-    public static let schemaProperty = #"""
-        "max_rate":{"type":["integer","string"],"description":"this step's bandwidth cap, all its transfers together: bytes per second, or with a K, M or G suffix (512K, 10M); 0 or off: none"}
-        """#
-
-    /// An old option in another unit that still works, with a warning in the step's log.
-    public struct DeprecatedAlias: Sendable {
-        public let key: String
+    /// An old option in another unit that still works, with a warning in the step's log. Declare
+    /// it as an `@Input(…, deprecated: true)` `Int64?` and pass its value and slot here.
+    public struct DeprecatedAlias {
+        public let value: Int64?
+        public let name: String
         /// Bytes per second in one unit of the alias (1024 for KiB/s).
         public let bytesPerUnit: Int64
 
-        public init(key: String, bytesPerUnit: Int64) {
-            self.key = key
+        public init(_ value: Int64?, _ slot: InputSlot<Int64?>, bytesPerUnit: Int64) {
+            self.value = value
+            name = slot.name
             self.bytesPerUnit = bytesPerUnit
-        }
-
-        /// The alias's JSON Schema property (an integer in its unit), to splice in beside
-        /// `schemaProperty` so workflows that use it still validate.
-        public func schemaProperty(unit: String) -> String {
-            #""\#(key)":{"type":"integer","minimum":0,"description":"deprecated: use max_rate (bytes/s); this cap in \#(unit)"}"#
         }
     }
 
@@ -43,26 +36,20 @@ public final class StepRateCap: @unchecked Sendable {
         bucket = TokenBucket(bytesPerSecond: bytesPerSecond)
     }
 
-    /// The step's `max_rate` (or `alias`, logged as deprecated); nil when neither caps anything.
-    public static func read(_ step: StepContext, deprecatedAlias alias: DeprecatedAlias? = nil) throws(StepError) -> StepRateCap? {
-        var rate = try parse(step.inputs["max_rate"])
-        if let alias, let old = try step.optionalInt(alias.key) {
-            guard step.inputs["max_rate"]?.isNull ?? true else {
-                throw .invalidInput("give max_rate or its deprecated alias \(alias.key), not both", code: "invalid_input")
+    /// The cap `inputs` ask for (or `alias`, logged as deprecated); nil when neither caps anything.
+    public static func make(_ inputs: RateCapInputs, deprecated alias: DeprecatedAlias? = nil,
+                            step: StepContext) throws(StepError) -> StepRateCap?
+    {
+        var rate = inputs.maxRate?.bytesPerSecond
+        if let alias, let old = alias.value {
+            guard !inputs.$maxRate.given else {
+                throw .invalidInput("give max_rate or its deprecated alias \(alias.name), not both", code: "invalid_input")
             }
-            step.log(.warn, "input '\(alias.key)' is deprecated: use max_rate: \(ByteRateText.format(old * alias.bytesPerUnit)) "
+            step.log(.warn, "input '\(alias.name)' is deprecated: use max_rate: \(ByteRateText.format(old * alias.bytesPerUnit)) "
                 + "(bytes per second, or with a K, M or G suffix)")
             rate = old > 0 ? old * alias.bytesPerUnit : nil
         }
         return rate.map(StepRateCap.init(bytesPerSecond:))
-    }
-
-    private static func parse(_ value: JSONValue?) throws(StepError) -> Int64? {
-        guard let value, !value.isNull else { return nil }
-        if let bytes = value.intValue, bytes >= 0 { return bytes == 0 ? nil : bytes }
-        if let text = value.stringValue, let rate = ByteRateText.parse(text) { return rate }
-        throw .invalidInput("input 'max_rate' must be bytes per second, or with a K, M or G suffix (512K, 10M), or off; not \(value)",
-                            code: "invalid_input")
     }
 
     /// Debits `bytes` and sleeps (cancellably) until the cap allows them; returns true when
@@ -72,4 +59,36 @@ public final class StepRateCap: @unchecked Sendable {
         guard wait > 0 else { return false }
         return step.sleep(milliseconds: (wait + 999_999) / 1_000_000)
     }
+}
+
+/// The `max_rate` input, declared once for every step that takes it: hold it in the step's
+/// inputs as `var rate = RateCapInputs()`.
+public struct RateCapInputs: StepInputs {
+    @Input(name: "max_rate", help: "this step's bandwidth cap, all its transfers together: bytes per second, "
+        + "or with a K, M or G suffix (512K, 10M); 0 or off: none", minimum: 0)
+    public var maxRate: ByteRate?
+
+    public init() {}
+}
+
+/// A bandwidth in bytes per second, written as a number or as `--max-rate` takes it (`512K`,
+/// `10M`, `off`).
+public struct ByteRate: InputValue, Sendable {
+    /// nil: no cap (`0`, `off`).
+    public let bytesPerSecond: Int64?
+
+    public static var inputSchema: JSONValue { ["type": ["integer", "string"]] }
+    public static var expectation: String { "bytes per second, or with a K, M or G suffix (512K, 10M), or off" }
+
+    public init?(inputJSON json: JSONValue) {
+        if let bytes = json.intValue, bytes >= 0 {
+            bytesPerSecond = bytes == 0 ? nil : bytes
+        } else if let text = json.stringValue, let rate = ByteRateText.parse(text) {
+            bytesPerSecond = rate
+        } else {
+            return nil
+        }
+    }
+
+    public var inputJSON: JSONValue { bytesPerSecond.map { .int($0) } ?? .string("off") }
 }

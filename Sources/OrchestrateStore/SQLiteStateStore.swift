@@ -172,14 +172,16 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     public func releaseRun(_ id: String, owner: OwnerIdentity) throws {
-        try write { db in
-            try db.execute(sql: """
-                UPDATE runs SET owner_host = NULL, owner_pid = NULL, owner_start = NULL, lease_until = NULL
-                WHERE id = ? AND owner_host = ? AND owner_pid = ? AND owner_start = ?
-                """, arguments: [id, owner.node, owner.pid, owner.startTime])
-            try db.execute(sql: "DELETE FROM leases WHERE owner_host = ? AND owner_pid = ? AND owner_start = ? AND holder LIKE ?",
-                           arguments: [owner.node, owner.pid, owner.startTime, id + "/%"])
-        }
+        try write { db in try Self.release(id, owner, db) }
+    }
+
+    private static func release(_ id: String, _ owner: OwnerIdentity, _ db: Database) throws {
+        try db.execute(sql: """
+            UPDATE runs SET owner_host = NULL, owner_pid = NULL, owner_start = NULL, lease_until = NULL
+            WHERE id = ? AND owner_host = ? AND owner_pid = ? AND owner_start = ?
+            """, arguments: [id, owner.node, owner.pid, owner.startTime])
+        try db.execute(sql: "DELETE FROM leases WHERE owner_host = ? AND owner_pid = ? AND owner_start = ? AND holder LIKE ?",
+                       arguments: [owner.node, owner.pid, owner.startTime, id + "/%"])
     }
 
     public func requestControl(_ id: String, control: RunControl?) throws {
@@ -219,6 +221,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                 let statement = try db.cachedStatement(sql: "DELETE FROM leases WHERE holder = ?")
                 for holder in batch.releasedLeases { try statement.execute(arguments: [holder]) }
             }
+            if batch.releasesRun, let (runID, owner) = batch.fence { try Self.release(runID, owner, db) }
         }
     }
 

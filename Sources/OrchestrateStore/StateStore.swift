@@ -14,11 +14,16 @@ public struct JournalBatch: Sendable {
     /// nothing. An executor whose lease expired and whose run another process took over can
     /// then never write over the new owner's journal.
     public var fence: (runID: String, owner: OwnerIdentity)?
+    /// When set (with `fence`), the fence's owner gives the run up once the batch is written, in
+    /// the same transaction, as `releaseRun` would: a finished run's last commit and its release
+    /// cost one transaction, not two. The executor's own last batch sets it.
+    public var releasesRun = false
 
     public init() {}
 
     public var isEmpty: Bool {
         runUpdates.isEmpty && stepUpserts.isEmpty && events.isEmpty && releasedLeases.isEmpty && deletedSteps.isEmpty
+            && !releasesRun
     }
 }
 
@@ -110,7 +115,7 @@ public protocol StateStore: AnyObject, Sendable {
     /// Commits `batch` in one transaction. With a `fence`, the batch commits only if
     /// `fence.owner` owns the run and, on a store shared between nodes, its lease has not run
     /// out by the store's clock; otherwise it throws `StoreError.ownershipLost` and writes
-    /// nothing.
+    /// nothing. With `releasesRun`, the run is then released in the same transaction.
     func commit(_ batch: JournalBatch) throws
     func steps(ofRun runID: String) throws -> [StepRecord]
 

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateStore
 import OrchestrateTestSupport
 import Testing
 
@@ -154,6 +155,9 @@ import Testing
         #expect(Set(begins).count == 50)
         let owners = Set(Harness.events(try h.orchestrate(["events"])).ofType("run.started").compactMap { $0["data"]?["pid"]?.intValue })
         #expect(owners.count == 2, "both workers took runs")
+        // Each run's last commit gave it up: no finished run is left held by a worker.
+        let held = try h.openStore().listRuns(RunFilter()).filter { $0.owner != nil }.map(\.id)
+        #expect(held.isEmpty, "still owned after finishing: \(held)")
     }
 
     @Test func aKilledServeLeavesItsRunsToTheNextOne() throws {

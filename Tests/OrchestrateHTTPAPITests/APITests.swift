@@ -154,7 +154,7 @@ import Testing
         #expect(plugins["step_types"]?.arrayValue?.contains { $0["id"]?.stringValue == "test.sleep" } == true)
         let sleep = try serve.get("/api/plugins/test.sleep").json["step_types"]?[0]
         #expect(sleep?["input_schema"]?["required"] == ["ms"])
-        #expect(try serve.get("/api/plugins/test").json["step_types"]?.arrayValue?.count == 9)
+        #expect(try serve.get("/api/plugins/test").json["step_types"]?.arrayValue?.count == 10)
         #expect(try serve.get("/api/plugins/nope").status == 404)
 
         // The OpenAPI document: 3.1, and every path it lists is served (not 404 for the path itself).

@@ -77,7 +77,7 @@ import Testing
                 "\(refused.stderr)")
         #expect(try runner.run(explicit).status == 2, "run refuses it before starting")
 
-        // Known only at run time: the plugin refuses it the same way, without a request.
+        // Known only at run time: the host refuses it the same way, before the plugin runs.
         let source = runner.path("f.bin")
         try Tools.randomFile(source, bytes: 100)
         let late = runner.workflow("""
@@ -95,7 +95,9 @@ import Testing
         #expect(ran.status == 1)
         let failed = try #require(Runner.events(ran.stdout).ofType("step.failed", step: "up").last?["data"])
         #expect(failed["kind"]?.stringValue == "invalid-input")
-        #expect(failed["error"]?.stringValue?.hasPrefix("metadata: tus sends metadata only when it creates the upload: set create: true") == true)
+        #expect(failed["error"]?.stringValue?.hasPrefix(
+            "step 'up': input 'create' must be true, not false: tus sends metadata only when it creates the upload: set create: true") == true,
+            "\(failed)")
     }
 
     @Test func aRemovedUploadFailsPermanentlyAsExpired() throws {

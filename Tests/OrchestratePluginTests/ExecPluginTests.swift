@@ -140,7 +140,7 @@ private func readPid(_ file: URL) async throws -> Int32 {
 
     @Test func badInputs() async throws {
         let notArray = try #require(try await runExec(["command": "ls -l"]).failure)
-        #expect(notArray.kind == .invalidInput && notArray.message == "input 'command' must be an array of strings, not string")
+        #expect(notArray.kind == .invalidInput && notArray.message == #"step 'step-1': input 'command' must be an array, not a string ("ls -l")"#)
         let empty = try #require(try await runExec(["command": []]).failure)
         #expect(empty.kind == .invalidInput)
         let grace = try #require(try await runExec(["command": ["true"], "kill_grace": "soon"]).failure)

@@ -176,9 +176,9 @@ private func sha256sum(_ url: URL) throws -> String {
         let directory = try #require(try await runFS("fs.copy", ["source": .string(dir.path), "destination": .string(dir.file("d").path)]).failure)
         #expect(directory.kind == .invalidInput)
         let noInput = try #require(try await runFS("fs.copy", ["destination": "/tmp/x"]).failure)
-        #expect(noInput.kind == .invalidInput && noInput.message == "input 'source' is required")
+        #expect(noInput.kind == .invalidInput && noInput.message == "step 'step-1': missing required input 'source' for step type 'fs.copy'")
         let wrongType = try #require(try await runFS("fs.copy", ["source": 3, "destination": "/tmp/x"]).failure)
-        #expect(wrongType.message == "input 'source' must be a string, not integer")
+        #expect(wrongType.message == "step 'step-1': input 'source' must be a string, not an integer (3)")
     }
 
     @Test func checksumMatchesSha256sum() async throws {

@@ -52,11 +52,22 @@ import Testing
     }
 
     @Test func missingNameIsInvalidInput() async throws {
+        // The host refuses it against the schema before the plugin runs.
         let invocation = StepInvocation(stepType: try hello(), request: request(["greeting": "Hi"]), delegate: RecordingDelegate())
         let failure = try #require(await invocation.runOnThread().failure)
         #expect(failure.kind == .invalidInput)
-        #expect(failure.code == "missing_name")
-        #expect(failure.message == "input 'name' must be a non-empty string")
+        #expect(failure.code == "invalid_input")
+        #expect(failure.message == "step 'step-1': missing required input 'name' for step type 'example.hello'")
+    }
+
+    @Test func theDefaultsComeFromTheHost() async throws {
+        // hello.c writes no default of its own: "Hello" and work_ms 0 are its schema's, filled in
+        // by the host (without them the step fails with bad_greeting / bad_work_ms).
+        let delegate = RecordingDelegate()
+        let invocation = StepInvocation(stepType: try hello(), request: request(["name": "Grace"]), delegate: delegate)
+        #expect(await invocation.runOnThread().outputs == ["message": "Hello, Grace!"])
+        #expect(delegate.progressReports.last == StepProgress(bytesDone: -1, bytesTotal: -1, filesDone: 10, filesTotal: 10),
+                "work_ms (default 0) was read")
     }
 
     @Test func honoursCancel() async throws {

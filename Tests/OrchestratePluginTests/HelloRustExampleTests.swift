@@ -39,11 +39,12 @@ struct HelloRustExampleTests {
     }
 
     @Test func missingNameIsInvalidInput() async throws {
+        // The host refuses it against the schema before the plugin runs.
         let invocation = StepInvocation(stepType: try hello(), request: request(["greeting": "Hi"]), delegate: RecordingDelegate())
         let failure = try #require(await invocation.runOnThread().failure)
         #expect(failure.kind == .invalidInput)
-        #expect(failure.code == "missing_name")
-        #expect(failure.message == "input 'name' must be a non-empty string")
+        #expect(failure.code == "invalid_input")
+        #expect(failure.message == "step 'step-1': missing required input 'name' for step type 'example.hello-rust'")
     }
 
     @Test func honoursCancel() async throws {

@@ -27,7 +27,8 @@ private let hostABI = "\(PluginLoader.abiMajor).\(PluginLoader.abiMinor)"
         #expect(plugin.abiMajor == 1 && plugin.abiMinor <= PluginLoader.abiMinor)
         #expect(plugin.path == URL(fileURLWithPath: path).resolvingSymlinksInPath().path)
         #expect(plugin.stepTypes.map(\.id) == ["test.noop", "test.append", "test.flaky", "test.sleep",
-                                              "test.checkpoint", "test.fail", "test.echo", "test.items", "test.metered"])
+                                              "test.checkpoint", "test.fail", "test.echo", "test.items", "test.metered",
+                                              "test.typed"])
         let append = try #require(plugin.stepTypes.first { $0.id == "test.append" })
         #expect(append.inputSchema["required"] == ["file", "line"])
         #expect(append.outputSchema?["properties"]?["line"]?["type"] == "string")

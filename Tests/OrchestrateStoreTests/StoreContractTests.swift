@@ -194,6 +194,40 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try t.store.latestProgress(runID: "r1").map { $0.data["bytes_done"] } == [2, 9])
     }
 
+    /// Text that array literals and quoting could mangle: quotes, backslashes, braces, commas,
+    /// the word NULL, newlines and non-ASCII, beside real NULLs, in one multi-row commit.
+    @Test(arguments: StoreKind.allCases)
+    func journaledTextSurvivesQuotesBackslashesAndNulls(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        let hostile = #"say "hi" \ {a,b} NULL, 'x' \#n é ✓ \"#
+        var run = try #require(try t.store.run("r1"))
+        run.error = hostile
+        run.outputs = ["text": .string(hostile)]
+        run.labels = ["label": hostile]
+        var batch = JournalBatch()
+        batch.runUpdates = [run]
+        var failed = StepRecord(runID: "r1", id: "a\"b", step: "a", kind: .step, status: .failed)
+        failed.errorMessage = hostile
+        failed.item = ["file": .string(hostile)]
+        let plain = StepRecord(runID: "r1", id: "NULL", step: "b", kind: .step, status: .pending)
+        batch.stepUpserts = [failed, plain]
+        batch.events = [
+            EventRecord(runID: "r1", time: 2.5, type: .stepFailed, step: hostile, data: ["error": .string(hostile)]),
+            EventRecord(runID: "r1", time: 3, type: .runFinished, step: nil, data: [:]),
+        ]
+        try t.store.commit(batch)
+        let read = try #require(try t.store.run("r1"))
+        #expect(read.error == hostile && read.outputs == ["text": .string(hostile)] && read.labels == ["label": hostile])
+        let steps = Dictionary(uniqueKeysWithValues: try t.store.steps(ofRun: "r1").map { ($0.id, $0) })
+        #expect(steps["a\"b"]?.errorMessage == hostile && steps["a\"b"]?.item == ["file": .string(hostile)])
+        #expect(steps["NULL"]?.errorMessage == nil && steps["NULL"]?.status == .pending)
+        let events = try t.store.events(runID: "r1", afterSeq: 0, limit: 10)
+        #expect(events.map(\.type) == [.runAdded, .stepFailed, .runFinished])
+        #expect(events[1].step == hostile && events[1].data == ["error": .string(hostile)] && events[1].time == 2.5)
+        #expect(events[2].step == nil)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aLiveOwnerKeepsItsRunAndADeadOneLosesIt(_ kind: StoreKind) throws {
         let t = try StoreUnderTest(kind)
@@ -394,6 +428,7 @@ func deadOwner() throws -> OwnerIdentity {
                 batch.runUpdates = [run]
                 batch.stepUpserts = [StepRecord(runID: id, id: "s\(round)", step: "s", kind: .step, status: .succeeded)]
                 if round == 3 { batch.deletedSteps = [(id, "s1")] }  // commits alone; must not disturb the others
+                batch.releasesRun = round == 5  // the last commit gives the run up with it
                 batch.events = [EventRecord(runID: id, time: Double(round), type: .stepSucceeded, step: "s\(round)")]
                 do { try t.store.commit(batch) } catch { refused.add("\(id)/\(round)") }
             }
@@ -406,11 +441,13 @@ func deadOwner() throws -> OwnerIdentity {
                 #expect(steps.isEmpty)
                 #expect(events.map(\.type) == [.runAdded])
                 #expect(try t.store.run(id)?.status == .running)
+                #expect(try t.store.run(id)?.owner == stranger, "a fenced-out release must not free the run")
             } else {
                 #expect(steps == ["s2", "s3", "s4", "s5"], "\(id)")
                 #expect(events.compactMap(\.step) == ["s1", "s2", "s3", "s4", "s5"], "\(id)")
                 #expect(try t.store.run(id)?.status == .succeeded)
                 #expect(try t.store.run(id)?.startedAt == 10)
+                #expect(try t.store.run(id)?.owner == nil, "released by its last commit")
             }
         }
     }

@@ -37,17 +37,17 @@ struct Exec: StepDefinition {
         at once (by orchestrate-exec-guard), and an attempt that runs the step again first ends \
         whatever an earlier attempt left running.
         """
-    static let inputSchema = #"""
-        {"type":"object","additionalProperties":false,"required":["command"],
-         "properties":{
-           "command":{"type":"array","items":{"type":"string"},"description":"the program and its arguments"},
-           "env":{"type":"object","additionalProperties":{"type":"string"},"description":"variables added to the environment (use for secrets)"},
-           "inherit_env":{"type":"boolean","default":true,"description":"start from orchestrate's environment"},
-           "cwd":{"type":"string","description":"working directory"},
-           "stdin":{"type":"string","description":"text written to the command's standard input"},
-           "retryable_exit_codes":{"type":"array","items":{"type":"integer"},"deprecated":true,"description":"deprecated: every non-zero exit is retryable; list permanent ones in retry.non_retryable (exit_N)"},
-           "kill_grace":{"type":"string","default":"5s","description":"time between SIGTERM and SIGKILL on cancel (500ms, 5s, 1m)"}}}
-        """#
+    struct Inputs: StepInputs {
+        @Input(help: "the program and its arguments") var command: [String]
+        @Input(help: "variables added to the environment (use for secrets)") var env: [String: String] = [:]
+        @Input(name: "inherit_env", help: "start from orchestrate's environment") var inheritEnvironment = true
+        @Input(help: "working directory") var cwd: String?
+        @Input(help: "text written to the command's standard input") var stdin: String?
+        @Input(help: "deprecated: every non-zero exit is retryable; list permanent ones in retry.non_retryable (exit_N)",
+               deprecated: true) var retryableExitCodes: [Int64]?
+        @Input(help: "time between SIGTERM and SIGKILL on cancel (500ms, 5s, 1m)") var killGrace = "5s"
+    }
+    static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{
            "exit_code":{"type":"integer","description":"the exit status (absent when killed by a signal)"},
@@ -58,18 +58,16 @@ struct Exec: StepDefinition {
         """#
 
     static func run(_ step: StepContext) throws {
-        let command = try step.stringArray("command")
+        let inputs = try step.read(Inputs.self)
+        let command = inputs.command
         guard let program = command.first else { throw StepError.invalidInput("command must not be empty") }
-        let extraEnvironment = try step.optionalStringMap("env") ?? [:]
-        let inheritEnvironment = try step.bool("inherit_env", default: true)
-        let cwd = try step.optionalString("cwd")
-        let stdinText = try step.optionalString("stdin")
-        let retryableCodes = try step.optionalIntArray("retryable_exit_codes").map(Set.init)
+        let (extraEnvironment, inheritEnvironment, cwd, stdinText) = (inputs.env, inputs.inheritEnvironment, inputs.cwd, inputs.stdin)
+        let retryableCodes = inputs.retryableExitCodes.map(Set.init)
         if retryableCodes != nil {
             step.log(.warn, "retryable_exit_codes is deprecated: every non-zero exit is retryable now; "
                 + "list the permanent ones in the step's retry: { non_retryable: [exit_N] } instead")
         }
-        let grace = try parseDuration(try step.optionalString("kill_grace") ?? "5s", input: "kill_grace")
+        let grace = try parseDuration(inputs.killGrace, input: inputs.$killGrace.name)
 
         if let cwd {
             var info = stat()

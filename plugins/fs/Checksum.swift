@@ -5,10 +5,10 @@ struct Checksum: StepDefinition {
     static let id = "fs.checksum"
     static let version = "1.0.0"
     static let summary = "SHA-256 and size of a file."
-    static let inputSchema = #"""
-        {"type":"object","additionalProperties":false,"required":["path"],
-         "properties":{"path":{"type":"string","minLength":1,"description":"file to hash"}}}
-        """#
+    struct Inputs: StepInputs {
+        @Input(help: "file to hash", minLength: 1) var path: String
+    }
+    static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{
            "sha256":{"type":"string","description":"SHA-256 (hex)"},
@@ -16,7 +16,7 @@ struct Checksum: StepDefinition {
         """#
 
     static func run(_ step: StepContext) throws {
-        let hashed = try FileCopier.hash(try step.string("path"), step: step)
+        let hashed = try FileCopier.hash(try step.read(Inputs.self).path, step: step)
         step.setOutput("sha256", .string(hashed.sha256))
         step.setOutput("size", .int(hashed.size))
     }

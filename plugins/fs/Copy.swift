@@ -19,14 +19,13 @@ struct Copy: StepDefinition {
         has that digest. An existing destination is an error unless `overwrite` is true — or it \
         already has the source's content (a previous attempt finished), which counts as done.
         """
-    static let inputSchema = #"""
-        {"type":"object","additionalProperties":false,"required":["source","destination"],
-         "properties":{
-           "source":{"type":"string","minLength":1,"description":"file to copy"},
-           "destination":{"type":"string","minLength":1,"description":"path of the copy (not a directory)"},
-           "overwrite":{"type":"boolean","default":false,"description":"replace an existing destination"},
-           "sha256":{"type":"string","minLength":64,"description":"expected SHA-256 (hex) of the content"}}}
-        """#
+    struct Inputs: StepInputs {
+        @Input(help: "file to copy", minLength: 1) var source: String
+        @Input(help: "path of the copy (not a directory)", minLength: 1) var destination: String
+        @Input(help: "replace an existing destination") var overwrite = false
+        @Input(help: "expected SHA-256 (hex) of the content", minLength: 64) var sha256: String?
+    }
+    static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{
            "sha256":{"type":"string","description":"SHA-256 (hex) of the content"},
@@ -35,10 +34,8 @@ struct Copy: StepDefinition {
         """#
 
     static func run(_ step: StepContext) throws {
-        let source = try step.string("source")
-        let destination = try step.string("destination")
-        let overwrite = try step.bool("overwrite", default: false)
-        let expected = try step.optionalString("sha256")
+        let inputs = try step.read(Inputs.self)
+        let (source, destination, overwrite, expected) = (inputs.source, inputs.destination, inputs.overwrite, inputs.sha256)
         if let expected, expected.count != 64 || !expected.allSatisfy(\.isHexDigit) {
             throw StepError.invalidInput("sha256 must be 64 hexadecimal digits")
         }

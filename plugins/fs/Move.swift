@@ -17,13 +17,12 @@ struct Move: StepDefinition {
         and then removes the source. On a retry, a source that is gone while the destination \
         exists counts as already moved.
         """
-    static let inputSchema = #"""
-        {"type":"object","additionalProperties":false,"required":["source","destination"],
-         "properties":{
-           "source":{"type":"string","minLength":1,"description":"file to move"},
-           "destination":{"type":"string","minLength":1,"description":"new path (not a directory)"},
-           "overwrite":{"type":"boolean","default":false,"description":"replace an existing destination"}}}
-        """#
+    struct Inputs: StepInputs {
+        @Input(help: "file to move", minLength: 1) var source: String
+        @Input(help: "new path (not a directory)", minLength: 1) var destination: String
+        @Input(help: "replace an existing destination") var overwrite = false
+    }
+    static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{
            "path":{"type":"string","description":"the destination"},
@@ -31,9 +30,8 @@ struct Move: StepDefinition {
         """#
 
     static func run(_ step: StepContext) throws {
-        let source = try step.string("source")
-        let destination = try step.string("destination")
-        let overwrite = try step.bool("overwrite", default: false)
+        let inputs = try step.read(Inputs.self)
+        let (source, destination, overwrite) = (inputs.source, inputs.destination, inputs.overwrite)
         let existing = try FileInfo.of(destination)
         guard let sourceInfo = try FileInfo.of(source) else {
             if existing != nil && (step.attempt > 1 || step.loadCheckpoint() != nil) {

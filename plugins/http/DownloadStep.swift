@@ -23,12 +23,13 @@ struct DownloadStep: StepDefinition {
         bytes on disk with Range + If-Range; a changed resource starts over cleanly. With \
         `sha256`, a mismatch deletes the partial file and fails the step (code sha256_mismatch).
         """
-    static let inputSchema = #"""
-        {"type":"object","additionalProperties":false,"required":["url","destination"],"properties":{
-          "url":{"type":"string","minLength":1},
-          "destination":{"type":"string","minLength":1,"description":"final path of the file"},
-          "sha256":{"type":"string","description":"expected SHA-256 (hex) of the whole file"},
-        """# + TransferOptions.schemaProperties + "}}"
+    struct Inputs: StepInputs {
+        @Input(help: "what to download", minLength: 1) var url: String
+        @Input(help: "final path of the file", minLength: 1) var destination: String
+        @Input(help: "expected SHA-256 (hex) of the whole file") var sha256: String?
+        var transfer = TransferInputs()
+    }
+    static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{
           "path":{"type":"string"},"size":{"type":"integer"},"sha256":{"type":"string"},
@@ -38,10 +39,10 @@ struct DownloadStep: StepDefinition {
         """#
 
     static func run(_ step: StepContext) throws {
-        let options = try TransferOptions(step)
-        let url = try step.string("url")
-        let destination = try step.string("destination")
-        let expected = try step.optionalString("sha256").map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
+        let inputs = try step.read(Inputs.self)
+        let options = try TransferOptions(inputs.transfer, step: step)
+        let (url, destination) = (inputs.url, inputs.destination)
+        let expected = inputs.sha256.map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
         let partial = try PartialFile(for: destination, naming: .hiddenPart, keeping: .all)
         var state = DownloadState(step: step, partial: partial, url: url)
         try state.restoreFromCheckpoint()

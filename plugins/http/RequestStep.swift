@@ -14,17 +14,18 @@ struct RequestStep: StepDefinition {
         as retryable with the server's Retry-After as the retry delay; other statuses fail as \
         permanent with the server's message. The step's idempotency_key is sent as Idempotency-Key.
         """
-    static let inputSchema = #"""
-        {"type":"object","additionalProperties":false,"required":["url"],"properties":{
-          "method":{"type":"string","description":"GET (default), POST, PUT, PATCH, DELETE, HEAD, ..."},
-          "url":{"type":"string","minLength":1},
-          "query":{"type":"object","description":"query parameters, URL-encoded and appended"},
-          "json":{"description":"a JSON body (sets Content-Type: application/json)"},
-          "body":{"type":"string","description":"a text body"},
-          "form":{"type":"object","description":"an application/x-www-form-urlencoded body"},
-          "expect_status":{"type":"array","items":{"type":"integer"},"description":"statuses that mean success (default: 2xx)"},
-          "max_body":{"type":"integer","minimum":0,"description":"bytes of response body kept (default 1 MiB)"},
-        """# + TransferOptions.schemaProperties + "}}"
+    struct Inputs: StepInputs {
+        @Input(help: "GET, POST, PUT, PATCH, DELETE, HEAD, ...") var method = "GET"
+        @Input(help: "where to send it", minLength: 1) var url: String
+        @Input(help: "query parameters, URL-encoded and appended") var query: [String: JSONValue]?
+        @Input(help: "a JSON body (sets Content-Type: application/json)") var json: JSONValue?
+        @Input(help: "a text body") var body: String?
+        @Input(help: "an application/x-www-form-urlencoded body") var form: [String: JSONValue]?
+        @Input(help: "statuses that mean success (default: 2xx)") var expectStatus: [Int64]?
+        @Input(help: "bytes of response body kept", minimum: 0) var maxBody: Int64 = 1 << 20
+        var transfer = TransferInputs()
+    }
+    static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{
           "status":{"type":"integer"},
@@ -36,29 +37,32 @@ struct RequestStep: StepDefinition {
         """#
 
     static func run(_ step: StepContext) throws {
-        let options = try TransferOptions(step)
-        let method = (try step.optionalString("method") ?? "GET").uppercased()
-        var url = try step.string("url")
-        if let query = try step.optionalObject("query"), !query.isEmpty {
+        let inputs = try step.read(Inputs.self)
+        let options = try TransferOptions(inputs.transfer, step: step)
+        let method = inputs.method.uppercased()
+        var url = inputs.url
+        if let query = inputs.query, !query.isEmpty {
             url += (url.contains("?") ? "&" : "?") + formEncode(query)
         }
         var headers = options.headers
         var body = Transfer.Body.none
-        let bodies = [step.inputs["json"], step.inputs["body"], step.inputs["form"]].compactMap { $0 }.filter { !$0.isNull }
-        if bodies.count > 1 { throw StepError.invalidInput("give at most one of json, body and form") }
-        if let json = step.inputs["json"], !json.isNull {
+        let bodies = [inputs.$json.given, inputs.$body.given, inputs.$form.given].filter { $0 }
+        if bodies.count > 1 {
+            throw StepError.invalidInput("give at most one of \(inputs.$json.name), \(inputs.$body.name) and \(inputs.$form.name)")
+        }
+        if let json = inputs.json {
             body = .bytes(Array(json.jsonText.utf8))
             headers.setIfAbsent("Content-Type", "application/json")
-        } else if let text = try step.optionalString("body") {
+        } else if let text = inputs.body {
             body = .bytes(Array(text.utf8))
-        } else if let form = try step.optionalObject("form") {
+        } else if let form = inputs.form {
             body = .bytes(Array(formEncode(form).utf8))
             headers.setIfAbsent("Content-Type", "application/x-www-form-urlencoded")
         }
         headers.setIfAbsent("Accept", "application/json, */*;q=0.5")
         if let key = step.idempotencyKey { headers["Idempotency-Key"] = key }
-        let expected = try step.optionalIntArray("expect_status").map { Set($0.map(Int.init)) }
-        let cap = Int(try step.optionalInt("max_body") ?? 1 << 20)
+        let expected = inputs.expectStatus.map { Set($0.map(Int.init)) }
+        let cap = Int(inputs.maxBody)
 
         let transfer = try Transfer(step: step, method: method, url: url, headers: headers, body: body,
                                     options: options, memoryCap: cap, decodeContent: true)

@@ -25,21 +25,26 @@ struct UploadStep: StepDefinition {
         after the PUT, `PUT Content-Range: bytes */*` must answer 308 with the Range received.
         - `put` / `post`: one request with the whole file; a failure restarts it.
         """
-    static let inputSchema = #"""
-        {"type":"object","additionalProperties":false,"required":["url","file"],"properties":{
-          "url":{"type":"string","minLength":1},
-          "file":{"type":"string","minLength":1,"description":"the local file to send"},
-          "protocol":{"enum":["tus","vimeo-streaming","put","post"],"description":"default put"},
-          "chunk_size":{"type":"integer","minimum":1,"description":"tus PATCH size in bytes (default 64 MiB)"},
-          "create":{"type":"boolean","description":"tus: url is a creation endpoint (POST Upload-Length)"},
-          "metadata":{"type":"object","additionalProperties":{"type":"string"},"description":"tus creation (needs create: true): Upload-Metadata pairs"},
-          "content_type":{"type":"string","description":"put/post: Content-Type (default application/octet-stream)"},
-        """# + TransferOptions.schemaProperties + "}," + #"""
-          "if":{"required":["metadata"]},
-          "then":{"required":["create"],"properties":{"create":{"const":true}},
-                  "description":"\#(metadataNeedsCreate)"}}
-        """#
-    /// Why `metadata` without `create: true` is refused, by `validate` and at run time alike.
+    enum UploadProtocol: String, CaseIterable, InputEnum {
+        case tus, vimeoStreaming = "vimeo-streaming", put, post
+    }
+    struct Inputs: StepInputs {
+        @Input(help: "where to send it (tus with create: the creation endpoint)", minLength: 1) var url: String
+        @Input(help: "the local file to send", minLength: 1) var file: String
+        @Input(name: "protocol", help: "how the file is sent") var uploadProtocol = UploadProtocol.put
+        @Input(help: "tus PATCH size in bytes", minimum: 1) var chunkSize: Int64 = 64 << 20
+        @Input(help: "tus: url is a creation endpoint (POST Upload-Length)") var create = false
+        @Input(help: "tus creation (needs create: true): Upload-Metadata pairs") var metadata: [String: String]?
+        @Input(help: "put/post: Content-Type") var contentType = "application/octet-stream"
+        var transfer = TransferInputs()
+
+        static var schemaRules: [String: JSONValue] {
+            ["if": ["required": ["metadata"]],
+             "then": ["required": ["create"], "properties": ["create": ["const": true]], "description": .string(metadataNeedsCreate)]]
+        }
+    }
+    static let inputSchema = Inputs.schemaText
+    /// Why `metadata` without `create: true` is refused (by `validate`, and by the host at run time).
     static let metadataNeedsCreate = "tus sends metadata only when it creates the upload: set create: true "
         + "(url is then the creation endpoint) or remove metadata"
     static let outputSchema = #"""
@@ -52,27 +57,22 @@ struct UploadStep: StepDefinition {
         """#
 
     static func run(_ step: StepContext) throws {
-        let options = try TransferOptions(step)
-        let url = try step.string("url")
-        let path = try step.string("file")
+        let inputs = try step.read(Inputs.self)
+        let options = try TransferOptions(inputs.transfer, step: step)
+        let (url, path) = (inputs.url, inputs.file)
         let file = try LocalFile(reading: path)
         let upload = Upload(step: step, options: options, url: url, file: file, size: file.size, session: try CurlSession())
         let result: Upload.Result
-        switch try step.optionalString("protocol") ?? "put" {
-        case "tus":
-            let chunk = try step.optionalInt("chunk_size") ?? 64 << 20
-            let metadata = try step.optionalStringMap("metadata")
-            let create = try step.bool("create", default: false)
-            if metadata != nil && !create { throw StepError.invalidInput("metadata: \(metadataNeedsCreate)") }
-            result = try TusUpload(upload: upload, chunkSize: chunk, create: create, metadata: metadata ?? [:]).run()
-        case "vimeo-streaming":
+        switch inputs.uploadProtocol {
+        case .tus:
+            // metadata without create never gets here: the host checks the schema's if/then.
+            result = try TusUpload(upload: upload, chunkSize: inputs.chunkSize, create: inputs.create,
+                                   metadata: inputs.metadata ?? [:]).run()
+        case .vimeoStreaming:
             result = try VimeoStreamingUpload(upload: upload).run()
-        case "put", "post":
-            let method = try step.optionalString("protocol") == "post" ? "POST" : "PUT"
-            result = try PlainUpload(upload: upload, method: method,
-                                     contentType: try step.optionalString("content_type") ?? "application/octet-stream").run()
-        case let other:
-            throw StepError.invalidInput("unknown protocol '\(other)' (tus, vimeo-streaming, put, post)")
+        case .put, .post:
+            result = try PlainUpload(upload: upload, method: inputs.uploadProtocol == .post ? "POST" : "PUT",
+                                     contentType: inputs.contentType).run()
         }
         step.progress(bytesDone: upload.size, bytesTotal: upload.size)
         step.log(.info, "uploaded \(path) (\(upload.size) bytes) to \(url)" + (result.resumedFrom > 0 ? ", resumed from byte \(result.resumedFrom)" : ""))

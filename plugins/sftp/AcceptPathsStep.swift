@@ -17,31 +17,28 @@ struct AcceptPathsStep: StepDefinition {
         and reported on its own (progress, finished or failed with the error); one bad item never \
         stops the others. Items added while the step was down are transferred when it runs again.
         """
-    static let inputSchema = """
-        {"type":"object","additionalProperties":false,"properties":{
-        "session":{"type":"string","description":"session output of sftp.connect"},
-        "remote_root":{"type":"string","default":".","description":"remote directory destinations may not leave"},
-        "parallel":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"files transferred at once"},
-        "close_when_idle":{"type":"boolean","default":false,"description":"end the step once the queue is empty"},
-        "item_attempts":{"type":"integer","minimum":1,"default":3,"description":"tries per item on connection errors"},
-        \(TransferOptions.schemaProperties),
-        \(ConnectionParameters.schemaProperties)}}
-        """
+    struct Inputs: StepInputs {
+        @Input(help: "files transferred at once", minimum: 1, maximum: 64) var parallel = 4
+        @Input(help: "end the step once the queue is empty") var closeWhenIdle = false
+        @Input(help: "tries per item on connection errors", minimum: 1) var itemAttempts = 3
+        /// One connection per file: many files move at once already.
+        var transfer = TransferInputs(connections: 1)
+        var server = ServerInputs()
+    }
+    static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{"files_done":{"type":"integer"},"files_failed":{"type":"integer"},"bytes":{"type":"integer"}}}
         """#
     static let acceptsItems = true
 
     static func run(_ step: StepContext) throws {
-        var options = try TransferOptions(step)
-        if step.inputs["connections"] == nil { options.connections = 1 }
-        let parallel = Int(try step.optionalInt("parallel") ?? 4)
-        let closeWhenIdle = try step.bool("close_when_idle", default: false)
-        let attempts = Int(try step.optionalInt("item_attempts") ?? 3)
-        let (session, owned) = try Sessions.resolve(step)
+        let inputs = try step.read(Inputs.self)
+        let options = try TransferOptions(inputs.transfer, sha256: nil, step: step)
+        let (parallel, closeWhenIdle, attempts) = (inputs.parallel, inputs.closeWhenIdle, inputs.itemAttempts)
+        let (session, owned) = try Sessions.resolve(inputs.server)
         defer { if owned { session.close() } }
         let home = try RemoteFS(connection: try session.shared(step), step: step).realpath(".")
-        let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: home)
+        let root = try RemoteRoot(inputs.server.remoteRoot, home: home)
         step.log(.info, "accepting paths: up to \(parallel) at once over one connection into \(root.root.isEmpty ? "/" : root.root)")
         let state = AcceptState()
         var workers: [Worker] = []

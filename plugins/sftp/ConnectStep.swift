@@ -16,10 +16,11 @@ struct ConnectStep: StepDefinition {
         authenticates by `key_file` (+ `passphrase`), `password` or `agent`. Outputs `session`, to \
         give to sftp.upload / sftp.download / sftp.accept-paths as `session:`.
         """
-    static let inputSchema = """
-        {"type":"object","additionalProperties":false,"required":["host","user"],"properties":{
-        \(ConnectionParameters.schemaProperties)}}
-        """
+    struct Inputs: StepInputs {
+        var connection = ConnectionInputs()
+        static var schemaRules: [String: JSONValue] { ["required": ["host", "user"]] }
+    }
+    static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{
           "session":{"type":"string","description":"opaque id of the open session"},
@@ -29,7 +30,7 @@ struct ConnectStep: StepDefinition {
     static let opensSession = true
 
     static func run(_ step: StepContext) throws {
-        let parameters = try ConnectionParameters(step)
+        let parameters = try ConnectionParameters(try step.read(Inputs.self).connection)
         let connection = try Connection(parameters, step: step)
         let session = Sessions.register(parameters)
         session.adopt(connection)

@@ -5,7 +5,7 @@ import OrchestratePluginKit
 /// standalone). Secrets (password, passphrase) live only in memory, never in outputs.
 struct ConnectionParameters: Sendable {
     /// Who speaks SSH: libssh2 in this process, or the system's `ssh` (OpenSSHTransport.swift).
-    enum Transport: String, Sendable { case libssh2, openssh }
+    enum Transport: String, Sendable, CaseIterable, InputEnum { case libssh2, openssh }
 
     var transport: Transport
     /// `transport: openssh` only: an OpenSSH client config (`ssh -F`) and a jump host (`ssh -J`).
@@ -25,50 +25,25 @@ struct ConnectionParameters: Sendable {
     /// Seconds without any progress on an open connection before it is declared dead.
     var ioTimeout: Int
 
-    /// The schema properties every connecting step accepts (spliced into their input schemas).
-    static let schemaProperties = #"""
-        "host":{"type":"string","minLength":1,"description":"server name or address"},
-        "port":{"type":"integer","minimum":1,"maximum":65535,"default":22},
-        "user":{"type":"string","minLength":1},
-        "key_file":{"type":"string","description":"private key file for public-key auth"},
-        "passphrase":{"type":"string","description":"the key file's passphrase (a secret)"},
-        "password":{"type":"string","description":"password auth (a secret)"},
-        "agent":{"type":"boolean","default":false,"description":"authenticate with ssh-agent ($SSH_AUTH_SOCK)"},
-        "known_hosts":{"type":"string","description":"OpenSSH known_hosts file (default ~/.ssh/known_hosts)"},
-        "host_key_policy":{"type":"string","enum":["strict","accept-new","off"],"default":"strict"},
-        "keepalive":{"type":"integer","minimum":0,"default":15,"description":"seconds between keepalives (0: none)"},
-        "connect_timeout":{"type":"integer","minimum":1,"default":30},
-        "io_timeout":{"type":"integer","minimum":1,"default":60,"description":"seconds without progress before the connection counts as dead"},
-        "transport":{"type":"string","enum":["libssh2","openssh"],"default":"libssh2","description":"libssh2 in the plugin, or the system's ssh (-s sftp): its ~/.ssh/config, ProxyJump, certificates, agents"},
-        "ssh_config":{"type":"string","description":"transport openssh: the ssh client config file (ssh -F; default ~/.ssh/config and /etc/ssh/ssh_config)"},
-        "proxy_jump":{"type":"string","description":"transport openssh: jump host(s), as ssh -J takes them ([user@]host[:port][,...])"}
-        """#
-
-    init(_ step: StepContext) throws(StepError) {
-        let transportName = try step.optionalString("transport") ?? "libssh2"
-        guard let transport = Transport(rawValue: transportName) else {
-            throw .invalidInput("transport must be libssh2 or openssh, not \(transportName)")
-        }
-        self.transport = transport
-        sshConfig = try step.optionalString("ssh_config")
-        proxyJump = try step.optionalString("proxy_jump")
-        host = try step.string("host")
-        port = Int(try step.optionalInt("port") ?? 22)
-        user = try step.string("user")
-        keyFile = try step.optionalString("key_file")
-        passphrase = try step.optionalString("passphrase")
-        password = try step.optionalString("password")
-        agent = try step.bool("agent", default: false)
-        let home = getenvString("HOME") ?? "/root"
-        knownHosts = try step.optionalString("known_hosts") ?? "\(home)/.ssh/known_hosts"
-        let policyName = try step.optionalString("host_key_policy") ?? "strict"
-        guard let policy = KnownHosts.Policy(rawValue: policyName) else {
-            throw .invalidInput("host_key_policy must be strict, accept-new or off")
-        }
-        self.policy = policy
-        keepalive = Int(try step.optionalInt("keepalive") ?? 15)
-        connectTimeout = Int(try step.optionalInt("connect_timeout") ?? 30)
-        ioTimeout = Int(try step.optionalInt("io_timeout") ?? 60)
+    /// The connection fields of `inputs`; invalid-input when they do not make a connection.
+    init(_ inputs: ConnectionInputs) throws(StepError) {
+        guard let host = inputs.host else { throw .invalidInput("input '\(inputs.$host.name)' is required", code: "missing_input") }
+        guard let user = inputs.user else { throw .invalidInput("input '\(inputs.$user.name)' is required", code: "missing_input") }
+        self.host = host
+        self.user = user
+        transport = inputs.transport
+        sshConfig = inputs.sshConfig
+        proxyJump = inputs.proxyJump
+        port = inputs.port
+        keyFile = inputs.keyFile
+        passphrase = inputs.passphrase
+        password = inputs.password
+        agent = inputs.agent
+        knownHosts = inputs.knownHosts ?? "\(getenvString("HOME") ?? "/root")/.ssh/known_hosts"
+        policy = inputs.hostKeyPolicy
+        keepalive = inputs.keepalive
+        connectTimeout = inputs.connectTimeout
+        ioTimeout = inputs.ioTimeout
         switch transport {
         case .libssh2:
             if keyFile == nil && password == nil && !agent {
@@ -87,9 +62,37 @@ struct ConnectionParameters: Sendable {
             }
         }
     }
+}
 
-    /// True when the step's inputs carry connection fields (it can connect on its own).
-    static func present(_ step: StepContext) -> Bool { step.inputs["host"]?.stringValue != nil }
+/// Where and how to connect, declared once for every step that connects (`sftp.connect`, and
+/// the transfer steps used without a session).
+struct ConnectionInputs: StepInputs {
+    @Input(help: "server name or address", minLength: 1) var host: String?
+    @Input(help: "the server's SSH port", minimum: 1, maximum: 65535) var port = 22
+    @Input(help: "login name", minLength: 1) var user: String?
+    @Input(help: "private key file for public-key auth") var keyFile: String?
+    @Input(help: "the key file's passphrase (a secret)") var passphrase: String?
+    @Input(help: "password auth (a secret)") var password: String?
+    @Input(help: "authenticate with ssh-agent ($SSH_AUTH_SOCK)") var agent = false
+    @Input(help: "OpenSSH known_hosts file (default ~/.ssh/known_hosts)") var knownHosts: String?
+    @Input(help: "a host key known_hosts lacks: refused (strict), recorded (accept-new), or no check (off)")
+    var hostKeyPolicy = KnownHosts.Policy.strict
+    @Input(help: "seconds between keepalives (0: none)", minimum: 0) var keepalive = 15
+    @Input(help: "seconds to establish a connection", minimum: 1) var connectTimeout = 30
+    @Input(help: "seconds without progress before the connection counts as dead", minimum: 1) var ioTimeout = 60
+    @Input(help: "libssh2 in the plugin, or the system's ssh (-s sftp): its ~/.ssh/config, ProxyJump, certificates, agents")
+    var transport = ConnectionParameters.Transport.libssh2
+    @Input(help: "transport openssh: the ssh client config file (ssh -F; default ~/.ssh/config and /etc/ssh/ssh_config)")
+    var sshConfig: String?
+    @Input(help: "transport openssh: jump host(s), as ssh -J takes them ([user@]host[:port][,...])") var proxyJump: String?
+}
+
+/// How a transfer step reaches the server: a session opened by sftp.connect, or connection
+/// fields of its own (standalone use, or to reconnect after a resume in a new process).
+struct ServerInputs: StepInputs {
+    @Input(help: "session output of sftp.connect") var session: String?
+    @Input(help: "remote directory the step's remote paths may not leave") var remoteRoot = "."
+    var connection = ConnectionInputs()
 }
 
 #if canImport(Glibc)

@@ -13,32 +13,27 @@ struct DownloadStep: StepDefinition {
         resumes from the partial's size (ranged downloads: from the checkpointed ranges). With \
         `sha256`, a single file is verified before it is renamed into place.
         """
-    static let inputSchema = """
-        {"type":"object","additionalProperties":false,"required":["source","destination"],"properties":{
-        "session":{"type":"string","description":"session output of sftp.connect"},
-        "source":{"type":"string","minLength":1,"description":"remote path, relative to remote_root"},
-        "destination":{"type":"string","minLength":1,"description":"local file or directory to create"},
-        "remote_root":{"type":"string","default":".","description":"remote directory the source may not leave"},
-        "parallel":{"type":"integer","minimum":1,"maximum":64,"default":8,"description":"files of a tree in flight at once over the connection"},
-        "sha256":{"type":"string","description":"expected SHA-256 of the (single) file"},
-        \(TransferOptions.schemaProperties),
-        \(ConnectionParameters.schemaProperties)}}
-        """
+    struct Inputs: StepInputs {
+        @Input(help: "remote path, relative to remote_root", minLength: 1) var source: String
+        @Input(help: "local file or directory to create", minLength: 1) var destination: String
+        var tree = TreeInputs()
+    }
+    static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{"path":{"type":"string"},"files":{"type":"integer"},"bytes":{"type":"integer"},
           "resumed_bytes":{"type":"integer"},"sha256":{"type":"string"}}}
         """#
 
     static func run(_ step: StepContext) throws {
-        let sourceRelative = try step.string("source")
-        let destination = try step.string("destination")
-        let options = try TransferOptions(step)
-        let (session, owned) = try Sessions.resolve(step)
+        let inputs = try step.read(Inputs.self)
+        let (sourceRelative, destination) = (inputs.source, inputs.destination)
+        let options = try TransferOptions(inputs.tree.transfer, sha256: inputs.tree.sha256, step: step)
+        let (session, owned) = try Sessions.resolve(inputs.tree.server)
         defer { if owned { session.close() } }
         let connection = try session.shared(step)
         do {
             let fs = RemoteFS(connection: connection, step: step)
-            let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try fs.realpath("."))
+            let root = try RemoteRoot(inputs.tree.server.remoteRoot, home: try fs.realpath("."))
             let source = try root.resolve(sourceRelative)
             guard let info = try fs.stat(source) else { throw StepError.permanent("source \(source) does not exist on the server", code: "ENOENT") }
             var listing = TreeListing(files: [.init(relative: "", size: info.size)])
@@ -51,7 +46,7 @@ struct DownloadStep: StepDefinition {
                 try LocalPath.makeDirectories(TreeListing.path(destination, directory))
             }
             let guardRoot = RootGuard(root: root, fs: fs)
-            let tree = TreeTransfer(step: step, session: session, options: options, parallel: Int(try step.optionalInt("parallel") ?? 8))
+            let tree = TreeTransfer(step: step, session: session, options: options, parallel: inputs.tree.parallel)
             let result = try tree.run(entries, connection: connection) {
                 transfer, conn, entry, state throws(StepError) in
                 let remote = TreeListing.path(source, entry.relative)

@@ -5,41 +5,60 @@ import OrchestrateJSON
 import OrchestratePluginFiles
 import OrchestratePluginKit
 
-/// How files move: chunk size, and how many connections share one big file.
+/// How files move (`TransferInputs` made ready): chunk size, and how many connections share one big file.
 struct TransferOptions {
     /// What a resume may re-send per range at most: half of it is in flight per file (or per
     /// range), and the acknowledged position is checkpointed every half.
-    var chunk = 4 << 20
+    var chunk: Int
     /// Connections (each with its own handle) writing different ranges of one big file.
-    var connections = 4
+    var connections: Int
     /// Files at least this big are split into ranges.
-    var parallelThreshold: Int64 = 64 << 20
+    var parallelThreshold: Int64
     var expectedSHA256: String?
     /// The step's `max_rate`: one token bucket for all its files and ranges together.
     var rateCap: StepRateCap?
-    /// `limit_kibps` (KiB/s, like `sftp -l`), the name before `max_rate`: still read, with a warning.
-    static let limitAlias = StepRateCap.DeprecatedAlias(key: "limit_kibps", bytesPerUnit: 1024)
 
-    static let schemaProperties = #"""
-        "connections":{"type":"integer","minimum":1,"maximum":16,"default":4,"description":"connections writing ranges of one big file in parallel"},
-        "parallel_threshold_mib":{"type":"integer","minimum":1,"default":64,"description":"files at least this big (MiB) are split into ranges"},
-        \#(StepRateCap.schemaProperty),
-        \#(limitAlias.schemaProperty(unit: "KiB/s")),
-        "chunk_kib":{"type":"integer","minimum":64,"maximum":65536,"default":4096,"description":"KiB a resume may re-send per range at most; half of it is in flight per file or range (raise it on long fat links)"}
-        """#
-
-    init() {}
-
-    init(_ step: StepContext) throws(StepError) {
-        connections = Int(try step.optionalInt("connections") ?? 4)
-        parallelThreshold = (try step.optionalInt("parallel_threshold_mib") ?? 64) << 20
-        chunk = Int(try step.optionalInt("chunk_kib") ?? 4096) << 10
-        expectedSHA256 = try step.optionalString("sha256")?.lowercased()
-        rateCap = try StepRateCap.read(step, deprecatedAlias: Self.limitAlias)
+    init(_ inputs: TransferInputs, sha256: String?, step: StepContext) throws(StepError) {
+        connections = inputs.connections
+        parallelThreshold = inputs.parallelThresholdMiB << 20
+        chunk = Int(inputs.chunkKiB) << 10
+        expectedSHA256 = sha256?.lowercased()
+        rateCap = try StepRateCap.make(inputs.rate, deprecated: .init(inputs.limitKiBps, inputs.$limitKiBps, bytesPerUnit: 1024),
+                                       step: step)
         if let e = expectedSHA256, e.count != 64 || !e.allSatisfy(\.isHexDigit) {
             throw .invalidInput("sha256 must be 64 hexadecimal digits")
         }
     }
+}
+
+/// How files move, declared once for every sftp transfer step.
+struct TransferInputs: StepInputs {
+    @Input var connections: Int
+    @Input(name: "parallel_threshold_mib", help: "files at least this big (MiB) are split into ranges", minimum: 1)
+    var parallelThresholdMiB: Int64 = 64
+    var rate = RateCapInputs()
+    /// `limit_kibps` (KiB/s, like `sftp -l`), the name before `max_rate`: still read, with a warning.
+    @Input(name: "limit_kibps", help: "deprecated: use max_rate (bytes/s); this cap in KiB/s", minimum: 0, deprecated: true)
+    var limitKiBps: Int64?
+    @Input(name: "chunk_kib", help: "KiB a resume may re-send per range at most; half of it is in flight per file or range "
+        + "(raise it on long fat links)", minimum: 64, maximum: 65536)
+    var chunkKiB: Int64 = 4096
+
+    init() { self.init(connections: 4) }
+
+    /// `connections`: the default of the step that holds these inputs.
+    init(connections: Int) {
+        _connections = Input(wrappedValue: connections, help: "connections writing ranges of one big file in parallel",
+                             minimum: 1, maximum: 16)
+    }
+}
+
+/// What sftp.upload and sftp.download take besides their source and destination.
+struct TreeInputs: StepInputs {
+    @Input(help: "files of a tree in flight at once over the connection", minimum: 1, maximum: 64) var parallel = 8
+    @Input(help: "expected SHA-256 of the file (a single file only)") var sha256: String?
+    var transfer = TransferInputs()
+    var server = ServerInputs()
 }
 
 /// One file moved through `NAME.partial` and renamed into place, resumable:

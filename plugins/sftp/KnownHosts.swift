@@ -10,7 +10,7 @@ import OrchestratePluginKit
 /// records them, `off` accepts anything. A key that differs from a recorded one for the same
 /// host and key type is refused under every policy but `off` (that is how a MITM looks).
 struct KnownHosts {
-    enum Policy: String { case strict, acceptNew = "accept-new", off }
+    enum Policy: String, CaseIterable, InputEnum { case strict, acceptNew = "accept-new", off }
 
     enum Verdict: Equatable { case known, unknown, changed, revoked }
 

@@ -95,14 +95,14 @@ enum Sessions {
     /// The session a transfer step uses: its `session` input when that session is open in this
     /// process; otherwise a private one from its own connection fields (standalone use, or after
     /// a resume in a new process); `owned` says the caller must close it.
-    static func resolve(_ step: StepContext) throws(StepError) -> (session: Session, owned: Bool) {
-        if let id = try step.optionalString("session"), let session = lock.withLock({ open[id] }) {
+    static func resolve(_ server: ServerInputs) throws(StepError) -> (session: Session, owned: Bool) {
+        if let id = server.session, let session = lock.withLock({ open[id] }) {
             return (session, false)
         }
-        if ConnectionParameters.present(step) {
-            return (Session(id: "private", parameters: try ConnectionParameters(step)), true)
+        if server.connection.host != nil {
+            return (Session(id: "private", parameters: try ConnectionParameters(server.connection)), true)
         }
-        if let id = try step.optionalString("session") {
+        if let id = server.session {
             throw .retryable("sftp session \(id) is not open in this process (give the connection fields too, so the step can reconnect)",
                              code: "session_unknown")
         }

@@ -14,33 +14,28 @@ struct UploadStep: StepDefinition {
         the bytes the partial already holds (ranged uploads: from the checkpointed ranges). Files \
         of at least `parallel_threshold_mib` are written by `connections` connections in parallel.
         """
-    static let inputSchema = """
-        {"type":"object","additionalProperties":false,"required":["source","destination"],"properties":{
-        "session":{"type":"string","description":"session output of sftp.connect"},
-        "source":{"type":"string","minLength":1,"description":"local file or directory"},
-        "destination":{"type":"string","minLength":1,"description":"remote path, relative to remote_root"},
-        "remote_root":{"type":"string","default":".","description":"remote directory the destination may not leave"},
-        "parallel":{"type":"integer","minimum":1,"maximum":64,"default":8,"description":"files of a tree in flight at once over the connection"},
-        "sha256":{"type":"string","description":"expected SHA-256 of the (single) source file"},
-        \(TransferOptions.schemaProperties),
-        \(ConnectionParameters.schemaProperties)}}
-        """
+    struct Inputs: StepInputs {
+        @Input(help: "local file or directory", minLength: 1) var source: String
+        @Input(help: "remote path, relative to remote_root", minLength: 1) var destination: String
+        var tree = TreeInputs()
+    }
+    static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{"path":{"type":"string"},"files":{"type":"integer"},"bytes":{"type":"integer"},
           "resumed_bytes":{"type":"integer"}}}
         """#
 
     static func run(_ step: StepContext) throws {
-        let source = try step.string("source")
-        let destination = try step.string("destination")
-        let options = try TransferOptions(step)
+        let inputs = try step.read(Inputs.self)
+        let (source, destination) = (inputs.source, inputs.destination)
+        let options = try TransferOptions(inputs.tree.transfer, sha256: inputs.tree.sha256, step: step)
         guard let info = try FileInfo.of(source) else { throw StepError.invalidInput("source \(source) does not exist", code: "ENOENT") }
-        let (session, owned) = try Sessions.resolve(step)
+        let (session, owned) = try Sessions.resolve(inputs.tree.server)
         defer { if owned { session.close() } }
         let connection = try session.shared(step)
         do {
             let fs = RemoteFS(connection: connection, step: step)
-            let root = try RemoteRoot(try step.optionalString("remote_root") ?? ".", home: try fs.realpath("."))
+            let root = try RemoteRoot(inputs.tree.server.remoteRoot, home: try fs.realpath("."))
             let target = try root.resolve(destination)
             let listing = info.isDirectory ? try TreeListing.walk(source) : TreeListing(files: [.init(relative: "", size: info.size)])
             let entries = listing.files
@@ -50,7 +45,7 @@ struct UploadStep: StepDefinition {
                 try guardRoot.check(parentOf: remote)
                 try fs.makeDirectories(remote)
             }
-            let tree = TreeTransfer(step: step, session: session, options: options, parallel: Int(try step.optionalInt("parallel") ?? 8))
+            let tree = TreeTransfer(step: step, session: session, options: options, parallel: inputs.tree.parallel)
             let result = try tree.run(entries, connection: connection) {
                 transfer, conn, entry, state throws(StepError) in
                 let local = TreeListing.path(source, entry.relative)

@@ -164,6 +164,8 @@ enum PostgresSchema {
             """),
         // The run's `--max-rate` when it is a timetable, as written (`max_rate` is NULL then).
         (4, "ALTER TABLE runs ADD COLUMN max_rate_timetable TEXT"),
+        // The queue in claim order (`claimNextRuns`): a claim reads the rows it takes.
+        (5, "CREATE INDEX runs_queued ON runs (run_now DESC, priority DESC, queue_order, created_at) WHERE status = 'queued'"),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.

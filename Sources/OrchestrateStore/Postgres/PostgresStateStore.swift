@@ -32,6 +32,21 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     private let connection: String
     /// Gathers the journal commits of this process's run threads into shared transactions.
     private var commitGroup: CommitGroup<GroupedWrite>!
+    /// When `claimNextRuns` last looked for runs whose owner died on this node (monotonic
+    /// seconds; guarded by `orphanScanLock`): at most once a second, not at every claim.
+    private var lastOrphanScan = -Double.infinity
+    private let orphanScanLock = NSLock()
+    static let orphanScanInterval = 1.0
+
+    /// True at most once per `orphanScanInterval` (the first call always).
+    func orphanScanDue() -> Bool {
+        orphanScanLock.withLock {
+            let now = ProcessInfo.processInfo.systemUptime
+            guard now - lastOrphanScan >= Self.orphanScanInterval else { return false }
+            lastOrphanScan = now
+            return true
+        }
+    }
 
     /// What run threads commit through the `CommitGroup`: a round of a run's journal, or the
     /// release of a run once it stops.
@@ -140,19 +155,27 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         try commitGroup.commit(.release(runID: id, owner: owner))
     }
 
-    /// Frees the run's row and ends its concurrency leases, in one statement; wakes the other
-    /// workers only if the run is not finished (a serve shutting down hands its runs over): a
-    /// finished run is no one's work.
-    private static func release(_ id: String, _ owner: OwnerIdentity, _ conn: PGConnection) throws {
+    /// Frees the runs' rows (each only if `owner` still holds it) and ends their concurrency
+    /// leases, in one statement; wakes the other workers only if one of the runs is not finished
+    /// (a serve shutting down hands its runs over): a finished run is no one's work.
+    static func release(_ runs: [(runID: String, owner: OwnerIdentity)], _ conn: PGConnection) throws {
+        guard !runs.isEmpty else { return }
         try conn.execute("""
-            WITH released AS (
+            WITH given AS (
+                SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::bigint[]) AS g(id, node, pid, start)),
+            released AS (
                 UPDATE runs SET owner_node = NULL, owner_pid = NULL, owner_start = NULL, lease_until = NULL
-                WHERE id = $1 AND owner_node = $2 AND owner_pid = $3 AND owner_start = $4
-                RETURNING status),
+                FROM given
+                WHERE runs.id = given.id AND owner_node = given.node AND owner_pid = given.pid AND owner_start = given.start
+                  AND runs.id = ANY($1::text[])
+                RETURNING runs.status),
             ended AS (
-                DELETE FROM leases WHERE owner_node = $2 AND owner_pid = $3 AND owner_start = $4 AND holder LIKE $5)
-            SELECT pg_notify($6, '') FROM released WHERE status NOT IN ('succeeded', 'failed', 'cancelled')
-            """, [id] + ownerParameters(owner) + [likePrefix(id + "/"), PostgresSchema.workChannel])
+                DELETE FROM leases USING given
+                WHERE leases.owner_node = given.node AND leases.owner_pid = given.pid AND leases.owner_start = given.start
+                  AND starts_with(leases.holder, given.id || '/'))
+            SELECT pg_notify($5, '') FROM (SELECT 1 FROM released WHERE status NOT IN ('succeeded', 'failed', 'cancelled') LIMIT 1) unfinished
+            """, columns(of: runs, [\.runID, \.owner.node, { PGText.of($0.owner.pid) }, { PGText.of($0.owner.startTime) }])
+                + [PostgresSchema.workChannel])
     }
 
     public func requestControl(_ id: String, control: RunControl?) throws {
@@ -190,8 +213,8 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     }
 
     /// The statements of `writeGroup`, in the caller's transaction: one fence check for every
-    /// fenced run, then each kind of write for all batches at once, the releases, and the
-    /// events last (see "Event order").
+    /// fenced run, then each kind of write for all batches at once, the events (see "Event
+    /// order"), and the releases last.
     private static func write(_ writes: [GroupedWrite], _ conn: PGConnection) throws -> [Result<Void, any Error>] {
         let batches = writes.compactMap { if case .journal(let batch) = $0 { batch } else { nil } }
         let held = try heldRuns(batches.compactMap(\.fence), conn)
@@ -219,8 +242,16 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         if !released.isEmpty {
             try conn.execute("DELETE FROM leases WHERE holder = ANY($1::text[])", [PGText.array(released)])
         }
-        for case .release(let runID, let owner) in writes { try release(runID, owner, conn) }
-        try insertEvents(accepted.flatMap(\.events), conn)  // last: see "Event order"
+        var releases: [(runID: String, owner: OwnerIdentity)] = []
+        for write in writes {
+            switch write {
+            case .release(let runID, let owner): releases.append((runID, owner))
+            case .journal(let batch): if batch.releasesRun, let fence = batch.fence, held[fence.runID] == fence.owner { releases.append(fence) }
+            }
+        }
+        try insertEvents(accepted.flatMap(\.events), conn)  // as late as may be: see "Event order"
+        // After everything the owners wrote: each row is written while its writer holds the run.
+        try release(releases, conn)
         return outcomes
     }
 
@@ -430,91 +461,90 @@ extension PostgresStateStore {
         return owners
     }
 
-    /// Writes the journaled fields of runs, many per statement; of several versions of one
-    /// run, the last wins.
+    /// Writes the journaled fields of runs in one statement whatever their number (the rows
+    /// travel as arrays, so the statement's text, prepared once, never changes); of several
+    /// versions of one run, the last wins. `runs.id = ANY(…)` beside the join makes the plan
+    /// find the rows by primary key: the planner guesses 100 rows for an `unnest` and, for a
+    /// join that size, read the whole table (0.6 ms a commit at 1,000 runs).
     static func updateRuns(_ runs: [RunRecord], _ conn: PGConnection) throws {
         guard !runs.isEmpty else { return }
+        let unique = lastOfEach(runs, key: \.id)
+        try conn.execute("""
+            UPDATE runs SET status = v.status, ending = v.ending, started_at = v.started_at,
+                            finished_at = v.finished_at, error = v.error, outputs_json = v.outputs_json,
+                            priority = v.priority, labels_json = v.labels_json, max_rate = v.max_rate,
+                            max_rate_timetable = v.max_rate_timetable
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::double precision[], $5::double precision[], $6::text[],
+                        $7::text[], $8::integer[], $9::text[], $10::bigint[], $11::text[])
+                AS v(id, status, ending, started_at, finished_at, error, outputs_json, priority, labels_json, max_rate,
+                     max_rate_timetable)
+            WHERE runs.id = v.id AND runs.id = ANY($1::text[])
+            """, columns(of: unique, [
+                \.id, { $0.status.rawValue }, { $0.ending?.rawValue }, { PGText.of($0.startedAt) },
+                { PGText.of($0.finishedAt) }, \.error, { $0.outputs?.jsonText }, { PGText.of($0.priority) },
+                { labelsJSON($0.labels) }, { PGText.of($0.maxRate) }, \.maxRateTimetable,
+            ]))
+    }
+
+    /// Of several elements with one key, the last (in the order given), at the place of its last.
+    static func lastOfEach<T>(_ elements: [T], key: (T) -> String) -> [T] {
         var latest: [String: Int] = [:]
-        for (i, run) in runs.enumerated() { latest[run.id] = i }
-        let unique = latest.values.sorted().map { runs[$0] }
-        for chunk in stride(from: 0, to: unique.count, by: 100).map({ unique[$0..<min($0 + 100, unique.count)] }) {
-            var values: [String] = []
-            var parameters: [String?] = []
-            for run in chunk {
-                let n = parameters.count
-                values.append("($\(n + 1), $\(n + 2), $\(n + 3), $\(n + 4)::double precision, $\(n + 5)::double precision, "
-                    + "$\(n + 6), $\(n + 7), $\(n + 8)::integer, $\(n + 9), $\(n + 10)::bigint, $\(n + 11))")
-                parameters += [run.id, run.status.rawValue, run.ending?.rawValue, PGText.of(run.startedAt),
-                               PGText.of(run.finishedAt), run.error, run.outputs?.jsonText, PGText.of(run.priority),
-                               labelsJSON(run.labels), PGText.of(run.maxRate), run.maxRateTimetable]
-            }
-            try conn.execute("""
-                UPDATE runs SET status = v.status, ending = v.ending, started_at = v.started_at,
-                                finished_at = v.finished_at, error = v.error, outputs_json = v.outputs_json,
-                                priority = v.priority, labels_json = v.labels_json, max_rate = v.max_rate,
-                                max_rate_timetable = v.max_rate_timetable
-                FROM (VALUES \(values.joined(separator: ", ")))
-                    AS v(id, status, ending, started_at, finished_at, error, outputs_json, priority, labels_json, max_rate,
-                         max_rate_timetable)
-                WHERE runs.id = v.id
-                """, parameters)
-        }
+        for (i, element) in elements.enumerated() { latest[key(element)] = i }
+        return latest.values.sorted().map { elements[$0] }
+    }
+
+    /// One array parameter per column: the rows of a multi-row statement, for `unnest`.
+    static func columns<T>(of rows: [T], _ columns: [(T) -> String?]) -> [String?] {
+        columns.map { column in PGText.array(rows.map(column)) }
     }
 
     static func notifyWork(_ conn: PGConnection) throws {
         try conn.execute("SELECT pg_notify($1, '')", [PostgresSchema.workChannel])
     }
 
-    /// Inserts events under the event-order lock; must be the transaction's last statement.
+    /// Inserts events under the event-order lock, in one statement: the transaction's last
+    /// write but the release of runs (so the lock is held for as short as may be). The lock is
+    /// taken (by the materialized CTE) before any row draws its `seq`.
     static func insertEvents(_ events: [EventRecord], _ conn: PGConnection) throws {
         guard !events.isEmpty else { return }
-        try conn.execute("SELECT pg_advisory_xact_lock($1)", ["\(PostgresSchema.LockKey.eventOrder)"])
-        // Many rows per statement: a round's events cost one round trip per 200.
-        for chunk in stride(from: 0, to: events.count, by: 200).map({ events[$0..<min($0 + 200, events.count)] }) {
-            var values: [String] = []
-            var parameters: [String?] = []
-            for e in chunk {
-                let n = parameters.count
-                values.append("($\(n + 1), $\(n + 2), $\(n + 3), $\(n + 4), $\(n + 5))")
-                parameters += [e.runID, PGText.of(e.time), e.type.rawValue, e.step, e.data.jsonText]
-            }
-            try conn.execute("INSERT INTO events (run_id, time, type, step, data_json) VALUES " + values.joined(separator: ", "),
-                             parameters)
-        }
+        try conn.execute("""
+            WITH ordered AS MATERIALIZED (SELECT pg_advisory_xact_lock($1))
+            INSERT INTO events (run_id, time, type, step, data_json)
+            SELECT e.run_id, e.time, e.type, e.step, e.data_json
+            FROM ordered, unnest($2::text[], $3::double precision[], $4::text[], $5::text[], $6::text[])
+                WITH ORDINALITY AS e(run_id, time, type, step, data_json, n)
+            ORDER BY e.n
+            """, ["\(PostgresSchema.LockKey.eventOrder)"] + columns(of: events, [
+                \.runID, { PGText.of($0.time) }, { $0.type.rawValue }, \.step, { $0.data.jsonText },
+            ]))
     }
 
-    /// Writes step rows; when a batch holds several versions of one step, the last wins (as
-    /// SQLite's INSERT OR REPLACE in order would).
+    /// Writes step rows in one statement; when a batch holds several versions of one step, the
+    /// last wins (as SQLite's INSERT OR REPLACE in order would).
     static func upsertSteps(_ steps: [StepRecord], _ conn: PGConnection) throws {
         guard !steps.isEmpty else { return }
-        var latest: [String: Int] = [:]
-        for (i, s) in steps.enumerated() { latest[s.runID + "\u{0}" + s.id] = i }
-        let unique = latest.values.sorted().map { steps[$0] }
-        for chunk in stride(from: 0, to: unique.count, by: 100).map({ unique[$0..<min($0 + 100, unique.count)] }) {
-            var values: [String] = []
-            var parameters: [String?] = []
-            for s in chunk {
-                let n = parameters.count
-                values.append("(" + (1...19).map { "$\(n + $0)" }.joined(separator: ", ") + ")")
-                parameters += [s.runID, s.id, s.step, s.kind.rawValue, PGText.of(s.itemIndex), s.item?.jsonText,
-                               s.status.rawValue, PGText.of(s.attempt), PGText.of(s.failures), PGText.of(s.nextAttemptAt),
-                               s.idempotencyKey, s.outputs?.jsonText, s.errorKind, s.errorCode, s.errorMessage,
-                               PGText.of(s.startedAt), PGText.of(s.finishedAt), PGText.of(s.completionSeq), s.node]
-            }
-            try conn.execute("""
-                INSERT INTO steps (run_id, id, step, kind, item_index, item_json, status, attempt, failures, next_attempt_at,
-                    idempotency_key, outputs_json, error_kind, error_code, error_message, started_at, finished_at,
-                    completion_seq, node)
-                VALUES \(values.joined(separator: ", "))
-                ON CONFLICT (run_id, id) DO UPDATE SET step = EXCLUDED.step, kind = EXCLUDED.kind,
-                    item_index = EXCLUDED.item_index, item_json = EXCLUDED.item_json, status = EXCLUDED.status,
-                    attempt = EXCLUDED.attempt, failures = EXCLUDED.failures, next_attempt_at = EXCLUDED.next_attempt_at,
-                    idempotency_key = EXCLUDED.idempotency_key, outputs_json = EXCLUDED.outputs_json,
-                    error_kind = EXCLUDED.error_kind, error_code = EXCLUDED.error_code,
-                    error_message = EXCLUDED.error_message, started_at = EXCLUDED.started_at,
-                    finished_at = EXCLUDED.finished_at, completion_seq = EXCLUDED.completion_seq, node = EXCLUDED.node
-                """, parameters)
-        }
+        let unique = lastOfEach(steps) { $0.runID + "\u{0}" + $0.id }
+        try conn.execute("""
+            INSERT INTO steps (run_id, id, step, kind, item_index, item_json, status, attempt, failures, next_attempt_at,
+                idempotency_key, outputs_json, error_kind, error_code, error_message, started_at, finished_at,
+                completion_seq, node)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::text[], $7::text[],
+                                 $8::integer[], $9::integer[], $10::double precision[], $11::text[], $12::text[], $13::text[],
+                                 $14::text[], $15::text[], $16::double precision[], $17::double precision[], $18::integer[],
+                                 $19::text[])
+            ON CONFLICT (run_id, id) DO UPDATE SET step = EXCLUDED.step, kind = EXCLUDED.kind,
+                item_index = EXCLUDED.item_index, item_json = EXCLUDED.item_json, status = EXCLUDED.status,
+                attempt = EXCLUDED.attempt, failures = EXCLUDED.failures, next_attempt_at = EXCLUDED.next_attempt_at,
+                idempotency_key = EXCLUDED.idempotency_key, outputs_json = EXCLUDED.outputs_json,
+                error_kind = EXCLUDED.error_kind, error_code = EXCLUDED.error_code,
+                error_message = EXCLUDED.error_message, started_at = EXCLUDED.started_at,
+                finished_at = EXCLUDED.finished_at, completion_seq = EXCLUDED.completion_seq, node = EXCLUDED.node
+            """, columns(of: unique, [
+                \.runID, \.id, \.step, { $0.kind.rawValue }, { PGText.of($0.itemIndex) }, { $0.item?.jsonText },
+                { $0.status.rawValue }, { PGText.of($0.attempt) }, { PGText.of($0.failures) }, { PGText.of($0.nextAttemptAt) },
+                \.idempotencyKey, { $0.outputs?.jsonText }, \.errorKind, \.errorCode, \.errorMessage,
+                { PGText.of($0.startedAt) }, { PGText.of($0.finishedAt) }, { PGText.of($0.completionSeq) }, \.node,
+            ]))
     }
 
     static func labelsJSON(_ labels: [String: String]) -> String {

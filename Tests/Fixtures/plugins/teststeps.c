@@ -30,6 +30,10 @@
  *   test.metered     {bytes, chunk?}: "moves" bytes in chunks (default 64 KiB) through the
  *                    orchestrate.bandwidth.v1 extension, as a network step would; outputs
  *                    `bytes` and `extension` (whether the host offered it).
+ *   test.typed       {file, count = 3 (integer >= 1), label = "plain"}: appends
+ *                    "LABEL COUNT\n" to file; outputs `with` (the inputs JSON as received). It
+ *                    fills no default itself (a missing count or label fails it): what it sees
+ *                    of them is what the host filled in from its schema.
  */
 #include <orchestrate/plugin.h>
 
@@ -439,6 +443,18 @@ static int32_t run_metered(const orc_step_call *call, const orc_host_api *api, o
     return ORC_RUN_OK;
 }
 
+static int32_t run_typed(const orc_step_call *call, const orc_host_api *api, orc_host *host) {
+    char file[4096], label[256], line[400];
+    long long count;
+    if (!json_string(call->inputs_json, "file", file, sizeof file)) return missing(api, host, "file");
+    if (!json_int(call->inputs_json, "count", &count)) return missing(api, host, "count");
+    if (!json_string(call->inputs_json, "label", label, sizeof label)) return missing(api, host, "label");
+    int len = snprintf(line, sizeof line, "%s %lld\n", label, count);
+    if (append_file(file, line, (size_t)len) != 0) return io_failure(api, host, "cannot append to", file);
+    api->set_output(host, "with", call->inputs_json);
+    return ORC_RUN_OK;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The description
  * ------------------------------------------------------------------------------------------- */
@@ -481,8 +497,15 @@ STEP(metered, "test.metered", 0, "Moves bytes through the bandwidth extension, a
      OBJECT_SCHEMA("\"bytes\":{\"type\":\"integer\",\"minimum\":0},\"chunk\":{\"type\":\"integer\",\"minimum\":1}", "\"bytes\""),
      OBJECT_SCHEMA("\"bytes\":{\"type\":\"integer\"},\"extension\":{\"type\":\"boolean\"}", "\"bytes\""), run_metered);
 
+STEP(typed, "test.typed", 0, "Appends its label and count to a file; its schema has defaults.",
+     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"file\"],\"properties\":{"
+     "\"file\":{\"type\":\"string\"},"
+     "\"count\":{\"type\":\"integer\",\"minimum\":1,\"default\":3},"
+     "\"label\":{\"type\":\"string\",\"default\":\"plain\"}}}",
+     "{\"type\":\"object\",\"properties\":{\"with\":{\"type\":\"object\"}}}", run_typed);
+
 static const orc_step_type *const steps[] = {
-    &noop, &append, &flaky, &sleep_step, &checkpoint, &fail_step, &echo, &items, &metered,
+    &noop, &append, &flaky, &sleep_step, &checkpoint, &fail_step, &echo, &items, &metered, &typed,
 };
 
 static const orc_plugin plugin = {

@@ -35,8 +35,9 @@
 #include <string.h>
 
 /* ---------------------------------------------------------------------------------------------
- * Reading the inputs. The host passes the `with:` object as JSON text, already validated
- * against the input schema below. A real plugin would use a JSON library (cJSON, yyjson,
+ * Reading the inputs. The host passes the `with:` object as JSON text, checked against the
+ * input schema below after its expressions were evaluated, with the schema's `default`s filled
+ * in for the inputs the workflow left out. A real plugin would use a JSON library (cJSON, yyjson,
  * jansson); these few lines read a top-level string or integer, which is all this step needs.
  * ------------------------------------------------------------------------------------------- */
 
@@ -117,17 +118,19 @@ static int32_t fail(const orc_host_api *api, orc_host *host, int32_t kind, const
 }
 
 static int32_t run_hello(const orc_step_call *call, const orc_host_api *api, orc_host *host) {
-    char name[256], greeting[256] = "Hello", line[600], json[6 * 600 + 3];
-    long long work_ms = 0;
+    char name[256], greeting[256], line[600], json[6 * 600 + 3];
+    long long work_ms;
 
-    /* 1. Inputs. The schema makes `name` required, but a step still checks what it relies on:
-     *    an invalid-input error is never retried, and its message reaches the user. */
+    /* 1. Inputs. The host has checked them against the schema, and filled in the defaults the
+     *    schema declares (`greeting` is "Hello", `work_ms` 0, unless the workflow says otherwise),
+     *    so no default is written twice here. A step still checks what it relies on beyond the
+     *    schema: an invalid-input error is never retried, and its message reaches the user. */
     if (!input_string(call->inputs_json, "name", name, sizeof name) || name[0] == '\0')
         return fail(api, host, ORC_ERROR_INVALID_INPUT, "missing_name", "input 'name' must be a non-empty string");
-    if (find_value(call->inputs_json, "greeting") &&
-        !input_string(call->inputs_json, "greeting", greeting, sizeof greeting))
+    if (!input_string(call->inputs_json, "greeting", greeting, sizeof greeting))
         return fail(api, host, ORC_ERROR_INVALID_INPUT, "bad_greeting", "input 'greeting' must be a string (at most 255 bytes)");
-    input_int(call->inputs_json, "work_ms", &work_ms);
+    if (!input_int(call->inputs_json, "work_ms", &work_ms))
+        return fail(api, host, ORC_ERROR_INVALID_INPUT, "bad_work_ms", "input 'work_ms' must be an integer");
 
     /* 2. Log what the step is doing (never secrets, never the whole inputs object). */
     snprintf(line, sizeof line, "greeting %s (attempt %u)", name, (unsigned)call->attempt);

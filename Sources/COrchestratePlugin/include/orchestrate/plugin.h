@@ -300,8 +300,17 @@ typedef struct orc_step_call {
     /* The run's id and the step's id within the workflow (for for_each: "upload[3]"). */
     const char *run_id;
     const char *step_id;
-    /* The step's `with:` block, resolved, as a JSON object text. Validated against the step
-     * type's input schema before the run started. */
+    /* The step's `with:` block, resolved, as a JSON object text. What the host guarantees, at
+     * every attempt, after the block's expressions were evaluated and before run is called:
+     * - every top-level input the workflow left out (or that resolved to null where the
+     *   property's `type` does not allow null) holds the property's `default`, when the schema
+     *   declares one: a plugin never writes its defaults a second time;
+     * - the object satisfies the input schema (the subset listed at input_schema). A resolved
+     *   value that does not (`${{ steps.x.outputs.y }}` giving a string where an integer is
+     *   required) fails the attempt as ORC_ERROR_INVALID_INPUT, naming the step and the input,
+     *   and run is not called.
+     * Checks beyond the schema (a file that must exist, two inputs that exclude each other
+     * without an if/then) remain the plugin's. */
     const char *inputs_json;
     /* The step's idempotency key, evaluated once and persisted, or NULL when it has none. A step
      * whose effect must happen once sends it to the server (e.g. HTTP Idempotency-Key). */
@@ -338,8 +347,10 @@ typedef struct orc_step_type {
     const char *documentation;  /* longer text for `plugins inspect` (Markdown), or NULL */
     /* JSON Schema (draft 2020-12 subset: type, properties, required, additionalProperties,
      * items, enum, const, minimum, maximum, minLength, allOf, if/then/else, description, default)
-     * of the `with:` object. A then/else schema's description is added to its errors: say there
-     * why the inputs go together and what to change. */
+     * of the `with:` object, checked by `orchestrate validate` as written and by the host on the
+     * resolved object before each attempt (see orc_step_call.inputs_json); top-level `default`s
+     * are filled in. A then/else schema's description is added to its errors: say there why the
+     * inputs go together and what to change. */
     const char *input_schema;
     /* JSON Schema of the outputs object the step sets, or NULL. */
     const char *output_schema;

@@ -61,8 +61,10 @@ impl Failure {
 
 /// The step itself, in safe Rust.
 fn hello(call: &OrcStepCall, host: &Host) -> Result<(), Failure> {
-    // 1. Inputs. The host validated them against the schema below, but a step still checks what
-    //    it relies on: an invalid-input error is never retried, and its message reaches the user.
+    // 1. Inputs. The host checked them against the schema below and filled in the defaults it
+    //    declares (`greeting` "Hello", `work_ms` 0), so none is written again here. A step still
+    //    checks what it relies on: an invalid-input error is never retried, and its message
+    //    reaches the user.
     let inputs = unsafe { borrowed_str(call.inputs_json) }.unwrap_or("{}");
     let name = match json::top_level(inputs, "name") {
         Some(Value::Text(name)) if !name.is_empty() => name,
@@ -74,9 +76,8 @@ fn hello(call: &OrcStepCall, host: &Host) -> Result<(), Failure> {
         }
     };
     let greeting = match json::top_level(inputs, "greeting") {
-        None => "Hello".to_string(),
         Some(Value::Text(greeting)) => greeting,
-        Some(_) => {
+        _ => {
             return Err(Failure::invalid_input(
                 "bad_greeting",
                 "input 'greeting' must be a string",
@@ -85,7 +86,12 @@ fn hello(call: &OrcStepCall, host: &Host) -> Result<(), Failure> {
     };
     let work_ms = match json::top_level(inputs, "work_ms") {
         Some(Value::Integer(ms)) => ms.max(0),
-        _ => 0,
+        _ => {
+            return Err(Failure::invalid_input(
+                "bad_work_ms",
+                "input 'work_ms' must be an integer",
+            ))
+        }
     };
 
     // 2. Log what the step is doing (never secrets, never the whole inputs object).
