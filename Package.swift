@@ -91,15 +91,21 @@ let package = Package(
 
         // The Swift plugin author's kit: a step is a type conforming to `StepDefinition`.
         .target(name: "OrchestratePluginKit", dependencies: ["OrchestrateJSON", "COrchestratePlugin", "OrchestrateTokenBucket"]),
-        .target(name: "OrchestrateFSPlugin", dependencies: ["OrchestratePluginKit", "OrchestrateDigest"],
+        // Local file I/O for plugins, written once: a partial file beside its destination
+        // (resume from its size), early write-back, commit by fsync + atomic rename + directory
+        // fsync, streamed reading and hashing.
+        .target(name: "OrchestratePluginFiles", dependencies: ["OrchestratePluginKit", "OrchestrateDigest", "CPluginFiles"]),
+        // sync_file_range for the write-back (Swift's Glibc module hides it).
+        .target(name: "CPluginFiles"),
+        .target(name: "OrchestrateFSPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "OrchestrateDigest"],
                 path: "plugins/fs"),
         // pipe2 and dladdr for the exec plugin (Swift's Glibc module hides them).
         .target(name: "CExecSupport"),
         .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit", "CExecSupport"],
                 path: "plugins/exec", exclude: ["README.md"]),
-        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "CCurl", "OrchestrateDigest", "OrchestrateTokenBucket"],
+        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateDigest", "OrchestrateTokenBucket"],
                 path: "plugins/http", exclude: ["README.md"]),
-        .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "CLibSSH2", "CLibCrypto"],
+        .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CLibSSH2", "CLibCrypto"],
                 path: "plugins/sftp", exclude: ["README.md"]),
         .executableTarget(name: "OrchestrateSandbox", dependencies: [
             "OrchestrateJSON", .product(name: "Hummingbird", package: "hummingbird"),

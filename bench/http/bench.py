@@ -2,8 +2,9 @@
 """HTTP transfer benchmark (issue 3): orchestrate's http plugin against curl(1), side by side.
 
 In one run, over loopback, with the same file (default 1 GiB of random bytes):
-  * download:  `http.download` from nginx            vs  `curl -o`, and vs `curl -o && sync FILE`
-               (orchestrate fsyncs the file before its atomic rename; curl does not)
+  * download:  `http.download` from nginx            vs  `curl -o`, `curl -o && sync FILE`
+               (orchestrate fsyncs the file before its atomic rename; curl does not) and
+               `dd conv=fdatasync` (the same bytes from the page cache into a durable file)
   * PUT:       `http.upload protocol: put` to nginx's WebDAV  vs  `curl -T`
   * tus:       `http.upload protocol: tus` to the sandbox    vs  the same PATCHes sent by curl
                (one curl per chunk, the chunks cut beforehand, outside the timing)
@@ -28,7 +29,7 @@ import json
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import ROOT, timed, free_port  # noqa: E402
+from benchlib import ROOT, timed, timed_usage, free_port  # noqa: E402
 
 
 
@@ -84,6 +85,83 @@ def workflow(path, step):
     return path
 
 
+def strace_calls(trace):
+    """(call, file, seconds) of each call in an `strace -f -y -T` log: `123 fsync(7</a/b>) = 0 <0.12>`,
+    or split in two when another thread's call came between (`<unfinished ...>`, `<... fsync resumed>`)."""
+    import re
+    whole = re.compile(r"^(\d+) (\w+)\(\d+<([^>]*)>.*<([\d.]+)>$")
+    started = re.compile(r"^(\d+) (\w+)\(\d+<([^>]*)>.*<unfinished \.\.\.>$")
+    resumed = re.compile(r"^(\d+) <\.\.\. (\w+) resumed>.*<([\d.]+)>$")
+    calls, pending = [], {}
+    for line in open(trace):
+        line = line.rstrip()
+        if m := whole.match(line):
+            calls.append((m[2], m[3], float(m[4])))
+        elif m := started.match(line):
+            pending[m[1]] = (m[2], m[3])
+        elif (m := resumed.match(line)) and m[1] in pending:
+            call, path = pending.pop(m[1])
+            calls.append((call, path, float(m[3])))
+    return calls
+
+
+def download_tail(a, o, nbase, src, work):
+    """The download and what bounds it, in one rotation per repeat: `curl -o`, `curl -o && sync
+    FILE` (durable like orchestrate's), `dd conv=fdatasync` (the same bytes from the page cache
+    into a new durable file: what the disk costs without a network), `http.download`, and an
+    `http.download` of an empty file (the fixed cost of a run).
+    Every output is deleted and the page cache written back (`sync`) before each command, outside
+    the timing, so no command pays for the one before. Then one more `http.download` under
+    `strace -T` for the time it spends in fsync/fdatasync (the write-back and the final fsync)."""
+    url = f"{nbase}/files/big.bin"
+    out = f"{work}/dl.bin"
+
+    def fresh():
+        for path in (out, f"{work}/.dl.bin.part"):
+            if os.path.exists(path):
+                os.remove(path)
+        os.sync()
+
+    commands = {
+        "curl -o": lambda: timed_usage(["curl", "-sS", "-o", out, url]),
+        "curl -o && sync FILE": lambda: timed_usage(["sh", "-c", f"curl -sS -o {out} {url} && sync {out}"]),
+        "dd conv=fdatasync (the bytes, durable)": lambda: timed_usage(["dd", f"if={src}", f"of={out}", "bs=1M", "conv=fdatasync", "status=none"]),
+        "http.download": lambda: o(f"    uses: http.download\n    with: {{ url: \"{url}\", destination: \"{out}\" }}\n", usage=True),
+        # What a run costs besides the bytes: start-up, validation, the journal, fsync + rename.
+        "http.download of an empty file": lambda: o(f"    uses: http.download\n    with: {{ url: \"{nbase}/files/empty.bin\", "
+                                                    f"destination: \"{out}\" }}\n", usage=True),
+    }
+    open(f"{os.path.dirname(src)}/empty.bin", "w").close()
+    runs = {name: [] for name in commands}
+    for _ in range(a.repeat):
+        for name, run in commands.items():
+            fresh()
+            runs[name].append(run())
+            if name == "http.download" and subprocess.run(["cmp", src, out]).returncode != 0:
+                raise SystemExit("the download differs from the source")
+    fresh()
+    trace = f"{work}/fsync.trace"
+    o(f"    uses: http.download\n    with: {{ url: \"{url}\", destination: \"{out}\" }}\n",
+      wrap=["strace", "-f", "-qq", "-y", "--seccomp-bpf", "-T", "-e", "trace=fsync,fdatasync,sync_file_range", "-o", trace])
+    syncs = strace_calls(trace)
+    fresh()
+    median = {name: tuple(statistics.median(r[i] for r in rs) for i in range(3)) for name, rs in runs.items()}
+    orch = median["http.download"][0]
+    print(f"\ndownload of {a.mib} MiB from nginx, median of {a.repeat} rotations ({os.cpu_count()} CPUs)\n")
+    print("| command | wall | CPU (user+sys) | http.download / this |")
+    print("|---|---|---|---|")
+    for name, (wall, _, cpu) in median.items():
+        print(f"| {name} | {wall:.2f} s | {cpu:.2f} s | {orch / wall:.3f} |")
+    part = [(call, t) for call, path, t in syncs if path.endswith(".dl.bin.part")]
+    background = [t for call, t in part if call != "fsync"]
+    final = sum(t for call, t in part if call == "fsync")
+    directory = sum(t for call, path, t in syncs if path == work)
+    journal = sum(t for call, path, t in syncs if not path.endswith(".dl.bin.part") and path != work)
+    print(f"\nhttp.download under strace: {len(background)} background write-backs of the partial file {sum(background):.2f} s "
+          f"(off the transfer thread); after the last byte: fsync of the file {final:.2f} s, of the directory {directory:.3f} s; "
+          f"the journal's fsyncs {journal:.2f} s")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", default=os.path.join(ROOT, ".build/release"))
@@ -110,30 +188,14 @@ def main():
         state = f"{work}/state"
         env = dict(os.environ)
 
-        def o(cmd_yaml):
+        def o(cmd_yaml, usage=False, wrap=()):
             shutil.rmtree(state, ignore_errors=True)
-            return timed([orch, "run", workflow(f"{work}/wf.yaml", cmd_yaml), "--state", state], env)
-
-        def reset(path):
-            if os.path.exists(path):
-                os.remove(path)
+            run = timed_usage if usage else timed
+            return run([*wrap, orch, "run", workflow(f"{work}/wf.yaml", cmd_yaml), "--state", state], env)
 
         cases = {}
-        # download
-        def dl_curl():
-            reset(f"{work}/dl-curl.bin")
-            return timed(["curl", "-sS", "-o", f"{work}/dl-curl.bin", f"{nbase}/files/big.bin"])
-
-        def dl_orch():
-            reset(f"{work}/dl-orch.bin")
-            return o(f"    uses: http.download\n    with: {{ url: \"{nbase}/files/big.bin\", destination: \"{work}/dl-orch.bin\" }}\n")
-        cases["download (nginx)"] = (dl_orch, dl_curl)
-
-        # The same, with curl's file made durable as orchestrate's is (fsync before rename).
-        def dl_curl_sync():
-            reset(f"{work}/dl-curl.bin")
-            return timed(["sh", "-c", f"curl -sS -o {work}/dl-curl.bin {nbase}/files/big.bin && sync {work}/dl-curl.bin"])
-        cases["download (nginx) vs curl + sync"] = (dl_orch, dl_curl_sync)
+        if not a.only or a.only in "download":
+            download_tail(a, o, nbase, src, work)
 
         # PUT
         def put_curl():
@@ -177,7 +239,7 @@ def main():
             results[name] = (statistics.median(ot), statistics.median(ct), max(orss), max(crss))
             print(f"{name}: orchestrate {results[name][0]:.2f}s  curl {results[name][1]:.2f}s", file=sys.stderr)
 
-        for name, path in (("download", f"{work}/dl-orch.bin"), ("PUT upload", f"{work}/nginx/dav/orch.bin")):
+        for name, path in (("PUT upload", f"{work}/nginx/dav/orch.bin"),):
             if os.path.exists(path) and subprocess.run(["cmp", src, path]).returncode != 0:
                 raise SystemExit(f"{name} differs from the source")
     finally:

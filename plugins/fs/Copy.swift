@@ -1,4 +1,5 @@
 import OrchestrateJSON
+import OrchestratePluginFiles
 import OrchestratePluginKit
 
 /// `fs.copy`: a verified, resumable, atomic file copy.
@@ -38,7 +39,7 @@ struct Copy: StepDefinition {
         if let expected, expected.count != 64 || !expected.allSatisfy(\.isHexDigit) {
             throw StepError.invalidInput("sha256 must be 64 hexadecimal digits")
         }
-        if let existing = try FileSystem.info(destination) {
+        if let existing = try FileInfo.of(destination) {
             guard !existing.isDirectory else {
                 throw StepError.invalidInput("destination \(destination) is a directory; name the file to create")
             }
@@ -66,7 +67,7 @@ struct Copy: StepDefinition {
     private static func sameContent(_ source: String, _ destination: String, size: Int64,
                                     step: StepContext) throws(StepError) -> FileCopier.Copied?
     {
-        guard let sourceInfo = try FileSystem.info(source), sourceInfo.isRegular, sourceInfo.size == size else { return nil }
+        guard let sourceInfo = try FileInfo.of(source), sourceInfo.isRegular, sourceInfo.size == size else { return nil }
         let a = try FileCopier.hash(source, step: step)
         let b = try FileCopier.hash(destination, step: step)
         return a.sha256 == b.sha256 ? b : nil

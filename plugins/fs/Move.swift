@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OrchestratePluginFiles
 import OrchestratePluginKit
 
 /// `fs.move`: rename, or copy + fsync + unlink across filesystems.
@@ -31,15 +32,15 @@ struct Move: StepDefinition {
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
         let (source, destination, overwrite) = (inputs.source, inputs.destination, inputs.overwrite)
-        let existing = try FileSystem.info(destination)
-        guard let sourceInfo = try FileSystem.info(source) else {
+        let existing = try FileInfo.of(destination)
+        guard let sourceInfo = try FileInfo.of(source) else {
             if existing != nil && (step.attempt > 1 || step.loadCheckpoint() != nil) {
                 step.log(.info, "\(source) is gone and \(destination) exists: moved by an earlier attempt")
                 return setOutputs(step, destination, copied: false)
             }
             throw StepError.permanent("source \(source) does not exist", code: "ENOENT")
         }
-        guard sourceInfo.isRegular else { throw FileSystem.notAFile("source", source, sourceInfo) }
+        guard sourceInfo.isRegular else { throw StepError.notAFile("source", source, sourceInfo) }
         if let existing {
             guard !existing.isDirectory else {
                 throw StepError.invalidInput("destination \(destination) is a directory; name the file to create")
@@ -48,18 +49,18 @@ struct Move: StepDefinition {
                 throw StepError.permanent("destination \(destination) exists (set overwrite: true to replace it)", code: "EEXIST")
             }
         }
-        try FileSystem.makeDirectories(FileSystem.parent(of: destination))
+        try LocalPath.makeDirectories(LocalPath.parent(of: destination))
         if rename(source, destination) == 0 {
-            try FileSystem.syncDirectory(FileSystem.parent(of: destination))
-            try FileSystem.syncDirectory(FileSystem.parent(of: source))
+            try LocalPath.syncDirectory(LocalPath.parent(of: destination))
+            try LocalPath.syncDirectory(LocalPath.parent(of: source))
             return setOutputs(step, destination, copied: false)
         }
         guard errno == EXDEV else { throw StepError.posix("cannot move \(source) to \(destination)") }
 
         step.log(.info, "\(source) and \(destination) are on different filesystems: copying, then removing the source")
         let copied = try FileCopier(step: step).copy(source: source, to: destination, expectedSHA256: nil)
-        try FileSystem.removeFile(source)
-        try FileSystem.syncDirectory(FileSystem.parent(of: source))
+        try LocalPath.remove(source)
+        try LocalPath.syncDirectory(LocalPath.parent(of: source))
         step.setOutput("sha256", .string(copied.sha256))
         step.setOutput("size", .int(copied.size))
         setOutputs(step, destination, copied: true)

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import OrchestratePluginFiles
 import OrchestratePluginKit
 import OrchestrateJSON
 
@@ -42,13 +43,8 @@ struct DownloadStep: StepDefinition {
         let options = try TransferOptions(inputs.transfer, step: step)
         let (url, destination) = (inputs.url, inputs.destination)
         let expected = inputs.sha256.map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
-        let slash = destination.lastIndex(of: "/")
-        let directory = slash.map { String(destination[..<$0]) }.map { $0.isEmpty ? "/" : $0 } ?? "."
-        let name = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination
-        let partPath = "\(directory)/.\(name).part"
-
-        let file = try LocalFile(path: partPath, flags: O_RDWR | O_CREAT)
-        var state = DownloadState(step: step, file: file, url: url)
+        let partial = try PartialFile(for: destination, naming: .hiddenPart, keeping: .all)
+        var state = DownloadState(step: step, partial: partial, url: url)
         try state.restoreFromCheckpoint()
         let resumedFrom = state.offset
         if resumedFrom > 0 { step.log(.info, "resuming \(url) from byte \(resumedFrom)") }
@@ -75,16 +71,14 @@ struct DownloadStep: StepDefinition {
         if response.status == 200 && !state.bodyStarted { try state.startOver(validator: state.validator) }
         try state.checkLength(response)
 
-        let digest = state.behind.finish(at: state.offset)
+        let digest = state.hash.finish(at: state.offset)
         if let expected, expected != digest {
-            unlink(partPath)
+            try partial.discard()
             step.saveCheckpoint(json: ["url": .string(url)])
             throw StepError.permanent("SHA-256 mismatch for \(url): expected \(expected), got \(digest); the partial file was deleted",
                                       code: "sha256_mismatch")
         }
-        try file.sync()
-        guard rename(partPath, destination) == 0 else { throw StepError.posix("cannot rename \(partPath) to \(destination)") }
-        LocalFile.syncDirectory(directory)
+        try partial.commit()
         step.saveCheckpoint(json: ["url": .string(url), "done": true])
         step.progress(bytesDone: state.offset, bytesTotal: state.offset)
         step.log(.info, "downloaded \(url) → \(destination) (\(state.offset) bytes)")
@@ -101,13 +95,14 @@ struct DownloadStep: StepDefinition {
 /// resource, kept in step with the checkpoint.
 struct DownloadState {
     let step: StepContext
-    let file: LocalFile
+    /// `.NAME.part` beside the destination (early write-back included).
+    let partial: PartialFile
     let url: String
     var offset: Int64 = 0
     var validator: String?
     var etag: String?
-    /// Hashing and early write-back, off the transfer thread.
-    let behind: WriteBehind
+    /// The SHA-256 of what is written, computed off the transfer thread.
+    let hash: TrailingHash
     var restarted = false
     var bodyStarted = false
     /// Set when a 206 answered another range than the one asked (nothing of it was written).
@@ -116,29 +111,29 @@ struct DownloadState {
     /// of libcurl's generic "Failure writing output to destination".
     var writeError: StepError?
 
-    init(step: StepContext, file: LocalFile, url: String) {
+    init(step: StepContext, partial: PartialFile, url: String) {
         self.step = step
-        self.file = file
+        self.partial = partial
         self.url = url
-        behind = WriteBehind(fd: file.fd)
+        hash = TrailingHash(file: partial.file)
     }
 
     /// Keeps the bytes on disk when the checkpoint says which version they belong to.
     mutating func restoreFromCheckpoint() throws(StepError) {
         let checkpoint = step.loadCheckpointJSON()
-        if checkpoint?["url"]?.stringValue == url, let saved = checkpoint?["validator"]?.stringValue, file.size > 0 {
+        if checkpoint?["url"]?.stringValue == url, let saved = checkpoint?["validator"]?.stringValue, partial.size > 0 {
             validator = saved
-            offset = file.size
-            behind.advance(to: offset)  // the kept prefix is hashed in the background
+            offset = partial.size
+            hash.advance(to: offset)  // the kept prefix is hashed in the background
         } else {
-            try file.truncate(to: 0)
+            try partial.startOver()
         }
     }
 
     /// Drops the partial bytes (a changed resource, or a range the server refused).
     mutating func startOver(validator: String?) throws(StepError) {
-        behind.reset()
-        try file.truncate(to: 0)
+        hash.reset()
+        try partial.startOver()
         offset = 0
         self.validator = validator
         step.saveCheckpoint(json: ["url": .string(url), "validator": validator.map { .string($0) } ?? .null, "offset": 0])
@@ -218,12 +213,12 @@ struct DownloadState {
         }
 
         func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-            guard state.file.write(bytes, at: state.offset) else {
-                state.writeError = .posix("cannot write \(state.file.path)")
+            do { try state.partial.write(bytes, at: state.offset) } catch {
+                state.writeError = error
                 return false
             }
             state.offset += Int64(bytes.count)
-            state.behind.advance(to: state.offset)
+            state.hash.advance(to: state.offset)
             let now = Clock.milliseconds()
             if now - lastSave >= 1000 {
                 lastSave = now

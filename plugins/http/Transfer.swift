@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CCurl
+import OrchestratePluginFiles
 import OrchestratePluginKit
 
 /// One HTTP exchange on a libcurl easy handle, driven by a multi handle so that the step's
@@ -15,8 +16,8 @@ final class Transfer {
     enum Body {
         case none
         case bytes([UInt8])
-        /// `length` bytes of the open file `fd`, from `offset`.
-        case file(fd: Int32, offset: Int64, length: Int64)
+        /// `length` bytes of `file`, from `offset`.
+        case file(LocalFile, offset: Int64, length: Int64)
 
         var length: Int64 {
             switch self {
@@ -248,10 +249,10 @@ final class Transfer {
             }
             readPosition += Int64(wanted)
             return wanted
-        case .file(let fd, let offset, _):
-            let n = pread(fd, base, wanted, off_t(offset + readPosition))
-            if n < 0 {
-                callbackError = .posix("cannot read the file being uploaded")
+        case .file(let file, let offset, _):
+            let n: Int
+            do { n = try file.read(into: UnsafeMutableRawBufferPointer(start: base, count: wanted), at: offset + readPosition) } catch {
+                callbackError = error
                 return Int(CURL_READFUNC_ABORT)
             }
             if n == 0 {

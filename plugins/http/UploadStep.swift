@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import OrchestratePluginFiles
 import OrchestratePluginKit
 import OrchestrateJSON
 
@@ -59,7 +60,7 @@ struct UploadStep: StepDefinition {
         let inputs = try step.read(Inputs.self)
         let options = try TransferOptions(inputs.transfer, step: step)
         let (url, path) = (inputs.url, inputs.file)
-        let file = try LocalFile(path: path, flags: O_RDONLY)
+        let file = try LocalFile(reading: path)
         let upload = Upload(step: step, options: options, url: url, file: file, size: file.size, session: try CurlSession())
         let result: Upload.Result
         switch inputs.uploadProtocol {
@@ -110,7 +111,7 @@ struct Upload {
     {
         var all = options.headers
         for (k, v) in headers { all[k] = v }
-        let body: Transfer.Body = length > 0 ? .file(fd: file.fd, offset: offset, length: length) : (emptyBody ? .bytes([]) : .none)
+        let body: Transfer.Body = length > 0 ? .file(file, offset: offset, length: length) : (emptyBody ? .bytes([]) : .none)
         let transfer = try Transfer(step: step, method: method, url: url, headers: all, body: body, options: options, memoryCap: 1 << 20,
                                     freshConnection: freshConnection)
         let step = self.step, size = self.size

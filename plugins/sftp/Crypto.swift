@@ -1,7 +1,8 @@
 import CLibCrypto
 
-/// The few digests the plugin needs, over OpenSSL's EVP interface: SHA-256 for content checks
-/// and host-key fingerprints, HMAC-SHA1 for hashed known_hosts entries (`|1|salt|hmac`).
+/// The few digests the SSH layer needs, over OpenSSL's EVP interface: SHA-256 for host-key
+/// fingerprints, HMAC-SHA1 for hashed known_hosts entries (`|1|salt|hmac`). (File contents are
+/// hashed by OrchestratePluginFiles.)
 enum Digest {
     static func sha256(_ bytes: [UInt8]) -> [UInt8] { digest(EVP_sha256(), bytes) }
 
@@ -24,40 +25,6 @@ enum Digest {
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &out, &length)
         return Array(out.prefix(Int(length)))
-    }
-}
-
-/// Incremental SHA-256 for file contents.
-final class SHA256Stream {
-    private let context: OpaquePointer
-
-    init() {
-        context = EVP_MD_CTX_new()
-        EVP_DigestInit_ex(context, EVP_sha256(), nil)
-    }
-
-    deinit { EVP_MD_CTX_free(context) }
-
-    func update(_ bytes: UnsafeRawBufferPointer) {
-        if let base = bytes.baseAddress, !bytes.isEmpty { EVP_DigestUpdate(context, base, bytes.count) }
-    }
-
-    /// The digest as lower-case hex. Call once.
-    func finish() -> String {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        EVP_DigestFinal_ex(context, &digest, &length)
-        return Hex.encode(Array(digest.prefix(Int(length))))
-    }
-}
-
-enum Hex {
-    static func encode(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xF)]) }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

@@ -1,4 +1,5 @@
 import OrchestrateJSON
+import OrchestratePluginFiles
 import OrchestratePluginKit
 
 /// `sftp.download`: a remote file or tree (under `remote_root`) to a local path.
@@ -42,7 +43,7 @@ struct DownloadStep: StepDefinition {
             }
             let entries = listing.files
             for directory in listing.emptyDirectories {
-                try LocalFile.makeDirectories(TreeListing.path(destination, directory))
+                try LocalPath.makeDirectories(TreeListing.path(destination, directory))
             }
             let guardRoot = RootGuard(root: root, fs: fs)
             let tree = TreeTransfer(step: step, session: session, options: options, parallel: inputs.tree.parallel)

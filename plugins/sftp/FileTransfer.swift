@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import OrchestrateJSON
+import OrchestratePluginFiles
 import OrchestratePluginKit
 
 /// How files move (`TransferInputs` made ready): chunk size, and how many connections share one big file.
@@ -92,7 +93,7 @@ final class FileTransfer: @unchecked Sendable {
         let source = try LocalFile(reading: local)
         let size = source.size
         if let expected = options.expectedSHA256 {
-            let actual = try FileTransfer.hash(source, size: size)
+            let actual = try source.sha256(upTo: size).digest
             guard actual == expected else {
                 throw .permanent("\(local) has SHA-256 \(actual), not \(expected) (the sha256 input)", code: "sha256_mismatch")
             }
@@ -174,24 +175,23 @@ final class FileTransfer: @unchecked Sendable {
         guard attributes.isRegular else { throw .permanent("\(remote) is not a regular file", code: "EISDIR") }
         let size = attributes.size
         let parent = String(local[..<(local.lastIndex(of: "/") ?? local.startIndex)])
-        if !parent.isEmpty { try LocalFile.makeDirectories(parent) }
-        let partialPath = local + ".partial"
-        let existing = LocalFile.info(partialPath)
+        if !parent.isEmpty { try LocalPath.makeDirectories(parent) }
+        let existing = try FileInfo.of(PartialFile.Naming.suffix.path(for: local))
         var ranges: [[Int64]]
-        let target: LocalFile
+        let target: PartialFile
         if size >= options.parallelThreshold && options.connections > 1 {
             if let saved = FileTransfer.ranges(checkpoint, size: size), existing?.isRegular == true {
                 ranges = saved
-                target = try LocalFile(writing: partialPath, truncate: false)
+                target = try PartialFile(for: local, naming: .suffix, keeping: .all)
             } else {
                 ranges = FileTransfer.plan(size: size, count: options.connections)
                 onCheckpoint(FileTransfer.state(ranges, size: size))  // before the partial is emptied
-                target = try LocalFile(writing: partialPath, truncate: true)
+                target = try PartialFile(for: local, naming: .suffix, keeping: .nothing)
             }
         } else {
             var offset = existing?.size ?? 0
             if offset > size { offset = 0 }
-            target = try LocalFile(writing: partialPath, truncate: offset == 0)
+            target = try PartialFile(for: local, naming: .suffix, keeping: offset == 0 ? .nothing : .all)
             ranges = [[0, offset, size]]
         }
         let resumedFrom = ranges.reduce(0) { $0 + $1[1] - $1[0] }
@@ -212,18 +212,17 @@ final class FileTransfer: @unchecked Sendable {
             }
             try file.close()
         }
-        try target.sync()
         var sha: String?
         if let expected = options.expectedSHA256 {
-            let actual = try FileTransfer.hash(try LocalFile(reading: partialPath), size: size)
+            let actual = try target.file.sha256(upTo: size).digest
             guard actual == expected else {
-                _ = unlink(partialPath)
+                try target.discard()
                 onCheckpoint(nil)
                 throw .permanent("\(remote) arrived with SHA-256 \(actual), not \(expected) (the sha256 input)", code: "sha256_mismatch")
             }
             sha = actual
         }
-        try LocalFile.rename(partialPath, local)
+        try target.commit()
         onCheckpoint(nil)
         return Result(size: size, sha256: sha, resumedFrom: resumedFrom)
     }
@@ -298,20 +297,6 @@ final class FileTransfer: @unchecked Sendable {
         guard let checkpoint, checkpoint["size"]?.intValue == size, let list = checkpoint["ranges"]?.arrayValue else { return nil }
         let ranges = list.compactMap { $0.arrayValue?.compactMap(\.intValue) }.filter { $0.count == 3 }
         return ranges.count == list.count && !ranges.isEmpty ? ranges : nil
-    }
-
-    static func hash(_ file: LocalFile, size: Int64) throws(StepError) -> String {
-        let sha = SHA256Stream()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
-        defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while offset < size {
-            let n = try file.read(into: buffer, at: offset)
-            if n == 0 { break }
-            sha.update(UnsafeRawBufferPointer(rebasing: buffer[0 ..< n]))
-            offset += Int64(n)
-        }
-        return sha.finish()
     }
 }
 

@@ -1,4 +1,5 @@
 import OrchestrateJSON
+import OrchestratePluginFiles
 import OrchestratePluginKit
 
 /// `sftp.upload`: a local file or tree to the server, confined to `remote_root`.
@@ -28,7 +29,7 @@ struct UploadStep: StepDefinition {
         let inputs = try step.read(Inputs.self)
         let (source, destination) = (inputs.source, inputs.destination)
         let options = try TransferOptions(inputs.tree.transfer, sha256: inputs.tree.sha256, step: step)
-        guard let info = LocalFile.info(source) else { throw StepError.invalidInput("source \(source) does not exist", code: "ENOENT") }
+        guard let info = try FileInfo.of(source) else { throw StepError.invalidInput("source \(source) does not exist", code: "ENOENT") }
         let (session, owned) = try Sessions.resolve(inputs.tree.server)
         defer { if owned { session.close() } }
         let connection = try session.shared(step)
@@ -36,7 +37,7 @@ struct UploadStep: StepDefinition {
             let fs = RemoteFS(connection: connection, step: step)
             let root = try RemoteRoot(inputs.tree.server.remoteRoot, home: try fs.realpath("."))
             let target = try root.resolve(destination)
-            let listing = info.isDirectory ? try LocalFile.walk(source) : TreeListing(files: [.init(relative: "", size: info.size)])
+            let listing = info.isDirectory ? try TreeListing.walk(source) : TreeListing(files: [.init(relative: "", size: info.size)])
             let entries = listing.files
             let guardRoot = RootGuard(root: root, fs: fs)
             for directory in listing.emptyDirectories {

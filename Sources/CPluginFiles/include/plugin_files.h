@@ -1,0 +1,10 @@
+#ifndef ORCHESTRATE_PLUGIN_FILES_H
+#define ORCHESTRATE_PLUGIN_FILES_H
+
+/// Writes the file's dirty pages to the disk and waits for them, without the journal commit
+/// and the disk cache flush an fdatasync adds (Linux `sync_file_range`, which Swift's Glibc
+/// module does not export). Not durable by itself: the final fsync is. Elsewhere: fdatasync.
+/// 0, or -1 with errno set.
+int orc_write_back(int fd);
+
+#endif

@@ -1,0 +1,59 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import OrchestratePluginKit
+
+/// Operations on local paths that the plugins share: parent directories, `mkdir -p`, rename,
+/// remove, and the directory fsync that makes a rename durable.
+public enum LocalPath {
+    /// The directory holding `path` ("." for a bare name, "/" for a top-level entry).
+    public static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+
+    /// The last component of `path`.
+    public static func name(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// `mkdir -p`; an existing non-directory in the way is an error naming it.
+    public static func makeDirectories(_ path: String) throws(StepError) {
+        if path.isEmpty || path == "/" || path == "." { return }
+        if let existing = try FileInfo.of(path) {
+            if existing.isDirectory { return }
+            throw .permanent("\(path) exists and is not a directory", code: "ENOTDIR")
+        }
+        try makeDirectories(parent(of: path))
+        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw .posix("cannot create directory \(path)") }
+    }
+
+    public static func rename(_ from: String, to: String) throws(StepError) {
+        if systemRename(from, to) != 0 { throw .posix("cannot rename \(from) to \(to)") }
+    }
+
+    /// Removes a file; one that is already gone is not an error.
+    public static func remove(_ path: String) throws(StepError) {
+        if unlink(path) != 0 && errno != ENOENT { throw .posix("cannot remove \(path)") }
+    }
+
+    /// Makes the entry changes in `directory` (a rename into it, an unlink) durable.
+    ///
+    /// The one rule for every plugin: a failure here is an error, never ignored. Until the
+    /// directory is on disk a crash can undo the rename, and a step that reported success
+    /// would then have lost its file (or, for a move, find it in both places).
+    public static func syncDirectory(_ directory: String) throws(StepError) {
+        let handle = try LocalFile(path: directory, flags: O_RDONLY | O_DIRECTORY)
+        guard fsync(handle.fd) == 0 else {
+            throw .posix("cannot flush directory \(directory) to disk (the rename in it is not durable yet)")
+        }
+    }
+}
+
+/// rename(2), reachable from inside `LocalPath` (whose own `rename` hides the C function there).
+private func systemRename(_ from: String, _ to: String) -> Int32 { rename(from, to) }

@@ -1,0 +1,37 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import OrchestratePluginFiles
+import OrchestratePluginKit
+
+extension TreeListing {
+    /// The regular files under the local directory `root` (sorted relative paths, so a
+    /// checkpoint can say "the first k are done") and its empty directories.
+    static func walk(_ root: String) throws(StepError) -> TreeListing {
+        var listing = TreeListing()
+        func visit(_ dir: String, _ prefix: String) throws(StepError) {
+            guard let handle = opendir(dir) else { throw .posix("cannot list \(dir)") }
+            defer { closedir(handle) }
+            var names: [String] = []
+            while let entry = readdir(handle) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                if name != "." && name != ".." { names.append(name) }
+            }
+            var holdsAnything = false
+            for name in names.sorted() {
+                let full = dir + "/" + name, relative = prefix.isEmpty ? name : prefix + "/" + name
+                guard let info = try FileInfo.of(full) else { continue }
+                if info.isDirectory {
+                    try visit(full, relative)
+                    holdsAnything = true
+                } else if info.isRegular {
+                    listing.files.append(.init(relative: relative, size: info.size))
+                    holdsAnything = true
+                }
+            }
+            if !holdsAnything { listing.emptyDirectories.append(prefix) }
+        }
+        try visit(root, "")
+        return listing
+    }
+}
