@@ -50,17 +50,9 @@ final class Harness: @unchecked Sendable {
     }
 
     /// Starts `orchestrate` without waiting (for kill and signal tests).
-    func start(_ command: [String], environment: [String: String] = [:]) throws -> Process {
-        let process = Process()
-        process.executableURL = TestPaths.orchestrate
-        process.arguments = command + baseArguments
-        var env = ProcessInfo.processInfo.environment
-        for (k, v) in environment { env[k] = v }
-        process.environment = env
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        return process
+    /// Starts `orchestrate` in the background (its output discarded), for tests that signal it.
+    func start(_ command: [String], environment: [String: String] = [:]) throws -> StartedProcess {
+        try StartedProcess([TestPaths.orchestrate.path] + command + baseArguments, environment: environment)
     }
 
     /// The JSON lines of a `--json` run's stdout.

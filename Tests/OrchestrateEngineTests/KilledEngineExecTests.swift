@@ -38,7 +38,7 @@ import Testing
     /// `process` with SIGKILL, and checks that every process of the step's group is gone within
     /// a second. Returns the group.
     @discardableResult
-    func killMidStep(_ process: Process, step: String, alsoKillGuard: Bool = false) throws -> Int32 {
+    func killMidStep(_ process: StartedProcess, step: String, alsoKillGuard: Bool = false) throws -> Int32 {
         var group: Int32?
         #expect(h.waitFor {
             group = journaledGroup(step)

@@ -39,11 +39,11 @@ import Testing
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    func serve(_ maxParallel: Int = 1) throws -> Process {
+    func serve(_ maxParallel: Int = 1) throws -> StartedProcess {
         try h.start(["serve", "--max-parallel", "\(maxParallel)"])
     }
 
-    func stopServe(_ process: Process) {
+    func stopServe(_ process: StartedProcess) {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         process.waitUntilExit()
     }

@@ -48,11 +48,11 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
     }
 
-    func serve(node: String? = nil) throws -> Process {
+    func serve(node: String? = nil) throws -> StartedProcess {
         try h.start(["serve", "--max-parallel", "4"] + (node.map { ["--node", $0] } ?? []), environment: env)
     }
 
-    func stop(_ process: Process) {
+    func stop(_ process: StartedProcess) {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         process.waitUntilExit()
     }

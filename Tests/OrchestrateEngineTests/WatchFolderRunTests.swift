@@ -47,11 +47,11 @@ import Testing
             """, name: "outbox-runs.yaml")
     }
 
-    func serve(_ workflow: String, poll: Bool) throws -> Process {
+    func serve(_ workflow: String, poll: Bool) throws -> StartedProcess {
         try h.start(["serve", "--watch", workflow, "--max-parallel", "4"] + (poll ? ["--watch-poll"] : []))
     }
 
-    func stop(_ process: Process) {
+    func stop(_ process: StartedProcess) {
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
     }

@@ -57,3 +57,36 @@ public struct SpawnedChild {
 public struct SpawnFailure: Error, CustomStringConvertible {
     public let description: String
 }
+
+/// A child the tests start, kill and wait for, with Foundation `Process`'s names
+/// (`processIdentifier`, `isRunning`, `waitUntilExit()`, `terminationStatus`) but spawned with
+/// posix_spawn and reaped with waitpid: Foundation's child monitor sometimes never reaps a child
+/// killed with SIGKILL (it stays a zombie), and `waitUntilExit()` then hangs the whole suite.
+public final class StartedProcess: @unchecked Sendable {
+    private let child: SpawnedChild
+    private let lock = NSLock()
+    private var status: Int32?
+
+    /// Starts `arguments[0]` (a path) with stdin, stdout and stderr on /dev/null.
+    public init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        child = try SpawnedChild(arguments, stdout: "/dev/null", stderr: "/dev/null", environment: environment)
+    }
+
+    public var processIdentifier: Int32 { child.pid }
+
+    public var isRunning: Bool { exitStatus == nil }
+
+    /// The exit status; 128 + N when killed by signal N; -1 while it runs.
+    public var terminationStatus: Int32 { exitStatus ?? -1 }
+
+    public func waitUntilExit() {
+        while exitStatus == nil { usleep(5_000) }
+    }
+
+    private var exitStatus: Int32? {
+        lock.withLock {
+            if status == nil { status = child.poll() }
+            return status
+        }
+    }
+}
