@@ -120,8 +120,10 @@ public final class QueueWorker: @unchecked Sendable {
         // Whether the next round looks at everything (controls, queue rate and passivity, paused
         // runs) or only fills the slots runs just freed. With a store that wakes the worker,
         // everything else changes with a wake-up, so a round that only follows finished runs
-        // (many a second under load) costs one claim, not five statements.
+        // (many a second under load) costs one claim, not five statements. A busy worker still
+        // makes a full round every `pollInterval` (held paused runs' leases need renewing).
         var fullRound = true
+        var lastFullRound = -Double.infinity
         while true {
             let (stopping, done, stranded) = signal.withLock { () -> (Bool, [String], [String]) in
                 defer {
@@ -142,7 +144,9 @@ public final class QueueWorker: @unchecked Sendable {
             } else {
                 do {
                     try releaseAfterFailures()
-                    if fullRound || watch == nil || storeFailing {
+                    let now = ProcessInfo.processInfo.systemUptime
+                    if fullRound || watch == nil || storeFailing || now - lastFullRound >= pollInterval {
+                        lastFullRound = now
                         try applyQueueRate()
                         try applyControls()
                         try fillSlots()
