@@ -15,6 +15,9 @@ public struct SpawnedChild {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        // Nothing else of the test process: a file another test has open for writing (a binary
+        // being copied) would stay open in this child and make its exec fail with ETXTBSY.
+        closeInheritedFiles(&actions)
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
@@ -88,5 +91,18 @@ public final class StartedProcess: @unchecked Sendable {
             if status == nil { status = child.poll() }
             return status
         }
+    }
+}
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module does
+/// not export: looked up at run time.
+private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+private let addCloseFrom: AddCloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+    .map { unsafeBitCast($0, to: AddCloseFrom.self) }
+
+/// Closes every descriptor above stderr in the child.
+func closeInheritedFiles(_ actions: inout posix_spawn_file_actions_t) {
+    if let addCloseFrom {
+        _ = addCloseFrom(&actions, 3)
     }
 }
