@@ -14,6 +14,9 @@ final class PGConnection: @unchecked Sendable {  // used by one thread at a time
     }
 
     private let handle: OpaquePointer
+    /// Set when a pipeline broke off half-way: the connection's protocol state is unknown, so
+    /// the pool must not hand it out again.
+    private var abandoned = false
 
     /// Defaults that keep a dead network from hanging a statement for the kernel's TCP timeout
     /// (many minutes): a node cut off must notice within its lease. Settings in the user's
@@ -45,7 +48,7 @@ final class PGConnection: @unchecked Sendable {  // used by one thread at a time
 
     deinit { PQfinish(handle) }
 
-    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    var isHealthy: Bool { !abandoned && PQstatus(handle) == CONNECTION_OK }
 
     /// The socket, for waiting on notifications.
     var socket: Int32 { PQsocket(handle) }
@@ -65,6 +68,64 @@ final class PGConnection: @unchecked Sendable {  // used by one thread at a time
             forgetPreparedStatements()
             return try executePrepared(sql, parameters)
         }
+    }
+
+    /// Runs `statements` in one round trip (libpq's pipeline mode) as one implicit transaction:
+    /// the server commits them together when it reaches the pipeline's end, or, when one fails,
+    /// rolls back those before it and skips those after. Call it outside a transaction block.
+    /// Throws the first failure; returns each statement's rows otherwise.
+    ///
+    /// One round trip instead of one per statement (plus BEGIN and COMMIT): each round trip is
+    /// a send, a wake-up of the server's backend and of this thread, on both sides' CPU.
+    @discardableResult
+    func executePipeline(_ statements: [PGStatement]) throws -> [PGRows] {
+        do {
+            return try executePipelineOnce(statements)
+        } catch let failure as Failure where failure.sqlState == "0A000" && !failure.connectionLost {
+            forgetPreparedStatements()  // nothing was written: the failure rolled it all back
+            return try executePipelineOnce(statements)
+        }
+    }
+
+    private func executePipelineOnce(_ statements: [PGStatement]) throws -> [PGRows] {
+        // Preparing needs its own round trip: done before the pipeline, once per connection.
+        let names = try statements.map { try statementName($0.sql, parameterCount: $0.parameters.count) }
+        guard PQenterPipelineMode(handle) == 1 else { throw failure(nil) }
+        // Until every result is read, the connection is mid-protocol: give it up if we stop early.
+        abandoned = true
+        for (name, statement) in zip(names, statements) {
+            let sent = withCStrings(statement.parameters) { values in
+                PQsendQueryPrepared(handle, name, Int32(statement.parameters.count), values, nil, nil, 0)
+            }
+            guard sent == 1 else { throw failure(nil) }
+        }
+        guard PQpipelineSync(handle) == 1 else { throw failure(nil) }
+        var results: [PGRows] = []
+        var firstFailure: Failure?
+        for _ in statements {
+            guard let result = PQgetResult(handle) else { throw failure(nil) }
+            switch PQresultStatus(result) {
+            case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+                results.append(PGRows(result))
+            case PGRES_PIPELINE_ABORTED:  // skipped after an earlier failure
+                PQclear(result)
+            default:
+                if firstFailure == nil { firstFailure = failure(result) }
+                PQclear(result)
+            }
+            // Each statement's results end with a NULL.
+            if let extra = PQgetResult(handle) {
+                PQclear(extra)
+                throw Failure(message: "unexpected second result in a pipeline", sqlState: nil, connectionLost: true)
+            }
+        }
+        guard let sync = PQgetResult(handle) else { throw failure(nil) }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        guard synced, PQexitPipelineMode(handle) == 1 else { throw failure(nil) }
+        abandoned = false
+        if let firstFailure { throw firstFailure }
+        return results
     }
 
     /// Statement names by SQL text; at most `maxPrepared` (statements with many `VALUES` rows
@@ -171,6 +232,17 @@ extension Array where Element == String {
         var pointers: [UnsafePointer<CChar>?] = map { UnsafePointer(strdup($0)) } + [nil]
         defer { for p in pointers { free(UnsafeMutablePointer(mutating: p)) } }
         return pointers.withUnsafeMutableBufferPointer { body(UnsafePointer($0.baseAddress!)) }
+    }
+}
+
+/// A statement and its `$1…` parameters (nil is SQL NULL), for `executePipeline`.
+struct PGStatement {
+    let sql: String
+    let parameters: [String?]
+
+    init(_ sql: String, _ parameters: [String?] = []) {
+        self.sql = sql
+        self.parameters = parameters
     }
 }
 

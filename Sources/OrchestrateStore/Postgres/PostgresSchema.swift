@@ -12,6 +12,9 @@ enum PostgresSchema {
         static let eventOrder: Int64 = 0x6f72_6368_0002
     }
 
+    /// The SQLSTATE `orchestrate_fence` fails with: a fenced run is no longer its writer's.
+    static let fenceFailedState = "OR001"
+
     /// The channel `LISTEN`/`NOTIFY` wakes idle workers on.
     static let workChannel = "orchestrate_work"
 
@@ -166,6 +169,28 @@ enum PostgresSchema {
         (4, "ALTER TABLE runs ADD COLUMN max_rate_timetable TEXT"),
         // The queue in claim order (`claimNextRuns`): a claim reads the rows it takes.
         (5, "CREATE INDEX runs_queued ON runs (run_now DESC, priority DESC, queue_order, created_at) WHERE status = 'queued'"),
+        (6, """
+            -- The fence of a journal commit sent in one round trip (PostgresStateStore.writeGroup):
+            -- locks the given runs' rows in id order (two commits never wait on each other in a
+            -- cycle) and fails the transaction unless every run is held by the given owner with a
+            -- lease valid by this server's clock. Pairs must be distinct.
+            CREATE FUNCTION orchestrate_fence(ids text[], nodes text[], pids integer[], starts bigint[]) RETURNS void
+            LANGUAGE plpgsql AS $fence$
+            DECLARE
+                held integer;
+            BEGIN
+                SELECT count(*) INTO held FROM (
+                    SELECT 1 FROM runs JOIN unnest(ids, nodes, pids, starts) AS f(id, node, pid, start)
+                        ON runs.id = f.id AND runs.owner_node = f.node AND runs.owner_pid = f.pid AND runs.owner_start = f.start
+                    WHERE runs.id = ANY(ids) AND runs.lease_until > extract(epoch from clock_timestamp())::double precision
+                    ORDER BY runs.id
+                    FOR UPDATE OF runs) AS locked;
+                IF held < cardinality(ids) THEN
+                    RAISE EXCEPTION 'a fenced run is no longer held by its writer' USING ERRCODE = 'OR001';
+                END IF;
+            END
+            $fence$
+            """),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.

@@ -8,69 +8,86 @@ extension PostgresStateStore {
 
     public func claimNextRuns(owner: OwnerIdentity, queues: [String], limit: Int, lease: Double) throws -> [RunRecord] {
         guard limit > 0, !queues.isEmpty else { return [] }
-        return try pool.transaction { conn in
-            // Runs whose owner died on this node are free at once (their pid is gone); the
-            // database cannot see pids, so they are found here and released first (once a
-            // second: a worker claims many times a second under load).
-            let orphans = !orphanScanDue() ? nil : try conn.execute("""
-                SELECT id, owner_node, owner_pid, owner_start FROM runs
-                WHERE owner_node = $1 AND NOT (owner_pid = $2 AND owner_start = $3)
-                  AND status IN ('running', 'compensating', 'queued') AND queue = ANY($4::text[])
-                FOR UPDATE SKIP LOCKED
-                """, Self.ownerParameters(owner) + [PGText.array(queues)])
-            for row in orphans?.all ?? [] {
-                let previous = OwnerIdentity(node: row.string("owner_node") ?? "", pid: Int32(row.int("owner_pid") ?? 0),
-                                             startTime: row.int64("owner_start") ?? 0)
-                if !previous.isLive(leaseValid: true) {
-                    try conn.execute("UPDATE runs SET lease_until = 0 WHERE id = $1", [row.string("id")])
-                }
+        // Runs whose owner died on this node are free at once (their pid is gone); the database
+        // cannot see pids, so they are found here and released first, in the claim's
+        // transaction (once a second: a worker claims many times a second under load). Without
+        // that, the claim is one statement and so its own transaction: no BEGIN and COMMIT
+        // round trips.
+        if orphanScanDue() {
+            return try pool.transaction { conn in
+                try Self.freeOrphans(owner: owner, queues: queues, conn)
+                return try Self.claim(owner: owner, queues: queues, limit: limit, lease: lease, conn)
             }
-            // Runs a dead or cut-off owner left unfinished come first (few: at most the running
-            // runs); then the queue in the order of the `runs_queued` index, so a claim reads
-            // the rows it takes, not the whole queue (10,000 queued runs were sorted at every claim).
-            let rows = try conn.execute("""
-                WITH unfinished AS (
-                    SELECT id, run_now AS asked_now, owner_node AS was_node, owner_pid AS was_pid, owner_start AS was_start
-                    FROM runs
-                    WHERE queue = ANY($1::text[]) AND status IN ('running', 'compensating')
-                      AND (owner_node IS NULL OR lease_until IS NULL OR lease_until <= \(Self.serverNow))
-                    ORDER BY run_now DESC, priority DESC, queue_order, created_at
-                    LIMIT $2
-                    FOR UPDATE SKIP LOCKED),
-                queued AS (
-                    SELECT id, run_now AS asked_now, owner_node AS was_node, owner_pid AS was_pid, owner_start AS was_start
-                    FROM runs
-                    WHERE status = 'queued' AND queue = ANY($1::text[])
-                      AND (owner_node IS NULL OR lease_until IS NULL OR lease_until <= \(Self.serverNow))
-                    ORDER BY run_now DESC, priority DESC, queue_order, created_at
-                    LIMIT $2 - (SELECT count(*) FROM unfinished)
-                    FOR UPDATE SKIP LOCKED),
-                candidates AS (SELECT * FROM unfinished UNION ALL SELECT * FROM queued),
-                -- By primary key (`= ANY`): a join with the candidates would be planned for the
-                -- planner's guess of their number and read the whole table.
-                claimed AS (
-                    UPDATE runs SET owner_node = $3, owner_pid = $4, owner_start = $5,
-                                    lease_until = \(Self.serverNow) + $6, run_now = false
-                    WHERE id = ANY(ARRAY(SELECT id FROM candidates))
-                    RETURNING runs.*)
-                SELECT claimed.*, true AS lease_valid, candidates.asked_now, candidates.was_node, candidates.was_pid,
-                       candidates.was_start
-                FROM claimed JOIN candidates ON claimed.id = candidates.id
-                """, [PGText.array(queues), PGText.of(limit)] + Self.ownerParameters(owner) + [PGText.of(lease)])
-            // RETURNING has no order: sort into the claim's, for the caller to start them in.
-            return rows.all.map { row in
-                var run = Self.runRecord(row)
-                if let node = row.string("was_node") {
-                    run.takenFrom = OwnerIdentity(node: node, pid: Int32(row.int("was_pid") ?? 0), startTime: row.int64("was_start") ?? 0)
-                }
-                return (run: run, askedNow: row.bool("asked_now") ?? false)
-            }.sorted { a, b in
-                let ka = (a.run.status == .queued ? 1 : 0, a.askedNow ? 0 : 1, -a.run.priority)
-                let kb = (b.run.status == .queued ? 1 : 0, b.askedNow ? 0 : 1, -b.run.priority)
-                if ka != kb { return ka < kb }
-                return (a.run.queueOrder, a.run.createdAt) < (b.run.queueOrder, b.run.createdAt)
-            }.map(\.run)
         }
+        return try pool.withConnection { conn in try Self.claim(owner: owner, queues: queues, limit: limit, lease: lease, conn) }
+    }
+
+    /// Gives up the runs this node's dead processes held (see `claimNextRuns`).
+    private static func freeOrphans(owner: OwnerIdentity, queues: [String], _ conn: PGConnection) throws {
+        let orphans = try conn.execute("""
+            SELECT id, owner_node, owner_pid, owner_start FROM runs
+            WHERE owner_node = $1 AND NOT (owner_pid = $2 AND owner_start = $3)
+              AND status IN ('running', 'compensating', 'queued') AND queue = ANY($4::text[])
+            FOR UPDATE SKIP LOCKED
+            """, Self.ownerParameters(owner) + [PGText.array(queues)])
+        for row in orphans.all {
+            let previous = OwnerIdentity(node: row.string("owner_node") ?? "", pid: Int32(row.int("owner_pid") ?? 0),
+                                         startTime: row.int64("owner_start") ?? 0)
+            if !previous.isLive(leaseValid: true) {
+                try conn.execute("UPDATE runs SET lease_until = 0 WHERE id = $1", [row.string("id")])
+            }
+        }
+    }
+
+    /// Claims up to `limit` runs in one statement (see `claimNextRuns`).
+    private static func claim(owner: OwnerIdentity, queues: [String], limit: Int, lease: Double,
+                              _ conn: PGConnection) throws -> [RunRecord]
+    {
+        // Runs a dead or cut-off owner left unfinished come first (few: at most the running
+        // runs); then the queue in the order of the `runs_queued` index, so a claim reads
+        // the rows it takes, not the whole queue (10,000 queued runs were sorted at every claim).
+        let rows = try conn.execute("""
+            WITH unfinished AS (
+                SELECT id, run_now AS asked_now, owner_node AS was_node, owner_pid AS was_pid, owner_start AS was_start
+                FROM runs
+                WHERE queue = ANY($1::text[]) AND status IN ('running', 'compensating')
+                  AND (owner_node IS NULL OR lease_until IS NULL OR lease_until <= \(Self.serverNow))
+                ORDER BY run_now DESC, priority DESC, queue_order, created_at
+                LIMIT $2
+                FOR UPDATE SKIP LOCKED),
+            queued AS (
+                SELECT id, run_now AS asked_now, owner_node AS was_node, owner_pid AS was_pid, owner_start AS was_start
+                FROM runs
+                WHERE status = 'queued' AND queue = ANY($1::text[])
+                  AND (owner_node IS NULL OR lease_until IS NULL OR lease_until <= \(Self.serverNow))
+                ORDER BY run_now DESC, priority DESC, queue_order, created_at
+                LIMIT $2 - (SELECT count(*) FROM unfinished)
+                FOR UPDATE SKIP LOCKED),
+            candidates AS (SELECT * FROM unfinished UNION ALL SELECT * FROM queued),
+            -- By primary key (`= ANY`): a join with the candidates would be planned for the
+            -- planner's guess of their number and read the whole table.
+            claimed AS (
+                UPDATE runs SET owner_node = $3, owner_pid = $4, owner_start = $5,
+                                lease_until = \(Self.serverNow) + $6, run_now = false
+                WHERE id = ANY(ARRAY(SELECT id FROM candidates))
+                RETURNING runs.*)
+            SELECT claimed.*, true AS lease_valid, candidates.asked_now, candidates.was_node, candidates.was_pid,
+                   candidates.was_start
+            FROM claimed JOIN candidates ON claimed.id = candidates.id
+            """, [PGText.array(queues), PGText.of(limit)] + Self.ownerParameters(owner) + [PGText.of(lease)])
+        // RETURNING has no order: sort into the claim's, for the caller to start them in.
+        return rows.all.map { row in
+            var run = Self.runRecord(row)
+            if let node = row.string("was_node") {
+                run.takenFrom = OwnerIdentity(node: node, pid: Int32(row.int("was_pid") ?? 0), startTime: row.int64("was_start") ?? 0)
+            }
+            return (run: run, askedNow: row.bool("asked_now") ?? false)
+        }.sorted { a, b in
+            let ka = (a.run.status == .queued ? 1 : 0, a.askedNow ? 0 : 1, -a.run.priority)
+            let kb = (b.run.status == .queued ? 1 : 0, b.askedNow ? 0 : 1, -b.run.priority)
+            if ka != kb { return ka < kb }
+            return (a.run.queueOrder, a.run.createdAt) < (b.run.queueOrder, b.run.createdAt)
+        }.map(\.run)
     }
 
     public func claimPausedRuns(owner: OwnerIdentity, queues: [String], lease: Double) throws -> [RunRecord] {

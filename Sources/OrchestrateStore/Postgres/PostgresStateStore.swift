@@ -158,9 +158,9 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     /// Frees the runs' rows (each only if `owner` still holds it) and ends their concurrency
     /// leases, in one statement; wakes the other workers only if one of the runs is not finished
     /// (a serve shutting down hands its runs over): a finished run is no one's work.
-    static func release(_ runs: [(runID: String, owner: OwnerIdentity)], _ conn: PGConnection) throws {
-        guard !runs.isEmpty else { return }
-        try conn.execute("""
+    static func release(_ runs: [(runID: String, owner: OwnerIdentity)]) -> PGStatement? {
+        guard !runs.isEmpty else { return nil }
+        return PGStatement("""
             WITH given AS (
                 SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::bigint[]) AS g(id, node, pid, start)),
             released AS (
@@ -196,13 +196,31 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     /// out (`ownershipLost`) and the others commit; any other failure of the shared transaction
     /// is sorted out by committing each piece alone, so one bad batch never fails its
     /// neighbours. A lost connection fails them all: their fate is unknown.
+    ///
+    /// First the common case, every fence holding: all statements in one round trip
+    /// (`executePipeline`), the fence first (`orchestrate_fence` fails the whole transaction,
+    /// so nothing is written, unless every fenced run is held). Only when that fails are the
+    /// fences read one by one to find whose failed.
     func writeGroup(_ writes: [GroupedWrite]) -> [Result<Void, any Error>] {
         func eachAlone() -> [Result<Void, any Error>] {
             writes.map { one in Result { try pool.transaction { conn in try Self.write([one], conn) }[0].get() } }
         }
         // Deleting steps is rare (`retry`) and must follow its own upserts: such a batch goes alone.
         let deletes = writes.contains { if case .journal(let batch) = $0 { !batch.deletedSteps.isEmpty } else { false } }
-        if writes.count == 1 || deletes { return eachAlone() }
+        if deletes { return eachAlone() }
+        do {
+            let batches = writes.compactMap { if case .journal(let batch) = $0 { batch } else { nil } }
+            let fence = Self.fence(batches.compactMap(\.fence))
+            try pool.withConnection { conn in
+                try conn.executePipeline([fence].compactMap { $0 } + Self.statements(batches, releasing: Self.releases(writes) { _ in true }))
+            }
+            return writes.map { _ in .success(()) }
+        } catch let error as StoreError {
+            return writes.map { _ in .failure(error) }
+        } catch {
+            // A fence failed, or a statement did: nothing was written; find out whose, below.
+        }
+        if writes.count == 1 { return eachAlone() }
         do {
             return try pool.transaction { conn in try Self.write(writes, conn) }
         } catch let error as StoreError {
@@ -212,9 +230,8 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         }
     }
 
-    /// The statements of `writeGroup`, in the caller's transaction: one fence check for every
-    /// fenced run, then each kind of write for all batches at once, the events (see "Event
-    /// order"), and the releases last.
+    /// The statements of `writeGroup`'s slow path, in the caller's transaction: one fence read
+    /// for every fenced run, then the accepted batches' writes.
     private static func write(_ writes: [GroupedWrite], _ conn: PGConnection) throws -> [Result<Void, any Error>] {
         let batches = writes.compactMap { if case .journal(let batch) = $0 { batch } else { nil } }
         let held = try heldRuns(batches.compactMap(\.fence), conn)
@@ -232,27 +249,44 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
                 accepted.append(batch)
             }
         }
-        try updateRuns(accepted.flatMap(\.runUpdates), conn)
-        try upsertSteps(accepted.flatMap(\.stepUpserts), conn)
         for (runID, id) in accepted.flatMap(\.deletedSteps) {
             try conn.execute("DELETE FROM steps WHERE run_id = $1 AND id = $2", [runID, id])
             try conn.execute("DELETE FROM checkpoints WHERE run_id = $1 AND step_id = $2", [runID, id])
         }
-        let released = accepted.flatMap(\.releasedLeases)
-        if !released.isEmpty {
-            try conn.execute("DELETE FROM leases WHERE holder = ANY($1::text[])", [PGText.array(released)])
+        for statement in statements(accepted, releasing: releases(writes) { held[$0.runID] == $0.owner }) {
+            try conn.execute(statement.sql, statement.parameters)
         }
-        var releases: [(runID: String, owner: OwnerIdentity)] = []
-        for write in writes {
+        return outcomes
+    }
+
+    /// The runs `writes` release: those asked for alone, and those whose last journal batch
+    /// releases them when `isHeld` says the batch's writer still holds the run.
+    private static func releases(_ writes: [GroupedWrite], isHeld: ((runID: String, owner: OwnerIdentity)) -> Bool)
+        -> [(runID: String, owner: OwnerIdentity)]
+    {
+        writes.compactMap { write in
             switch write {
-            case .release(let runID, let owner): releases.append((runID, owner))
-            case .journal(let batch): if batch.releasesRun, let fence = batch.fence, held[fence.runID] == fence.owner { releases.append(fence) }
+            case .release(let runID, let owner): (runID, owner)
+            case .journal(let batch): batch.releasesRun ? batch.fence.flatMap { isHeld($0) ? $0 : nil } : nil
             }
         }
-        try insertEvents(accepted.flatMap(\.events), conn)  // as late as may be: see "Event order"
-        // After everything the owners wrote: each row is written while its writer holds the run.
-        try release(releases, conn)
-        return outcomes
+    }
+
+    /// The writes of accepted batches, in the order "Event order" needs: the journaled rows,
+    /// the events as late as may be (the event-order lock is held from them to the commit),
+    /// and the releases after everything the owners wrote (each row is written while its writer
+    /// holds the run). Steps a batch deletes are the caller's, before these.
+    private static func statements(_ batches: [JournalBatch], releasing: [(runID: String, owner: OwnerIdentity)])
+        -> [PGStatement]
+    {
+        let endedLeases = batches.flatMap(\.releasedLeases)
+        return [
+            updateRuns(batches.flatMap(\.runUpdates)),
+            upsertSteps(batches.flatMap(\.stepUpserts)),
+            endedLeases.isEmpty ? nil : PGStatement("DELETE FROM leases WHERE holder = ANY($1::text[])", [PGText.array(endedLeases)]),
+            insertEvents(batches.flatMap(\.events)),
+            release(releasing),
+        ].compactMap { $0 }
     }
 
     public func steps(ofRun runID: String) throws -> [StepRecord] {
@@ -467,16 +501,27 @@ extension PostgresStateStore {
         return owners
     }
 
+    /// Locks the fenced runs' rows and fails the transaction (SQLSTATE
+    /// `PostgresSchema.fenceFailedState`, see migration 6) unless each is held by its owner
+    /// with a lease valid by the server's clock: the fence of `writeGroup`'s one-round-trip path.
+    static func fence(_ fences: [(runID: String, owner: OwnerIdentity)]) -> PGStatement? {
+        var seen = Set<String>()
+        let distinct = fences.filter { seen.insert("\($0.runID)\u{0}\($0.owner.node)\u{0}\($0.owner.pid)\u{0}\($0.owner.startTime)").inserted }
+        guard !distinct.isEmpty else { return nil }
+        return PGStatement("SELECT orchestrate_fence($1::text[], $2::text[], $3::integer[], $4::bigint[])",
+                           columns(of: distinct, [\.runID, \.owner.node, { PGText.of($0.owner.pid) }, { PGText.of($0.owner.startTime) }]))
+    }
+
     /// Writes the journaled fields of runs in one statement whatever their number (the rows
     /// travel as arrays, so the statement's text, prepared once, never changes); of several
     /// versions of one run, the last wins. `runs.id = ANY(…)` beside the join keeps the rows
     /// found by primary key whatever the planner guesses of the arrays' size (the claim's join,
     /// sized at a guess, read the whole table; here EXPLAIN showed an index plan already, so
     /// this is a guard, not a measured gain).
-    static func updateRuns(_ runs: [RunRecord], _ conn: PGConnection) throws {
-        guard !runs.isEmpty else { return }
+    static func updateRuns(_ runs: [RunRecord]) -> PGStatement? {
+        guard !runs.isEmpty else { return nil }
         let unique = lastOfEach(runs, key: \.id)
-        try conn.execute("""
+        return PGStatement("""
             UPDATE runs SET status = v.status, ending = v.ending, started_at = v.started_at,
                             finished_at = v.finished_at, error = v.error, outputs_json = v.outputs_json,
                             priority = v.priority, labels_json = v.labels_json, max_rate = v.max_rate,
@@ -513,8 +558,12 @@ extension PostgresStateStore {
     /// write but the release of runs (so the lock is held for as short as may be). The lock is
     /// taken (by the materialized CTE) before any row draws its `seq`.
     static func insertEvents(_ events: [EventRecord], _ conn: PGConnection) throws {
-        guard !events.isEmpty else { return }
-        try conn.execute("""
+        if let statement = insertEvents(events) { try conn.execute(statement.sql, statement.parameters) }
+    }
+
+    static func insertEvents(_ events: [EventRecord]) -> PGStatement? {
+        guard !events.isEmpty else { return nil }
+        return PGStatement("""
             WITH ordered AS MATERIALIZED (SELECT pg_advisory_xact_lock($1))
             INSERT INTO events (run_id, time, type, step, data_json)
             SELECT e.run_id, e.time, e.type, e.step, e.data_json
@@ -528,10 +577,10 @@ extension PostgresStateStore {
 
     /// Writes step rows in one statement; when a batch holds several versions of one step, the
     /// last wins (as SQLite's INSERT OR REPLACE in order would).
-    static func upsertSteps(_ steps: [StepRecord], _ conn: PGConnection) throws {
-        guard !steps.isEmpty else { return }
+    static func upsertSteps(_ steps: [StepRecord]) -> PGStatement? {
+        guard !steps.isEmpty else { return nil }
         let unique = lastOfEach(steps) { $0.runID + "\u{0}" + $0.id }
-        try conn.execute("""
+        return PGStatement("""
             INSERT INTO steps (run_id, id, step, kind, item_index, item_json, status, attempt, failures, next_attempt_at,
                 idempotency_key, outputs_json, error_kind, error_code, error_message, started_at, finished_at,
                 completion_seq, node)
