@@ -13,8 +13,9 @@ For each store and worker count, on a fresh database:
   `run.finished`, end-to-end runs/s from the first `run.added`, and submit-to-start
   (`run.added` → `run.started`) p50/p99, which under a burst is mostly time waiting behind
   the runs ahead;
-- the peak RSS (VmHWM) of each worker; on PostgreSQL, commits per run (pg_stat_database)
-  and the statements that took the most server time (pg_stat_statements).
+- the peak RSS (VmHWM) of each worker; on PostgreSQL, commits per run (pg_stat_database),
+  WAL records and bytes per run (pg_stat_wal: the row work, counted, so it holds still on a
+  busy machine) and the statements that took the most server time (pg_stat_statements).
 The raw claim rate is pgbench running a `FOR UPDATE SKIP LOCKED` claim + update transaction,
 then a finishing update, per "run", with 1-3 clients: what a minimal queue on the same
 server could do.
@@ -192,6 +193,7 @@ class Case:
             from_submitter, in_queue = self.idle_latency(idle_repeats)
             commits_before = self.commits()
             statements_before = self.statements()
+            wal_before = self.wal()
             cpu_before = self.cpu_seconds()
             start = time.monotonic()
             self.submit(["--batch", batch])
@@ -199,6 +201,7 @@ class Case:
             self.wait_finished(runs + idle_repeats, 3600)
             commits = None if commits_before is None else self.commits() - commits_before
             statements = None if statements_before is None else self.statements() - statements_before
+            wal = None if wal_before is None else [after - before for before, after in zip(wal_before, self.wal())]
             cpu = [after - before for before, after in zip(cpu_before, self.cpu_seconds())]
         finally:
             rss = self.stop_workers()
@@ -232,6 +235,11 @@ class Case:
             result["commits_per_run"] = round(commits / runs, 1)
         if statements is not None:
             result["statements_per_run"] = round(statements / runs, 1)
+        if wal is not None:
+            # The database's row work, counted rather than timed (steady on a busy machine):
+            # every row version, index entry and commit is a WAL record.
+            result["wal_records_per_run"] = round(wal[0] / runs, 1)
+            result["wal_kib_per_run"] = round(wal[1] / runs / 1024, 2)
         return result
 
     def cpu_seconds(self):
@@ -246,6 +254,13 @@ class Case:
         rows = self.db.query(f"""SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
                                 WHERE d.datname = '{self.db.name}'""")
         return int(rows[0][0])
+
+    def wal(self):
+        """(WAL records, WAL bytes) the cluster wrote so far (pg_stat_wal; only this case writes)."""
+        if not isinstance(self.db, PostgresDB):
+            return None
+        (records, size), = self.db.query("SELECT wal_records, wal_bytes FROM pg_stat_wal")
+        return int(records), int(size)
 
     def commits(self):
         if not isinstance(self.db, PostgresDB):

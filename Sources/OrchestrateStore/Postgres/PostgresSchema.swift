@@ -191,6 +191,14 @@ enum PostgresSchema {
             END
             $fence$
             """),
+        // Runs by queue and status only where a claim looks for them: the unfinished runs a
+        // dead or cut-off owner left and the paused ones. Every status change used to add an
+        // entry to an index of all runs (a finished run's last row version included); the
+        // queued ones have `runs_queued`.
+        (7, """
+            DROP INDEX runs_claim;
+            CREATE INDEX runs_unfinished ON runs (queue, status) WHERE status IN ('running', 'compensating', 'paused');
+            """),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.
