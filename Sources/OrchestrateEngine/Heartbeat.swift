@@ -24,15 +24,29 @@ final class Heartbeat: @unchecked Sendable {
         self.executor = executor
     }
 
+    /// Schedules the first beat, one interval from now. The heartbeat gets its own thread only
+    /// then (`HeartbeatStarter`): most runs of a busy queue are over before.
     func start() {
-        let thread = Thread { [self] in beat() }
-        thread.name = "heartbeat \(executor.run.id)"
-        self.thread = thread
-        thread.start()
+        HeartbeatStarter.shared.schedule(self, at: Monotonic.now() + executor.options.heartbeatInterval)
     }
 
-    /// Stops the beats and returns once the thread has made its last (idempotent).
+    /// Starts the beats' thread, which beats at once (`HeartbeatStarter` calls it when the first
+    /// beat is due); does nothing once stopped. A thread per heartbeat, not one for all, because
+    /// a renewal can hang on a dead network, and one run's must not hold up another's.
+    func launch() {
+        stopped.withLock {
+            guard !isStopped else { return }
+            let thread = Thread { [self] in beat() }
+            thread.name = "heartbeat \(executor.run.id)"
+            self.thread = thread
+            thread.start()
+        }
+    }
+
+    /// Stops the beats and returns once the thread, if it was started, has made its last
+    /// (idempotent).
     func stop() {
+        HeartbeatStarter.shared.cancel(self)
         stopped.withLock {
             isStopped = true
             stopped.broadcast()
@@ -60,11 +74,13 @@ final class Heartbeat: @unchecked Sendable {
         }
         let interval = executor.options.heartbeatInterval
         let selfFencing = executor.store.fencesByLease
+        var waitFirst = false  // launched when the first beat is due
         while true {
             let stop = stopped.withLock {
-                if !isStopped { _ = stopped.wait(until: Date().addingTimeInterval(interval)) }
+                if !isStopped && waitFirst { _ = stopped.wait(until: Date().addingTimeInterval(interval)) }
                 return isStopped
             }
+            waitFirst = true
             if stop { return }
             let lease = executor.options.leaseDuration
             let store = executor.store

@@ -159,8 +159,6 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         else {
             throw ExecutionError.ownedElsewhere(run.id, try store.run(run.id)?.owner ?? owner)
         }
-        // A run submitted elsewhere, or taken over from another node, has no directory here yet.
-        try Self.makeRunDirectory(runDirectory)
     }
 
     /// `mkdir` with mode 0700, making the parents only when they are missing: one system call
@@ -244,6 +242,11 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             if !released { try? store.releaseRun(run.id, owner: owner) }
         }
         do {
+            // A run submitted elsewhere, or taken over from another node, has no directory here
+            // yet. Made here, on the run's own thread, not in `init`: a queue worker starts its
+            // runs one after another on one thread, and a `mkdir` was 15 % of a busy worker's CPU.
+            // A failure (disk full, permissions) hands the run back like a store failure.
+            try Self.makeRunDirectory(runDirectory)
             try loadState()
             try loop()
         } catch StoreError.ownershipLost(let runID) {
