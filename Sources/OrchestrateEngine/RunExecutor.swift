@@ -104,38 +104,29 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     // Owned by the scheduling loop.
     var instances: [String: Instance] = [:]
-    var attempts: [String: Attempt] = [:]
+    var inFlight = AttemptsInFlight()
     var batch = JournalBatch()
-    var pendingStarts: [(Instance, Attempt)] = []
     var completionCounter = 0
-    var nextToken = 0
     /// Set once the run is failing or cancelled: nothing new starts, compensations follow.
-    var ending: RunStatus?
-    var failureMessages: [String] = []
-    var compensationEntered = false
+    var ending = RunEnding()
     /// Set while an `interrupt` is under way: the status the run is left with.
     var interrupting: RunStatus?
 
     // Incremental scheduling state (see RunExecutor+Scheduling.swift).
-    var unfinishedNeeds: [String: Int] = [:]
-    var dependents: [String: [String]] = [:]
+    var dependencies: StepDependencies
     var toMaterialize: [String] = []
     var readyToStart: [Instance] = []
     var waitingRetry: Set<String> = []
     var blockedOnKeys: [Instance] = []
-    var fanOuts: [String: FanOut] = [:]
-    var fanOutOrder: [String] = []  // active fan-outs, in the order they started
-    var unfinishedSteps = 0
+    var fanOuts = ActiveFanOuts()
     var stepsContext: [String: JSONValue] = [:]
     /// Sessions opened by this process and not yet closed: session step id → (type, outputs).
     var openSessions: [String: (StepType, JSONValue)] = [:]
-    /// Network awareness: steps held per unreachable endpoint, and the probing of each.
-    var heldSteps: [Endpoint: Set<String>] = [:]
-    var probes: [Endpoint: ProbeState] = [:]
+    /// Network awareness: the steps held per unreachable host, and the probing of each.
+    var unreachable = UnreachableHosts()
 
-    // Secrets seen so far (values never leave memory) and the redactor built from them.
-    var secretValues: Set<String> = []
-    private var cachedRedactor = Redactor(secrets: [String]())
+    /// Secrets resolved so far (their values never leave memory) and the redactor built from them.
+    private var secretsSeen = SecretsSeen()
 
     /// Prepares to execute `run` (new, or interrupted and being resumed) and claims it for this
     /// process; throws if another live process owns it.
@@ -148,6 +139,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.options = options
         self.observer = observer
         self.run = run
+        self.dependencies = StepDependencies(workflow: workflow)
         self.runDirectory = run.localRunDirectory(stateDirectory: options.stateDirectory)
         self.bandwidth = BandwidthCaps([run.rateCap.map { TokenBucket(timetable: $0) }, options.bandwidth])
         self.threads = AttemptThreads(name: "steps of \(run.id)", spins: options.briefSpin)
@@ -248,10 +240,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             try loop()
         } catch StoreError.ownershipLost(let runID) {
             signal.withLock { ownershipLost = true }
-            for (_, attempt) in attempts { attempt.invocation.cancel(.shutdown) }
+            for (_, attempt) in inFlight.byInstance { attempt.invocation.cancel(.shutdown) }
             run.error = StoreError.ownershipLost(runID: runID).description
         } catch {
-            for (_, attempt) in attempts { attempt.invocation.cancel(.shutdown) }
+            for (_, attempt) in inFlight.byInstance { attempt.invocation.cancel(.shutdown) }
             run.error = "state store error: \(error)"
         }
         return run
@@ -267,7 +259,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             for (endpoint, answers) in probes { probed(endpoint, answers: answers) }
             if let interruptTo, interrupting == nil { beginInterrupt(leaving: interruptTo) }
             if interrupting != nil {
-                if attempts.isEmpty && pendingStarts.isEmpty {
+                if inFlight.isEmpty {
                     finishInterrupt()
                     try flush()
                     return
@@ -276,22 +268,19 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 wait()
                 continue
             }
-            if cancelNow && ending == nil { beginEnding(.cancelled, reason: "cancelled") }
+            if cancelNow && !ending.isEnding { beginEnding(.cancelled, reason: "cancelled") }
             checkTimeouts()
             startDueProbes()
 
-            if ending == nil {
+            if !ending.isEnding {
                 schedule()
-                if attempts.isEmpty && pendingStarts.isEmpty && unfinishedSteps == 0 {
+                if inFlight.isEmpty && dependencies.allFinished {
                     finishSucceeded()
                     try commitFinish()
                     return
                 }
-            } else if attempts.isEmpty && pendingStarts.isEmpty {
-                if !compensationEntered {
-                    enterCompensation()
-                    compensationEntered = true
-                }
+            } else if inFlight.isEmpty {
+                if ending.enterCompensation() { enterCompensation() }
                 if !scheduleNextCompensation() {
                     finishEnding()
                     try commitFinish()
@@ -334,8 +323,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 try store.commit(committed)
             }
         }
-        for (instance, attempt) in pendingStarts { launch(instance, attempt) }
-        pendingStarts.removeAll()
+        for (instance, attempt) in inFlight.takeToLaunch() { launch(instance, attempt) }
     }
 
     private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, Bool)]) {
@@ -356,15 +344,15 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         var until = wallNow + 1
         for id in waitingRetry { until = min(until, instances[id]?.record.nextAttemptAt ?? until) }
         if !blockedOnKeys.isEmpty { until = min(until, wallNow + 0.05) }
-        for probe in probes.values where !probe.inFlight { until = min(until, probe.next) }
+        if let probeDue = unreachable.nextProbeDue { until = min(until, probeDue) }
         let monotonicNow = Monotonic.now()
-        for attempt in attempts.values {
+        for attempt in inFlight.byInstance.values {
             if let deadline = attempt.deadline { until = min(until, wallNow + max(deadline - monotonicNow, 0)) }
         }
-        let idle = ending != nil
+        let idle = ending.isEnding
         // An attempt in flight may be a quick one: look for its completion briefly before
         // sleeping (see `BriefSpin`).
-        if !attempts.isEmpty && options.briefSpin {
+        if inFlight.count > 0 && options.briefSpin {
             _ = BriefSpin.wait(seconds: BriefSpin.loopSeconds) {
                 signal.withLock { !completions.isEmpty || !threadEvents.isEmpty }
             }
@@ -418,14 +406,11 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     func resolveSecrets() -> [String: String] {
         let values = SecretResolver.resolve(workflow.secrets, environment: options.environment).values
-        if !values.values.allSatisfy(secretValues.contains) {
-            secretValues.formUnion(values.values)
-            cachedRedactor = Redactor(secrets: secretValues)
-        }
+        secretsSeen.learn(values.values)
         return values
     }
 
-    var redactor: Redactor { cachedRedactor }
+    var redactor: Redactor { secretsSeen.redactor }
 
     func evaluationContext(item: JSONValue?, attempt: Int, secrets: [String: String] = [:]) -> EvaluationContext {
         var context = EvaluationContext()
