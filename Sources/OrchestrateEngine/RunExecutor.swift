@@ -102,10 +102,16 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// Set once the run's last commit gave it up (`commitFinish`).
     private var released = false
 
-    // Owned by the scheduling loop.
+    // Owned by the scheduling loop. Each group of fields that changes together is a value with
+    // its own rules (and unit tests): `inFlight`, `ending`, `dependencies`, `fanOuts`,
+    // `unreachable`, `secretsSeen`. The queues below stay plain collections: `schedule()` is
+    // where their logic lives.
+    /// Every step instance of the run (declared steps, fan-out items, compensations), by id.
     var instances: [String: Instance] = [:]
     var inFlight = AttemptsInFlight()
+    /// The round's transitions, committed together by `flush()`.
     var batch = JournalBatch()
+    /// The last `completionSeq` handed out: compensations run in reverse completion order.
     var completionCounter = 0
     /// Set once the run is failing or cancelled: nothing new starts, compensations follow.
     var ending = RunEnding()
@@ -114,11 +120,17 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     // Incremental scheduling state (see RunExecutor+Scheduling.swift).
     var dependencies: StepDependencies
+    /// Declared steps whose needs just finished: their `if:` and `for_each` are evaluated next.
     var toMaterialize: [String] = []
+    /// Instances that only wait for a slot, in the order they became ready.
     var readyToStart: [Instance] = []
+    /// Instances waiting for their `nextAttemptAt` (a retry's backoff, or a released hold).
     var waitingRetry: Set<String> = []
+    /// Instances waiting for a concurrency key (`concurrency:`): tried every round, and the loop
+    /// wakes at least every 50 ms while any waits.
     var blockedOnKeys: [Instance] = []
     var fanOuts = ActiveFanOuts()
+    /// `steps.*` for expressions: each finished declared step's outputs and status.
     var stepsContext: [String: JSONValue] = [:]
     /// Sessions opened by this process and not yet closed: session step id → (type, outputs).
     var openSessions: [String: (StepType, JSONValue)] = [:]
