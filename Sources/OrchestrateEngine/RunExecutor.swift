@@ -85,16 +85,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// What the run's network bytes count against: its own cap and the process's, or nil.
     let bandwidth: BandwidthCaps?
 
-    // Shared with attempt threads and `cancel()`: guarded by `signal`.
+    /// Guards `inbox`, and wakes the loop when something arrives.
     private let signal = NSCondition()
-    private var completions: [Completion] = []
-    private var threadEvents: [EventRecord] = []
-    private var cancelRequested = false
-    private var closeRequested = false
-    private var interruptRequested: RunStatus?
-    private var probeResults: [(Endpoint, Bool)] = []
-    private var cancelledInstances: Set<String> = []
-    private var ownershipLost = false
+    /// What attempt threads, probes, the heartbeat and `cancel()` & co. hand the loop.
+    private var inbox = LoopInbox()
 
     private let threads: AttemptThreads
     /// Set by `execute`; read by the loop to stop at once when the lease may be gone.
@@ -181,7 +175,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// `cancelled`. Thread-safe; returns at once.
     public func cancel() {
         signal.withLock {
-            cancelRequested = true
+            inbox.cancelRequested = true
             signal.signal()
         }
     }
@@ -193,7 +187,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// graceful `serve` shutdown. Thread-safe; returns at once.
     public func interrupt(leaving status: RunStatus) {
         signal.withLock {
-            interruptRequested = status
+            inbox.interruptRequested = status
             signal.signal()
         }
     }
@@ -212,25 +206,25 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     }
 
     /// True once an interrupt was asked for (the run is on its way back to the queue).
-    public var isInterrupting: Bool { signal.withLock { interruptRequested != nil } }
+    public var isInterrupting: Bool { signal.withLock { inbox.interruptRequested != nil } }
 
     /// Another process owns the run now (our lease expired and it was taken over): stop at
     /// once, writing nothing more. Called by the heartbeat; fenced commits catch it too.
     func loseOwnership() {
         signal.withLock {
-            ownershipLost = true
+            inbox.ownershipLost = true
             signal.signal()
         }
     }
 
     /// True when the run stopped because another process took it over; the run is that
     /// process's now, not resumable from here.
-    public var lostOwnership: Bool { signal.withLock { ownershipLost } }
+    public var lostOwnership: Bool { signal.withLock { inbox.ownershipLost } }
 
     /// Asks long-lived steps to finish their queued items and end (`orchestrate close`).
     public func closeSessions() {
         signal.withLock {
-            closeRequested = true
+            inbox.closeRequested = true
             signal.signal()
         }
     }
@@ -251,7 +245,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             try loadState()
             try loop()
         } catch StoreError.ownershipLost(let runID) {
-            signal.withLock { ownershipLost = true }
+            signal.withLock { inbox.ownershipLost = true }
             for (_, attempt) in inFlight.byInstance { attempt.invocation.cancel(.shutdown) }
             run.error = StoreError.ownershipLost(runID: runID).description
         } catch {
@@ -264,7 +258,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private func loop() throws {
         while true {
             if store.fencesByLease, heartbeat?.isOverdue == true { loseOwnership() }
-            if signal.withLock({ ownershipLost }) { throw StoreError.ownershipLost(runID: run.id) }
+            if signal.withLock({ inbox.ownershipLost }) { throw StoreError.ownershipLost(runID: run.id) }
             let (newCompletions, newEvents, cancelNow, interruptTo, probes) = takeSignals()
             batch.events.append(contentsOf: newEvents)
             for completion in newCompletions { handle(completion) }
@@ -339,14 +333,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     }
 
     private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, Bool)]) {
-        signal.withLock {
-            defer {
-                completions.removeAll()
-                threadEvents.removeAll()
-                probeResults.removeAll()
-            }
-            return (completions, threadEvents, cancelRequested, interruptRequested, probeResults)
-        }
+        signal.withLock { inbox.takeRound() }
     }
 
     /// Sleeps until something happens: a completion, a cancel, an event from a step, or the
@@ -361,18 +348,15 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         for attempt in inFlight.byInstance.values {
             if let deadline = attempt.deadline { until = min(until, wallNow + max(deadline - monotonicNow, 0)) }
         }
-        let idle = ending.isEnding
         // An attempt in flight may be a quick one: look for its completion briefly before
         // sleeping (see `BriefSpin`).
         if inFlight.count > 0 && options.briefSpin {
             _ = BriefSpin.wait(seconds: BriefSpin.loopSeconds) {
-                signal.withLock { !completions.isEmpty || !threadEvents.isEmpty }
+                signal.withLock { inbox.hasAttemptNews }
             }
         }
         signal.withLock {
-            if completions.isEmpty && threadEvents.isEmpty && probeResults.isEmpty && !(cancelRequested && !idle)
-                && !(interruptRequested != nil && interrupting == nil)
-            {
+            if !inbox.wakesLoop(ending: ending.isEnding, interrupting: interrupting != nil) {
                 _ = signal.wait(until: Date(timeIntervalSince1970: max(until, wallNow + 0.001)))
             }
         }
@@ -385,7 +369,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         threads.run { [self] in
             let result = attempt.invocation.run()
             signal.withLock {
-                completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result))
+                inbox.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result))
                 signal.signal()
             }
         }
@@ -396,7 +380,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         threads.run { [self] in
             let answers = HostProbe.answers(endpoint)
             signal.withLock {
-                probeResults.append((endpoint, answers))
+                inbox.probeAnswers.append((endpoint, answers))
                 signal.signal()
             }
         }
@@ -406,13 +390,13 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// token is current, so the plugin's late result (if any) is ignored.
     func abandon(_ instanceID: String, _ attempt: Attempt, _ failure: StepFailure) {
         signal.withLock {
-            completions.append(Completion(instanceID: instanceID, token: attempt.token, result: .failure(failure)))
+            inbox.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: .failure(failure)))
         }
     }
 
-    func markCancelled(_ id: String) { _ = signal.withLock { cancelledInstances.insert(id) } }
-    func clearCancelled(_ id: String) { _ = signal.withLock { cancelledInstances.remove(id) } }
-    func wasCancelled(_ id: String) -> Bool { signal.withLock { cancelledInstances.contains(id) } }
+    func markCancelled(_ id: String) { _ = signal.withLock { inbox.cancelledInstances.insert(id) } }
+    func clearCancelled(_ id: String) { _ = signal.withLock { inbox.cancelledInstances.remove(id) } }
+    func wasCancelled(_ id: String) -> Bool { signal.withLock { inbox.cancelledInstances.contains(id) } }
 
     // MARK: Contexts
 
@@ -443,8 +427,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     func attemptEvent(type: EventType, step: String, data: JSONValue) {
         signal.withLock {
-            threadEvents.append(EventRecord(runID: run.id, time: now(), type: type, step: step, data: data))
-            if threadEvents.count == 1 { signal.signal() }
+            inbox.events.append(EventRecord(runID: run.id, time: now(), type: type, step: step, data: data))
+            if inbox.events.count == 1 { signal.signal() }
         }
     }
 
@@ -458,7 +442,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     func attemptIsCancelled(_ instanceID: String) -> Bool { wasCancelled(instanceID) }
 
-    func attemptSessionClosing(_ instanceID: String) -> Bool { signal.withLock { closeRequested } }
+    func attemptSessionClosing(_ instanceID: String) -> Bool { signal.withLock { inbox.closeRequested } }
 
     func now() -> Double { Date().timeIntervalSince1970 }
 }
