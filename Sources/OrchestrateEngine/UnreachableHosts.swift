@@ -42,7 +42,9 @@ struct UnreachableHosts {
 
     /// The earliest time a probe that is not under way is due (nil: none is), for the loop's sleep.
     var nextProbeDue: Double? {
-        probing.values.lazy.filter { !$0.inFlight }.map(\.next).min()
+        var earliest: Double?
+        for state in probing.values where !state.inFlight { earliest = min(earliest ?? state.next, state.next) }
+        return earliest
     }
 
     /// A probe's answer. If the host answered, its probing ends and its held steps are returned,
