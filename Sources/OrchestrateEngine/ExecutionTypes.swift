@@ -49,16 +49,15 @@ final class FanOut {
 /// One attempt in flight.
 final class Attempt: @unchecked Sendable {
     let token: Int
+    /// The plugin call (it holds the attempt's `AttemptDelegate`).
     let invocation: any StepRunning
-    let delegate: AttemptDelegate
     let leaseHolder: String?
     var deadline: Double?
     var timedOut = false
 
-    init(token: Int, invocation: any StepRunning, delegate: AttemptDelegate, leaseHolder: String?, deadline: Double?) {
+    init(token: Int, invocation: any StepRunning, leaseHolder: String?, deadline: Double?) {
         self.token = token
         self.invocation = invocation
-        self.delegate = delegate
         self.leaseHolder = leaseHolder
         self.deadline = deadline
     }
@@ -112,11 +111,4 @@ func formatDuration(_ duration: Duration) -> String {
     if s < 60 { return s == s.rounded() ? "\(Int(s))s" : String(format: "%.1fs", s) }
     if s < 3600 { return "\(Int(s / 60))m" + (Int(s) % 60 > 0 ? "\(Int(s) % 60)s" : "") }
     return "\(Int(s / 3600))h" + (Int(s) % 3600 / 60 > 0 ? "\(Int(s) % 3600 / 60)m" : "")
-}
-
-/// The probing of one unreachable endpoint: when next, and the backoff.
-struct ProbeState {
-    var next: Double
-    var delay: Double
-    var inFlight = false
 }

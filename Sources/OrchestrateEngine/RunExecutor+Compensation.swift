@@ -10,8 +10,8 @@ extension RunExecutor {
     func enterCompensation() {
         if run.status != .compensating {
             run.status = .compensating
-            run.ending = ending
-            run.error = failureMessages.joined(separator: "; ")
+            run.ending = ending.status
+            run.error = ending.reasons.joined(separator: "; ")
             batch.runUpdates.append(run)
         }
         let order = compensationOrder()
@@ -69,8 +69,8 @@ extension RunExecutor {
         }
         let failedCompensations = instances.values.filter { $0.record.kind == .compensation && $0.record.status == .failed }
         for instance in failedCompensations.sorted(by: { $0.record.id < $1.record.id }) {
-            failureMessages.append("\(instance.record.id) failed: \(instance.record.errorMessage ?? "unknown error")")
+            ending.addReason("\(instance.record.id) failed: \(instance.record.errorMessage ?? "unknown error")")
         }
-        finish(ending ?? .failed)
+        finish(ending.status ?? .failed)
     }
 }

@@ -9,10 +9,7 @@ import OrchestrateStore
 extension RunExecutor {
     func handle(_ completion: Completion) {
         // A result whose token is not current comes from an abandoned attempt: ignore it.
-        guard let attempt = attempts[completion.instanceID], attempt.token == completion.token,
-              let instance = instances[completion.instanceID]
-        else { return }
-        attempts.removeValue(forKey: completion.instanceID)
+        guard let instance = instances[completion.instanceID], let attempt = inFlight.complete(completion) else { return }
         if let holder = attempt.leaseHolder { batch.releasedLeases.append(holder) }
         if instance.record.kind == .item { fanOuts[instance.record.step]?.running -= 1 }
         switch completion.result {
@@ -51,13 +48,13 @@ extension RunExecutor {
             emit(EventType.stepInterrupted, step: instance.id, data: ["attempt": .int(Int64(instance.record.attempt))])
             return
         }
-        if failure.kind == .retryable, failure.code == "unreachable", ending == nil, let endpoint = instance.endpoint {
+        if failure.kind == .retryable, failure.code == "unreachable", !ending.isEnding, let endpoint = instance.endpoint {
             return hold(instance, on: endpoint, failure)
         }
         instance.record.failures += 1
         let isCompensation = instance.record.kind == .compensation
         // A step we cancelled because the run is ending is cancelled, not failed.
-        if ending != nil && !isCompensation && (failure.kind == .cancelled || wasCancelled(instance.id)) {
+        if ending.isEnding && !isCompensation && (failure.kind == .cancelled || wasCancelled(instance.id)) {
             clearCancelled(instance.id)
             instance.record.status = .cancelled
             instance.record.finishedAt = now()
@@ -70,7 +67,7 @@ extension RunExecutor {
         let policy = instance.spec.retry
         let notRetried = policy.whyNotRetried(kind: failure.kind.rawValue, code: failure.code)
         let attemptsLeft = instance.record.failures < policy.maxAttempts
-        guard notRetried == nil, attemptsLeft, ending == nil || isCompensation else {
+        guard notRetried == nil, attemptsLeft, !ending.isEnding || isCompensation else {
             // With attempts left, the summary says why this error ended the step anyway.
             return fail(instance, failure, notRetried: attemptsLeft ? notRetried : nil)
         }
@@ -152,18 +149,15 @@ extension RunExecutor {
                  data: ["error": .string(parent.record.errorMessage!), "continue_on_error": .bool(parent.spec.continueOnError)])
         }
         batch.stepUpserts.append(parent.record)
-        fanOuts.removeValue(forKey: parent.record.step)
-        fanOutOrder.removeAll { $0 == parent.record.step }
+        fanOuts.remove(parent.record.step)
         declaredStepFinished(parent)
     }
 
     /// The run will end `status`: nothing new starts and what runs is cancelled; compensations
     /// follow once every attempt has returned.
     func beginEnding(_ status: RunStatus, reason: String) {
-        guard ending == nil else { return }
-        ending = status
-        failureMessages.append(reason)
-        for (instanceID, attempt) in attempts {
+        guard ending.begin(status, reason: reason) else { return }
+        for (instanceID, attempt) in inFlight.byInstance {
             markCancelled(instanceID)
             attempt.invocation.cancel(.cancelled)
         }
@@ -175,14 +169,12 @@ extension RunExecutor {
             batch.stepUpserts.append(instance.record)
         }
         waitingRetry.removeAll()
-        for id in heldSteps.values.flatMap({ $0 }) {
+        for id in unreachable.releaseAll() {
             guard let instance = instances[id] else { continue }
             instance.record.status = .cancelled
             instance.record.finishedAt = now()
             batch.stepUpserts.append(instance.record)
         }
-        heldSteps.removeAll()
-        probes.removeAll()
         blockedOnKeys.removeAll()
         readyToStart.removeAll()
     }
@@ -197,33 +189,19 @@ extension RunExecutor {
         instance.record.errorMessage = failure.message
         instance.record.nextAttemptAt = nil
         batch.stepUpserts.append(instance.record)
-        heldSteps[endpoint, default: []].insert(instance.id)
-        if probes[endpoint] == nil { probes[endpoint] = ProbeState(next: now() + 1, delay: 1) }
+        unreachable.hold(instance.id, on: endpoint, now: now())
         emit(EventType.stepHeld, step: instance.id,
              data: ["host": .string(endpoint.description), "reason": .string(failure.message)])
     }
 
     func startDueProbes() {
-        let wallNow = now()
-        for (endpoint, state) in probes where !state.inFlight && state.next <= wallNow {
-            probes[endpoint]?.inFlight = true
-            probeInBackground(endpoint)
-        }
+        for endpoint in unreachable.startDueProbes(now: now()) { probeInBackground(endpoint) }
     }
 
     /// A probe's answer: release the endpoint's held steps, or probe again later (backoff up
     /// to 30 s).
     func probed(_ endpoint: Endpoint, answers: Bool) {
-        guard var state = probes[endpoint] else { return }
-        guard answers else {
-            state.delay = min(state.delay * 2, 30)
-            state.next = now() + state.delay
-            state.inFlight = false
-            probes[endpoint] = state
-            return
-        }
-        probes.removeValue(forKey: endpoint)
-        for id in heldSteps.removeValue(forKey: endpoint) ?? [] {
+        for id in unreachable.probed(endpoint, answers: answers, now: now()) {
             guard let instance = instances[id], instance.record.status == .held else { continue }
             instance.record.status = .waitingRetry
             instance.record.nextAttemptAt = now()
@@ -235,12 +213,12 @@ extension RunExecutor {
 
     func beginInterrupt(leaving status: RunStatus) {
         interrupting = status
-        for (_, attempt) in attempts { attempt.invocation.cancel(.shutdown) }
+        for (_, attempt) in inFlight.byInstance { attempt.invocation.cancel(.shutdown) }
     }
 
     /// Every interrupted attempt has returned: journal where the run was left.
     func finishInterrupt() {
-        if ending == nil { run.status = interrupting ?? .queued }
+        if !ending.isEnding { run.status = interrupting ?? .queued }
         batch.runUpdates.append(run)
         emit(EventType.runInterrupted, step: nil, data: ["status": .string(run.status.rawValue)])
     }
@@ -251,7 +229,7 @@ extension RunExecutor {
     /// stop waiting for a plugin that ignores the cancellation, after `timeoutGrace`.
     func checkTimeouts() {
         let monotonicNow = Monotonic.now()
-        for (instanceID, attempt) in attempts {
+        for (instanceID, attempt) in inFlight.byInstance {
             guard let deadline = attempt.deadline, monotonicNow >= deadline else { continue }
             if !attempt.timedOut {
                 attempt.timedOut = true
@@ -277,11 +255,11 @@ extension RunExecutor {
             do {
                 outputs[output.name] = try output.value.evaluate(in: context)
             } catch {
-                failureMessages.append("output '\(output.name)': \(error)")
+                ending.addReason("output '\(output.name)': \(error)")
             }
         }
         run.outputs = redactor.redact(.object(outputs))
-        finish(failureMessages.isEmpty ? .succeeded : .failed)
+        finish(ending.reasons.isEmpty ? .succeeded : .failed)
     }
 
     func finish(_ status: RunStatus) {
@@ -289,7 +267,7 @@ extension RunExecutor {
         run.status = status
         run.ending = nil
         run.finishedAt = now()
-        run.error = failureMessages.isEmpty ? nil : failureMessages.joined(separator: "; ")
+        run.error = ending.error
         batch.runUpdates.append(run)
         var data: [String: JSONValue] = [
             "status": .string(status.rawValue),

@@ -7,7 +7,7 @@ import OrchestrateStore
 /// Deciding what starts: loading the journal, tracking which steps' needs are met, evaluating
 /// `if:` and `for_each` when a step becomes ready, and starting attempts within the limits.
 ///
-/// The bookkeeping is incremental: `unfinishedNeeds` counts, per declared step, the needs not
+/// The bookkeeping is incremental: `dependencies` counts, per declared step, the needs not
 /// yet finished; when a step finishes its dependents' counts drop, and a step reaching zero
 /// joins `toMaterialize`. So a round costs what changed, even in a 10,000-step workflow.
 extension RunExecutor {
@@ -30,9 +30,6 @@ extension RunExecutor {
             instances[step.id] = Instance(record: StepRecord(runID: run.id, id: step.id, step: step.id, kind: .step),
                                           spec: Runnable(step: step, workflow: workflow))
         }
-        for step in workflow.steps {
-            for need in step.needs { dependents[need, default: []].append(step.id) }
-        }
         noteTakeover()
         if resumed {
             reopenSessionsOnResume()
@@ -44,8 +41,8 @@ extension RunExecutor {
                 stepsContext[step.id] = contextEntry(instance.record)
                 continue
             }
-            unfinishedSteps += 1
-            unfinishedNeeds[step.id] = step.needs.filter { !(instances[$0]?.record.status.isFinished ?? true) }.count
+            let unfinishedNeeds = step.needs.filter { !(instances[$0]?.record.status.isFinished ?? true) }.count
+            dependencies.track(step.id, unfinishedNeeds: unfinishedNeeds)
             // A step whose needs are not all finished (possible on resume: a session step
             // that runs again) waits; `declaredStepFinished` queues it when they are.
             if instance.record.kind == .fanOut {
@@ -54,12 +51,11 @@ extension RunExecutor {
                 // Held by a process that died: try again at once (a new hold starts if need be).
                 if instance.record.status == .held { instance.record.nextAttemptAt = now() }
                 waitingRetry.insert(instance.id)
-            } else if unfinishedNeeds[step.id] == 0 {
+            } else if unfinishedNeeds == 0 {
                 if instance.materialized { readyToStart.append(instance) } else { toMaterialize.append(step.id) }
             }
         }
-        if run.status == .compensating { ending = run.ending ?? .failed }
-        if let error = run.error { failureMessages = [error] }
+        ending = RunEnding(resuming: run)
         if run.startedAt == nil { run.startedAt = now() }
         if run.status == .queued { run.status = .running }
         batch.runUpdates.append(run)
@@ -84,8 +80,7 @@ extension RunExecutor {
         for child in children where child.record.status == .waitingRetry || child.record.status == .held {
             waitingRetry.insert(child.id)
         }
-        fanOuts[step.id] = FanOut(parent: parent, children: children, maxParallel: step.maxParallel)
-        fanOutOrder.append(step.id)
+        fanOuts.add(FanOut(parent: parent, children: children, maxParallel: step.maxParallel), for: step.id)
     }
 
     func contextEntry(_ record: StepRecord) -> JSONValue {
@@ -95,7 +90,7 @@ extension RunExecutor {
     /// Whether everything the instance's declared step needs has finished (compensations run
     /// after the fact and need nothing).
     func needsMet(_ instance: Instance) -> Bool {
-        instance.record.kind == .compensation || unfinishedNeeds[instance.record.step, default: 0] == 0
+        instance.record.kind == .compensation || dependencies.needsMet(instance.record.step)
     }
 
     /// A declared step reached a final status: its outputs become visible and its dependents
@@ -104,11 +99,7 @@ extension RunExecutor {
         stepsContext[instance.record.step] = contextEntry(instance.record)
         if instance.record.status == .succeeded { sessionOpened(instance) }
         releaseSessions(neededBy: instance.record.step)
-        unfinishedSteps -= 1
-        for dependent in dependents[instance.record.step] ?? [] {
-            unfinishedNeeds[dependent, default: 1] -= 1
-            if unfinishedNeeds[dependent] == 0 { toMaterialize.append(dependent) }
-        }
+        dependencies.finished(instance.record.step, ready: &toMaterialize)
     }
 
     // MARK: A scheduling round
@@ -148,7 +139,7 @@ extension RunExecutor {
             readyToStart.removeFirst()
         }
 
-        for id in fanOutOrder where unfinishedNeeds[id, default: 0] == 0 {
+        for id in fanOuts.stepIDs where dependencies.needsMet(id) {
             guard let fan = fanOuts[id] else { continue }
             while fan.hasRoom, let next = fan.queued.first {
                 if start(next) == .noSlot { return }
@@ -212,7 +203,7 @@ extension RunExecutor {
     /// concurrency slots, and journals it as running (the thread starts after the commit).
     @discardableResult
     func start(_ instance: Instance) -> StartOutcome {
-        guard attempts.count < options.maxParallel else { return .noSlot }
+        guard inFlight.count < options.maxParallel else { return .noSlot }
         let attemptNumber = instance.record.attempt + 1
         let secrets = resolveSecrets()
         let bound = instance.record.kind == .item || instance.record.kind == .compensation ? instance.record.item : nil
@@ -267,7 +258,6 @@ extension RunExecutor {
              data: ["attempt": .int(Int64(attemptNumber)), "uses": .string(instance.spec.uses)])
         if instance.record.kind == .item { fanOuts[instance.record.step]?.running += 1 }
 
-        nextToken += 1
         let request = StepRequest(runID: run.id, stepID: instance.id, inputs: inputs,
                                   idempotencyKey: instance.record.idempotencyKey, runDir: runDirectory,
                                   attempt: attemptNumber, timeout: instance.spec.timeout, checkpoint: checkpoint,
@@ -282,11 +272,9 @@ extension RunExecutor {
         } else {
             invocation = StepInvocation(stepType: stepType, request: request, delegate: delegate)
         }
-        let attempt = Attempt(token: nextToken, invocation: invocation,
-                              delegate: delegate, leaseHolder: holder,
+        let attempt = Attempt(token: inFlight.newToken(), invocation: invocation, leaseHolder: holder,
                               deadline: instance.spec.timeout.map { Monotonic.now() + $0.seconds })
-        attempts[instance.id] = attempt
-        pendingStarts.append((instance, attempt))
+        inFlight.add(attempt, of: instance)
         return .started
     }
 }

@@ -20,7 +20,7 @@ extension RunExecutor {
     func reopenSessionsOnResume() {
         for step in workflow.steps where opensSession(step) {
             guard let instance = instances[step.id], instance.record.status == .succeeded else { continue }
-            let stillNeeded = (dependents[step.id] ?? []).contains { !(instances[$0]?.record.status.isFinished ?? true) }
+            let stillNeeded = dependencies.dependents(of: step.id).contains { !(instances[$0]?.record.status.isFinished ?? true) }
             guard stillNeeded else { continue }
             runAgain(instance)
             emit(EventType.sessionReopening, step: step.id,
@@ -45,7 +45,7 @@ extension RunExecutor {
     }
 
     private func closeSessionIfUnneeded(_ sessionStep: String) {
-        let open = (dependents[sessionStep] ?? []).contains { !(instances[$0]?.record.status.isFinished ?? true) }
+        let open = dependencies.dependents(of: sessionStep).contains { !(instances[$0]?.record.status.isFinished ?? true) }
         if !open { closeSession(sessionStep) }
     }
 

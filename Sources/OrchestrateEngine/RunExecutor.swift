@@ -85,16 +85,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// What the run's network bytes count against: its own cap and the process's, or nil.
     let bandwidth: BandwidthCaps?
 
-    // Shared with attempt threads and `cancel()`: guarded by `signal`.
+    /// Guards `inbox`, and wakes the loop when something arrives.
     private let signal = NSCondition()
-    private var completions: [Completion] = []
-    private var threadEvents: [EventRecord] = []
-    private var cancelRequested = false
-    private var closeRequested = false
-    private var interruptRequested: RunStatus?
-    private var probeResults: [(Endpoint, Bool)] = []
-    private var cancelledInstances: Set<String> = []
-    private var ownershipLost = false
+    /// What attempt threads, probes, the heartbeat and `cancel()` & co. hand the loop.
+    private var inbox = LoopInbox()
 
     private let threads: AttemptThreads
     /// Set by `execute`; read by the loop to stop at once when the lease may be gone.
@@ -102,40 +96,43 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// Set once the run's last commit gave it up (`commitFinish`).
     private var released = false
 
-    // Owned by the scheduling loop.
+    // Owned by the scheduling loop. Each group of fields that changes together is a value with
+    // its own rules (and unit tests): `inFlight`, `ending`, `dependencies`, `fanOuts`,
+    // `unreachable`, `secretsSeen`. The queues below stay plain collections: `schedule()` is
+    // where their logic lives.
+    /// Every step instance of the run (declared steps, fan-out items, compensations), by id.
     var instances: [String: Instance] = [:]
-    var attempts: [String: Attempt] = [:]
+    var inFlight = AttemptsInFlight()
+    /// The round's transitions, committed together by `flush()`.
     var batch = JournalBatch()
-    var pendingStarts: [(Instance, Attempt)] = []
+    /// The last `completionSeq` handed out: compensations run in reverse completion order.
     var completionCounter = 0
-    var nextToken = 0
     /// Set once the run is failing or cancelled: nothing new starts, compensations follow.
-    var ending: RunStatus?
-    var failureMessages: [String] = []
-    var compensationEntered = false
+    var ending = RunEnding()
     /// Set while an `interrupt` is under way: the status the run is left with.
     var interrupting: RunStatus?
 
     // Incremental scheduling state (see RunExecutor+Scheduling.swift).
-    var unfinishedNeeds: [String: Int] = [:]
-    var dependents: [String: [String]] = [:]
+    var dependencies: StepDependencies
+    /// Declared steps whose needs just finished: their `if:` and `for_each` are evaluated next.
     var toMaterialize: [String] = []
+    /// Instances that only wait for a slot, in the order they became ready.
     var readyToStart: [Instance] = []
+    /// Instances waiting for their `nextAttemptAt` (a retry's backoff, or a released hold).
     var waitingRetry: Set<String> = []
+    /// Instances waiting for a concurrency key (`concurrency:`): tried every round, and the loop
+    /// wakes at least every 50 ms while any waits.
     var blockedOnKeys: [Instance] = []
-    var fanOuts: [String: FanOut] = [:]
-    var fanOutOrder: [String] = []  // active fan-outs, in the order they started
-    var unfinishedSteps = 0
+    var fanOuts = ActiveFanOuts()
+    /// `steps.*` for expressions: each finished declared step's outputs and status.
     var stepsContext: [String: JSONValue] = [:]
     /// Sessions opened by this process and not yet closed: session step id → (type, outputs).
     var openSessions: [String: (StepType, JSONValue)] = [:]
-    /// Network awareness: steps held per unreachable endpoint, and the probing of each.
-    var heldSteps: [Endpoint: Set<String>] = [:]
-    var probes: [Endpoint: ProbeState] = [:]
+    /// Network awareness: the steps held per unreachable host, and the probing of each.
+    var unreachable = UnreachableHosts()
 
-    // Secrets seen so far (values never leave memory) and the redactor built from them.
-    var secretValues: Set<String> = []
-    private var cachedRedactor = Redactor(secrets: [String]())
+    /// Secrets resolved so far (their values never leave memory) and the redactor built from them.
+    private var secretsSeen = SecretsSeen()
 
     /// Prepares to execute `run` (new, or interrupted and being resumed) and claims it for this
     /// process; throws if another live process owns it.
@@ -148,6 +145,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.options = options
         self.observer = observer
         self.run = run
+        self.dependencies = StepDependencies(workflow: workflow)
         self.runDirectory = run.localRunDirectory(stateDirectory: options.stateDirectory)
         self.bandwidth = BandwidthCaps([run.rateCap.map { TokenBucket(timetable: $0) }, options.bandwidth])
         self.threads = AttemptThreads(name: "steps of \(run.id)", spins: options.briefSpin)
@@ -175,7 +173,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// `cancelled`. Thread-safe; returns at once.
     public func cancel() {
         signal.withLock {
-            cancelRequested = true
+            inbox.cancelRequested = true
             signal.signal()
         }
     }
@@ -187,7 +185,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// graceful `serve` shutdown. Thread-safe; returns at once.
     public func interrupt(leaving status: RunStatus) {
         signal.withLock {
-            interruptRequested = status
+            inbox.interruptRequested = status
             signal.signal()
         }
     }
@@ -206,25 +204,25 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     }
 
     /// True once an interrupt was asked for (the run is on its way back to the queue).
-    public var isInterrupting: Bool { signal.withLock { interruptRequested != nil } }
+    public var isInterrupting: Bool { signal.withLock { inbox.interruptRequested != nil } }
 
     /// Another process owns the run now (our lease expired and it was taken over): stop at
     /// once, writing nothing more. Called by the heartbeat; fenced commits catch it too.
     func loseOwnership() {
         signal.withLock {
-            ownershipLost = true
+            inbox.ownershipLost = true
             signal.signal()
         }
     }
 
     /// True when the run stopped because another process took it over; the run is that
     /// process's now, not resumable from here.
-    public var lostOwnership: Bool { signal.withLock { ownershipLost } }
+    public var lostOwnership: Bool { signal.withLock { inbox.ownershipLost } }
 
     /// Asks long-lived steps to finish their queued items and end (`orchestrate close`).
     public func closeSessions() {
         signal.withLock {
-            closeRequested = true
+            inbox.closeRequested = true
             signal.signal()
         }
     }
@@ -250,11 +248,11 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             try loadState()
             try loop()
         } catch StoreError.ownershipLost(let runID) {
-            signal.withLock { ownershipLost = true }
-            for (_, attempt) in attempts { attempt.invocation.cancel(.shutdown) }
+            signal.withLock { inbox.ownershipLost = true }
+            for (_, attempt) in inFlight.byInstance { attempt.invocation.cancel(.shutdown) }
             run.error = StoreError.ownershipLost(runID: runID).description
         } catch {
-            for (_, attempt) in attempts { attempt.invocation.cancel(.shutdown) }
+            for (_, attempt) in inFlight.byInstance { attempt.invocation.cancel(.shutdown) }
             run.error = "state store error: \(error)"
         }
         return run
@@ -263,14 +261,14 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private func loop() throws {
         while true {
             if store.fencesByLease, heartbeat?.isOverdue == true { loseOwnership() }
-            if signal.withLock({ ownershipLost }) { throw StoreError.ownershipLost(runID: run.id) }
+            if signal.withLock({ inbox.ownershipLost }) { throw StoreError.ownershipLost(runID: run.id) }
             let (newCompletions, newEvents, cancelNow, interruptTo, probes) = takeSignals()
             batch.events.append(contentsOf: newEvents)
             for completion in newCompletions { handle(completion) }
             for (endpoint, answers) in probes { probed(endpoint, answers: answers) }
             if let interruptTo, interrupting == nil { beginInterrupt(leaving: interruptTo) }
             if interrupting != nil {
-                if attempts.isEmpty && pendingStarts.isEmpty {
+                if inFlight.isEmpty {
                     finishInterrupt()
                     try flush()
                     return
@@ -279,22 +277,19 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 wait()
                 continue
             }
-            if cancelNow && ending == nil { beginEnding(.cancelled, reason: "cancelled") }
+            if cancelNow && !ending.isEnding { beginEnding(.cancelled, reason: "cancelled") }
             checkTimeouts()
             startDueProbes()
 
-            if ending == nil {
+            if !ending.isEnding {
                 schedule()
-                if attempts.isEmpty && pendingStarts.isEmpty && unfinishedSteps == 0 {
+                if inFlight.isEmpty && dependencies.allFinished {
                     finishSucceeded()
                     try commitFinish()
                     return
                 }
-            } else if attempts.isEmpty && pendingStarts.isEmpty {
-                if !compensationEntered {
-                    enterCompensation()
-                    compensationEntered = true
-                }
+            } else if inFlight.isEmpty {
+                if ending.enterCompensation() { enterCompensation() }
                 if !scheduleNextCompensation() {
                     finishEnding()
                     try commitFinish()
@@ -337,19 +332,11 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 try store.commit(committed)
             }
         }
-        for (instance, attempt) in pendingStarts { launch(instance, attempt) }
-        pendingStarts.removeAll()
+        for (instance, attempt) in inFlight.takeToLaunch() { launch(instance, attempt) }
     }
 
     private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, Bool)]) {
-        signal.withLock {
-            defer {
-                completions.removeAll()
-                threadEvents.removeAll()
-                probeResults.removeAll()
-            }
-            return (completions, threadEvents, cancelRequested, interruptRequested, probeResults)
-        }
+        signal.withLock { inbox.takeRound() }
     }
 
     /// Sleeps until something happens: a completion, a cancel, an event from a step, or the
@@ -359,23 +346,20 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         var until = wallNow + 1
         for id in waitingRetry { until = min(until, instances[id]?.record.nextAttemptAt ?? until) }
         if !blockedOnKeys.isEmpty { until = min(until, wallNow + 0.05) }
-        for probe in probes.values where !probe.inFlight { until = min(until, probe.next) }
+        if let probeDue = unreachable.nextProbeDue { until = min(until, probeDue) }
         let monotonicNow = Monotonic.now()
-        for attempt in attempts.values {
+        for attempt in inFlight.byInstance.values {
             if let deadline = attempt.deadline { until = min(until, wallNow + max(deadline - monotonicNow, 0)) }
         }
-        let idle = ending != nil
         // An attempt in flight may be a quick one: look for its completion briefly before
         // sleeping (see `BriefSpin`).
-        if !attempts.isEmpty && options.briefSpin {
+        if inFlight.count > 0 && options.briefSpin {
             _ = BriefSpin.wait(seconds: BriefSpin.loopSeconds) {
-                signal.withLock { !completions.isEmpty || !threadEvents.isEmpty }
+                signal.withLock { inbox.hasAttemptNews }
             }
         }
         signal.withLock {
-            if completions.isEmpty && threadEvents.isEmpty && probeResults.isEmpty && !(cancelRequested && !idle)
-                && !(interruptRequested != nil && interrupting == nil)
-            {
+            if !inbox.wakesLoop(ending: ending.isEnding, interrupting: interrupting != nil) {
                 _ = signal.wait(until: Date(timeIntervalSince1970: max(until, wallNow + 0.001)))
             }
         }
@@ -388,7 +372,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         threads.run { [self] in
             let result = attempt.invocation.run()
             signal.withLock {
-                completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result))
+                inbox.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result))
                 signal.signal()
             }
         }
@@ -399,7 +383,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         threads.run { [self] in
             let answers = HostProbe.answers(endpoint)
             signal.withLock {
-                probeResults.append((endpoint, answers))
+                inbox.probeAnswers.append((endpoint, answers))
                 signal.signal()
             }
         }
@@ -409,26 +393,23 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// token is current, so the plugin's late result (if any) is ignored.
     func abandon(_ instanceID: String, _ attempt: Attempt, _ failure: StepFailure) {
         signal.withLock {
-            completions.append(Completion(instanceID: instanceID, token: attempt.token, result: .failure(failure)))
+            inbox.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: .failure(failure)))
         }
     }
 
-    func markCancelled(_ id: String) { _ = signal.withLock { cancelledInstances.insert(id) } }
-    func clearCancelled(_ id: String) { _ = signal.withLock { cancelledInstances.remove(id) } }
-    func wasCancelled(_ id: String) -> Bool { signal.withLock { cancelledInstances.contains(id) } }
+    func markCancelled(_ id: String) { _ = signal.withLock { inbox.cancelledInstances.insert(id) } }
+    func clearCancelled(_ id: String) { _ = signal.withLock { inbox.cancelledInstances.remove(id) } }
+    func wasCancelled(_ id: String) -> Bool { signal.withLock { inbox.cancelledInstances.contains(id) } }
 
     // MARK: Contexts
 
     func resolveSecrets() -> [String: String] {
         let values = SecretResolver.resolve(workflow.secrets, environment: options.environment).values
-        if !values.values.allSatisfy(secretValues.contains) {
-            secretValues.formUnion(values.values)
-            cachedRedactor = Redactor(secrets: secretValues)
-        }
+        secretsSeen.learn(values.values)
         return values
     }
 
-    var redactor: Redactor { cachedRedactor }
+    var redactor: Redactor { secretsSeen.redactor }
 
     func evaluationContext(item: JSONValue?, attempt: Int, secrets: [String: String] = [:]) -> EvaluationContext {
         var context = EvaluationContext()
@@ -449,8 +430,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     func attemptEvent(type: EventType, step: String, data: JSONValue) {
         signal.withLock {
-            threadEvents.append(EventRecord(runID: run.id, time: now(), type: type, step: step, data: data))
-            if threadEvents.count == 1 { signal.signal() }
+            inbox.events.append(EventRecord(runID: run.id, time: now(), type: type, step: step, data: data))
+            if inbox.events.count == 1 { signal.signal() }
         }
     }
 
@@ -464,7 +445,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     func attemptIsCancelled(_ instanceID: String) -> Bool { wasCancelled(instanceID) }
 
-    func attemptSessionClosing(_ instanceID: String) -> Bool { signal.withLock { closeRequested } }
+    func attemptSessionClosing(_ instanceID: String) -> Bool { signal.withLock { inbox.closeRequested } }
 
     func now() -> Double { Date().timeIntervalSince1970 }
 }
