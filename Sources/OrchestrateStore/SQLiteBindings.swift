@@ -54,8 +54,8 @@ extension Statement {
         var bindings = SQLiteBindings(handle: handle)
         bind(&bindings)
         defer {
-            // Leave nothing bound that points at freed memory (values are copied, but a later
-            // GRDB use of the statement expects it clear), and release the statement's locks.
+            // Reset, so the statement holds no read lock nor half-run state between commits,
+            // and unbind, so a later use of the cached statement starts from nothing.
             sqlite3_reset(handle)
             sqlite3_clear_bindings(handle)
         }
