@@ -69,12 +69,12 @@ extension JSONValue {
         case .object(let o):
             if o.isEmpty { out += "{}"; return }
             out += "{"
-            for (i, key) in o.keys.sorted().enumerated() {
+            for (i, member) in o.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out += "," }
                 if pretty { out += "\n" + String(repeating: "  ", count: indent + 1) }
-                JSONValue.writeString(key, to: &out)
+                JSONValue.writeString(member.key, to: &out)
                 out += pretty ? ": " : ":"
-                o[key]!.write(to: &out, pretty: pretty, indent: indent + 1)
+                member.value.write(to: &out, pretty: pretty, indent: indent + 1)
             }
             if pretty { out += "\n" + String(repeating: "  ", count: indent) }
             out += "}"
@@ -83,6 +83,14 @@ extension JSONValue {
 
     static func writeString(_ s: String, to out: inout String) {
         out += "\""
+        // Most strings (ids, step types, paths) need no escape: append them whole. Checking
+        // UTF-8 bytes is exact, since every byte of a multi-byte sequence is ≥ 0x80. Appending
+        // scalar by scalar cost most of a journaled event's encoding (bench/engine).
+        if !s.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

@@ -106,7 +106,7 @@ public struct SchemaCheck<Node: SchemaCheckable> {
         guard let actual = typeName(of: shape) else { return }
 
         if let typeSpec = s["type"] {
-            let expected = typeSpec.stringValue.map { [$0] } ?? typeSpec.arrayValue?.compactMap(\.stringValue) ?? []
+            let expected = typeSpec.stringValue.map { [$0] } ?? typeSpec.arrayValue?.compactMap { $0.stringValue } ?? []
             if !expected.isEmpty, !expected.contains(where: { matches(actual, $0, shape) }) {
                 let names = expected.map { article($0) }.joined(separator: " or ")
                 report("\(describe(path)) must be \(names), not \(article(actual))\(quotedScalar(shape))")
@@ -137,7 +137,9 @@ public struct SchemaCheck<Node: SchemaCheckable> {
         switch shape {
         case .object(let members):
             let properties = s["properties"]?.objectValue ?? [:]
-            let present = Set(members.map(\.name))
+            // Closures, not key paths: in this generic function a key path is built at run time
+            // on every call (swift_getKeyPath: most of the cost of checking a no-op step's inputs).
+            let present = Set(members.map { $0.name })
             let owner = path == "with" ? "for step type '\(stepType)'" : "in \(describe(path))"
             for case .string(let name) in s["required"]?.arrayValue ?? [] where !present.contains(name) {
                 found.append(Problem(message: "missing required \(path == "with" ? "input" : "field") '\(name)' \(owner)",

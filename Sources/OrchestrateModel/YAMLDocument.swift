@@ -209,7 +209,13 @@ enum YAMLReader {
         var restored: [Position: (text: String, style: YAMLScalar.Style)] = [:]
         for attempt in 0..<10_000 {
             do {
-                guard let root = try Yams.compose(yaml: working) else { return .success(nil) }
+                // The basic resolver: Yams' duplicate-key check hashes every key with its
+                // resolved tag, and the default resolver finds a plain key's tag by trying seven
+                // regular expressions on it (a third of a 10,000-step chain's instructions,
+                // bench/engine). We read keys as text (`YAMLPair.name`), so keys are duplicates
+                // when their text is, which is what the basic resolver (every plain scalar a
+                // string) checks; scalar values are typed later, by `YAMLScalar.jsonValue`.
+                guard let root = try Yams.compose(yaml: working, .basic) else { return .success(nil) }
                 return .success(convert(root, source: source, restored: restored))
             } catch let YamlError.duplicatedKeysInMapping(duplicates, context) {
                 let mark = context.mark

@@ -224,11 +224,13 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                         completion_seq = excluded.completion_seq, node = excluded.node
                     """)
                 for s in batch.stepUpserts {
-                    try statement.execute(arguments: [
-                        s.runID, s.id, s.step, s.kind.rawValue, s.itemIndex, s.item?.jsonText, s.status.rawValue,
-                        s.attempt, s.failures, s.nextAttemptAt, s.idempotencyKey, s.outputs?.jsonText, s.errorKind,
-                        s.errorCode, s.errorMessage, s.startedAt, s.finishedAt, s.completionSeq, s.node,
-                    ])
+                    try statement.run { row in
+                        row.add(s.runID); row.add(s.id); row.add(s.step); row.add(s.kind.rawValue); row.add(s.itemIndex)
+                        row.add(s.item?.jsonText); row.add(s.status.rawValue); row.add(s.attempt); row.add(s.failures)
+                        row.add(s.nextAttemptAt); row.add(s.idempotencyKey); row.add(s.outputs?.jsonText)
+                        row.add(s.errorKind); row.add(s.errorCode); row.add(s.errorMessage); row.add(s.startedAt)
+                        row.add(s.finishedAt); row.add(s.completionSeq); row.add(s.node)
+                    }
                 }
             }
             for (runID, id) in batch.deletedSteps {
@@ -238,7 +240,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             try Self.insertEvents(batch.events, db)
             if !batch.releasedLeases.isEmpty {
                 let statement = try db.cachedStatement(sql: "DELETE FROM leases WHERE holder = ?")
-                for holder in batch.releasedLeases { try statement.execute(arguments: [holder]) }
+                for holder in batch.releasedLeases { try statement.run { $0.add(holder) } }
             }
             if batch.releasesRun, let (runID, owner) = batch.fence { try Self.release(runID, owner, db) }
         }
@@ -246,8 +248,10 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     public func steps(ofRun runID: String) throws -> [StepRecord] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Self.stepColumns) FROM steps WHERE run_id = ?", arguments: [runID])
-                .map(Self.stepRecord)
+            var steps: [StepRecord] = []
+            try db.cachedStatement(sql: "SELECT \(Self.stepColumns) FROM steps WHERE run_id = ?")
+                .forEachRow({ $0.add(runID) }) { steps.append(Self.stepRecord($0)) }
+            return steps
         }
     }
 
@@ -410,10 +414,10 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     /// Throws `ownershipLost` unless `owner` owns the run (one machine: ownership alone).
     private static func checkFence(_ runID: String, _ owner: OwnerIdentity, _ db: Database) throws {
         let statement = try db.cachedStatement(sql: "SELECT owner_host, owner_pid, owner_start FROM runs WHERE id = ?")
-        let row = try Row.fetchOne(statement, arguments: [runID])
-        guard let row, row["owner_host"] as String? == owner.node, row["owner_pid"] as Int32? == owner.pid,
-              row["owner_start"] as Int64? == owner.startTime
-        else { throw StoreError.ownershipLost(runID: runID) }
+        let owned = try statement.firstRow({ $0.add(runID) }) { row in
+            row.string(0) == owner.node && row.int64(1) == Int64(owner.pid) && row.int64(2) == owner.startTime
+        }
+        guard owned == true else { throw StoreError.ownershipLost(runID: runID) }
     }
 
     // MARK: Row mapping
@@ -427,7 +431,9 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         guard !events.isEmpty else { return }
         let statement = try db.cachedStatement(sql: "INSERT INTO events (run_id, time, type, step, data_json) VALUES (?, ?, ?, ?, ?)")
         for e in events {
-            try statement.execute(arguments: [e.runID, e.time, e.type.rawValue, e.step, e.data.jsonText])
+            try statement.run { row in
+                row.add(e.runID); row.add(e.time); row.add(e.type.rawValue); row.add(e.step); row.add(e.data.jsonText)
+            }
         }
     }
 
@@ -436,9 +442,11 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             UPDATE runs SET status = ?, ending = ?, started_at = ?, finished_at = ?, error = ?, outputs_json = ?,
                             priority = ?, labels_json = ?, max_rate = ?, max_rate_timetable = ?
             WHERE id = ?
-            """).execute(arguments: [run.status.rawValue, run.ending?.rawValue, run.startedAt, run.finishedAt, run.error,
-                             run.outputs?.jsonText, run.priority, labelsJSON(run.labels), run.maxRate,
-                             run.maxRateTimetable, run.id])
+            """).run { row in
+                row.add(run.status.rawValue); row.add(run.ending?.rawValue); row.add(run.startedAt); row.add(run.finishedAt)
+                row.add(run.error); row.add(run.outputs?.jsonText); row.add(run.priority); row.add(labelsJSON(run.labels))
+                row.add(run.maxRate); row.add(run.maxRateTimetable); row.add(run.id)
+            }
     }
 
     private static func labelsJSON(_ labels: [String: String]) -> String {
@@ -481,24 +489,24 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         outputs_json, error_kind, error_code, error_message, started_at, finished_at, completion_seq, node
         """
 
-    private static func stepRecord(_ row: Row) -> StepRecord {
-        var s = StepRecord(runID: row[0], id: row[1], step: row[2],
-                           kind: StepKind(rawValue: row[3]) ?? .step,
-                           status: StepStatus(rawValue: row[6]) ?? .pending)
-        s.itemIndex = row[4]
-        s.item = (row[5] as String?).flatMap { try? JSONValue(parsing: $0) }
-        s.attempt = row[7]
-        s.failures = row[8]
-        s.nextAttemptAt = row[9]
-        s.idempotencyKey = row[10]
-        s.outputs = (row[11] as String?).flatMap { try? JSONValue(parsing: $0) }
-        s.errorKind = row[12]
-        s.errorCode = row[13]
-        s.errorMessage = row[14]
-        s.startedAt = row[15]
-        s.finishedAt = row[16]
-        s.completionSeq = row[17]
-        s.node = row[18]
+    private static func stepRecord(_ row: SQLiteColumns) -> StepRecord {
+        var s = StepRecord(runID: row.string(0) ?? "", id: row.string(1) ?? "", step: row.string(2) ?? "",
+                           kind: row.string(3).flatMap(StepKind.init(rawValue:)) ?? .step,
+                           status: row.string(6).flatMap(StepStatus.init(rawValue:)) ?? .pending)
+        s.itemIndex = row.int(4)
+        s.item = row.string(5).flatMap { try? JSONValue(parsing: $0) }
+        s.attempt = row.int(7) ?? 0
+        s.failures = row.int(8) ?? 0
+        s.nextAttemptAt = row.double(9)
+        s.idempotencyKey = row.string(10)
+        s.outputs = row.string(11).flatMap { try? JSONValue(parsing: $0) }
+        s.errorKind = row.string(12)
+        s.errorCode = row.string(13)
+        s.errorMessage = row.string(14)
+        s.startedAt = row.double(15)
+        s.finishedAt = row.double(16)
+        s.completionSeq = row.int(17)
+        s.node = row.string(18)
         return s
     }
 }

@@ -23,6 +23,20 @@ import Testing
         #expect(try store.integrityCheck() == "ok")
     }
 
+    /// The journal binds text by its length, so a NUL inside it (which PostgreSQL's text cannot
+    /// hold) does not cut it short.
+    @Test func journaledTextKeepsEmbeddedNULs() throws {
+        let store = try SQLiteStateStore(directory: dir.file("nul").path)
+        try store.createRun(RunRecord(id: "r1", workflowName: "wf", workflowFile: "/wf.yaml", workflowSource: "", inputs: [:],
+                                      status: .running, createdAt: 1, runDir: "runs/r1"), events: [])
+        var step = StepRecord(runID: "r1", id: "a", step: "a", kind: .step, status: .failed)
+        step.errorMessage = "before\u{0}after"
+        var batch = JournalBatch()
+        batch.stepUpserts = [step]
+        try store.commit(batch)
+        #expect(try store.steps(ofRun: "r1").first?.errorMessage == "before\u{0}after")
+    }
+
     @Test func manyOpenersOfANewStoreAtOnceAllSucceed() throws {
         // Processes started together on a new state directory must not race to create the schema.
         for round in 0..<10 {

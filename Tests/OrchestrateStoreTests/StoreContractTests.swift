@@ -228,6 +228,55 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(events[2].step == nil)
     }
 
+    /// Every field of a step and of an event reads back as written: empty text stays empty
+    /// (not NULL), numbers keep their fractions, a later upsert clears what it sets to nil.
+    @Test(arguments: StoreKind.allCases)
+    func everyStepFieldRoundTrips(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        var step = StepRecord(runID: "r1", id: "put[3]", step: "put", kind: .item, status: .waitingRetry)
+        step.itemIndex = 3
+        step.item = ["file": "é ✓.mov", "size": 42]
+        step.attempt = 2
+        step.failures = 1
+        step.nextAttemptAt = 1_700_000_000.25
+        step.idempotencyKey = ""
+        step.outputs = [:]
+        step.errorKind = "retryable"
+        step.errorCode = ""
+        step.errorMessage = "503 🎬"
+        step.startedAt = 1.5
+        step.finishedAt = 2.75
+        step.completionSeq = 7
+        step.node = "bay-1"
+        var batch = JournalBatch()
+        batch.stepUpserts = [step]
+        batch.events = [EventRecord(runID: "r1", time: 2.125, type: .stepRetrying, step: "", data: ["reason": ""])]
+        try t.store.commit(batch)
+        let read = try #require(try t.store.steps(ofRun: "r1").first)
+        #expect(read.id == "put[3]" && read.step == "put" && read.kind == .item && read.status == .waitingRetry)
+        #expect(read.itemIndex == 3 && read.item == ["file": "é ✓.mov", "size": 42])
+        #expect(read.attempt == 2 && read.failures == 1 && read.nextAttemptAt == 1_700_000_000.25)
+        #expect(read.idempotencyKey == "" && read.outputs == [:])
+        #expect(read.errorKind == "retryable" && read.errorCode == "" && read.errorMessage == "503 🎬")
+        #expect(read.startedAt == 1.5 && read.finishedAt == 2.75 && read.completionSeq == 7 && read.node == "bay-1")
+        let event = try #require(try t.store.events(runID: "r1", afterSeq: 0, limit: 10).last)
+        #expect(event.step == "" && event.time == 2.125 && event.data == ["reason": ""])
+
+        var succeeded = step
+        succeeded.status = .succeeded
+        succeeded.nextAttemptAt = nil
+        succeeded.errorKind = nil
+        succeeded.errorCode = nil
+        succeeded.errorMessage = nil
+        batch = JournalBatch()
+        batch.stepUpserts = [succeeded]
+        try t.store.commit(batch)
+        let after = try #require(try t.store.steps(ofRun: "r1").first)
+        #expect(after.status == .succeeded && after.nextAttemptAt == nil)
+        #expect(after.errorKind == nil && after.errorCode == nil && after.errorMessage == nil && after.completionSeq == 7)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aLiveOwnerKeepsItsRunAndADeadOneLosesIt(_ kind: StoreKind) throws {
         let t = try StoreUnderTest(kind)
