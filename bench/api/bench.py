@@ -101,25 +101,26 @@ class KeptAliveConnections:
             else:
                 self.opened += 1
                 connection = None
+        keep = False
         try:
             if connection is None:
                 connection = await asyncio.open_connection("127.0.0.1", self.port)
-            reply = await self.exchange(connection, path)
-        except BaseException:
-            if connection is not None:
-                connection[1].close()
+            status, body, keep = await self.exchange(connection, path)
+        finally:
             async with self.freed:
-                self.opened -= 1
+                if keep:
+                    self.idle.append(connection)
+                else:  # failed, or the server said it closes the connection
+                    if connection is not None:
+                        connection[1].close()
+                    self.opened -= 1
                 self.freed.notify()
-            raise
-        async with self.freed:
-            self.idle.append(connection)
-            self.freed.notify()
-        return reply
+        return status, body
 
     async def exchange(self, connection, path):
         reader, writer = connection
         writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {self.token}\r\n\r\n".encode())
+        await writer.drain()
         head = await reader.readuntil(b"\r\n\r\n")
         status = int(head[9:12])
         headers = head.lower()
@@ -136,9 +137,7 @@ class KeptAliveConnections:
             body = b"".join(chunks)
         else:
             raise ValueError("an answer with neither Content-Length nor chunks")
-        if b"\r\nconnection: close" in headers:
-            raise ConnectionResetError("the server closed the connection")
-        return status, body
+        return status, body, b"\r\nconnection: close" not in headers
 
 
 def cpu_seconds():
