@@ -162,7 +162,7 @@ def followers(port, token, stop, results):
                 break
             data = tail + chunk
             counts[index] += data.count(b"\nid: ")
-            tail = data[-5:]
+            tail = data[-4:]  # shorter than "\nid: ", so an id at the very end is not counted twice
         writer.close()
 
     async def main():
