@@ -60,7 +60,7 @@ struct ProblemMiddleware: RouterMiddleware {
 /// JSON success responses.
 enum JSONResponse {
     static func make(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
-        make(body: ByteBuffer(string: value.jsonText), status: status)
+        make(body: ByteBuffer(bytes: value.jsonBytes), status: status)
     }
 
     /// An answer already encoded (a `ReadCache` hit).

@@ -18,19 +18,21 @@ enum RunGraph {
         })
     }
 
-    /// Graphs by run id: parsing a workflow of hundreds of steps at every request for a run's
-    /// detail cost more than reading the run (bench/api). A run's workflow never changes.
+    /// Graphs by workflow text: parsing a workflow of hundreds of steps at every request for a
+    /// run's detail cost more than reading the run, and so did parsing it once per run when a
+    /// batch of runs shares one workflow (bench/api: 32 runs, one parse instead of 32). The
+    /// graph depends on nothing else, and a run's workflow text never changes.
     final class Cache: @unchecked Sendable {
         private let lock = NSLock()
-        private var graphs: [String: JSONValue?] = [:]  // guarded by lock
+        private var graphs: [String: JSONValue?] = [:]  // by workflow source; guarded by lock
         private let capacity = 512
 
         func graph(_ run: RunRecord) -> JSONValue? {
-            if let known = lock.withLock({ graphs[run.id] }) { return known }
+            if let known = lock.withLock({ graphs[run.workflowSource] }) { return known }
             let graph = RunGraph.json(run)
             lock.withLock {
                 if graphs.count >= capacity { graphs.removeAll() }
-                graphs[run.id] = graph
+                graphs[run.workflowSource] = graph
             }
             return graph
         }

@@ -33,78 +33,117 @@ extension JSONValue {
     }
 
     /// Compact JSON text with object keys sorted.
-    public var jsonText: String {
-        var out = ""
-        write(to: &out, pretty: false, indent: 0)
-        return out
+    public var jsonText: String { String(decoding: jsonBytes, as: UTF8.self) }
+
+    /// `jsonText` as UTF-8 bytes, for writing to a socket without making a String first (the
+    /// HTTP API's answers).
+    public var jsonBytes: [UInt8] {
+        var writer = JSONWriter(pretty: false)
+        writer.write(self, indent: 0)
+        return writer.bytes
     }
 
     /// Indented JSON text with object keys sorted, for people.
     public var prettyJSONText: String {
-        var out = ""
-        write(to: &out, pretty: true, indent: 0)
-        return out
+        var writer = JSONWriter(pretty: true)
+        writer.write(self, indent: 0)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+}
+
+/// Writes JSON text into a byte array. A string is copied in runs of bytes that need no escape
+/// (most strings are one run), not scalar by scalar: run details of a few hundred steps are
+/// what the HTTP API sends most (bench/api).
+struct JSONWriter {
+    let pretty: Bool
+    var bytes: [UInt8] = []
+
+    init(pretty: Bool) {
+        self.pretty = pretty
+        bytes.reserveCapacity(256)
     }
 
-    private func write(to out: inout String, pretty: Bool, indent: Int) {
-        switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
+    mutating func write(_ value: JSONValue, indent: Int) {
+        switch value {
+        case .null: append("null")
+        case .bool(let b): append(b ? "true" : "false")
+        case .int(let i): writeInteger(i)
         case .double(let d):
-            if d.isNaN || d.isInfinite { out += "null" }
-            else if d.rounded() == d && abs(d) < 1e15 { out += String(Int64(d)) + ".0" }
-            else { out += "\(d)" }
-        case .string(let s): JSONValue.writeString(s, to: &out)
+            if d.isNaN || d.isInfinite { append("null") }
+            else if d.rounded() == d && abs(d) < 1e15 { writeInteger(Int64(d)); append(".0") }
+            else { append(text: d.description) }
+        case .string(let s): writeString(s)
         case .array(let a):
-            if a.isEmpty { out += "[]"; return }
-            out += "["
+            if a.isEmpty { append("[]"); return }
+            bytes.append(UInt8(ascii: "["))
             for (i, v) in a.enumerated() {
-                if i > 0 { out += "," }
-                if pretty { out += "\n" + String(repeating: "  ", count: indent + 1) }
-                v.write(to: &out, pretty: pretty, indent: indent + 1)
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                newline(indent + 1)
+                write(v, indent: indent + 1)
             }
-            if pretty { out += "\n" + String(repeating: "  ", count: indent) }
-            out += "]"
+            newline(indent)
+            bytes.append(UInt8(ascii: "]"))
         case .object(let o):
-            if o.isEmpty { out += "{}"; return }
-            out += "{"
+            if o.isEmpty { append("{}"); return }
+            bytes.append(UInt8(ascii: "{"))
             for (i, member) in o.sorted(by: { $0.key < $1.key }).enumerated() {
-                if i > 0 { out += "," }
-                if pretty { out += "\n" + String(repeating: "  ", count: indent + 1) }
-                JSONValue.writeString(member.key, to: &out)
-                out += pretty ? ": " : ":"
-                member.value.write(to: &out, pretty: pretty, indent: indent + 1)
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                newline(indent + 1)
+                writeString(member.key)
+                append(pretty ? ": " : ":")
+                write(member.value, indent: indent + 1)
             }
-            if pretty { out += "\n" + String(repeating: "  ", count: indent) }
-            out += "}"
+            newline(indent)
+            bytes.append(UInt8(ascii: "}"))
         }
     }
 
-    static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        // Most strings (ids, step types, paths) need no escape: append them whole. Checking
-        // UTF-8 bytes is exact, since every byte of a multi-byte sequence is ≥ 0x80. Appending
-        // scalar by scalar cost most of a journaled event's encoding (bench/engine).
-        if !s.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) {
-            out += s
-            out += "\""
-            return
-        }
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+    private mutating func newline(_ indent: Int) {
+        guard pretty else { return }
+        bytes.append(UInt8(ascii: "\n"))
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * indent))
+    }
+
+    private mutating func append(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    private mutating func append(text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    private mutating func writeInteger(_ value: Int64) {
+        guard value < 0 || value > 9 else { bytes.append(UInt8(ascii: "0") + UInt8(value)); return }
+        append(text: String(value))
+    }
+
+    /// A JSON string: `"` and `\\` escaped, \n \r \t by name, other control characters as
+    /// \u00XX; everything else (non-ASCII included) as its UTF-8 bytes.
+    mutating func writeString(_ string: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { utf8 in
+            var runStart = 0
+            for i in 0..<utf8.count {
+                let byte = utf8[i]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
+                runStart = i + 1
+                switch byte {
+                case UInt8(ascii: "\""): append("\\\"")
+                case UInt8(ascii: "\\"): append("\\\\")
+                case UInt8(ascii: "\n"): append("\\n")
+                case UInt8(ascii: "\r"): append("\\r")
+                case UInt8(ascii: "\t"): append("\\t")
+                default:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                              hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+                }
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         }
-        out += "\""
+        bytes.append(UInt8(ascii: "\""))
     }
 }
 

@@ -65,12 +65,22 @@ import Testing
     /// delete, add-path and close on a session, queues, plugins, and the OpenAPI document.
     @Test func endpoints() throws {
         let serve = try APIServe()
+        // A label is hostile input: quotes, backslashes, control characters and non-ASCII
+        // must come back escaped in the JSON text and read back as themselves.
+        let hostile = "quote\" backslash\\ nl\n ctl\u{1}\u{1F} é 日本 🚀 </script>"
         // Submitted to a queue no serve takes, a run stays where the verbs put it.
         let parked = try serve.post("/api/runs", ["workflow_yaml": "version: 1\nname: parked\nsteps:\n  a: { uses: test.noop }\n",
-                                                  "queue": "parked", "labels": ["batch": "7"], "priority": 3, "id": "parked-1"])
+                                                  "queue": "parked", "labels": ["batch": "7", "title": .string(hostile)],
+                                                  "priority": 3, "id": "parked-1"])
         #expect(parked.status == 201)
         #expect(parked.headers["location"] == "/api/runs/parked-1")
         #expect(parked.json["labels"]?["batch"]?.stringValue == "7" && parked.json["priority"]?.intValue == 3)
+        for path in ["/api/runs/parked-1", "/api/runs?queue=parked"] {
+            let reply = try serve.get(path)
+            #expect(reply.body.contains(#""title":"quote\" backslash\\ nl\n ctl\u0001\u001f é 日本 🚀 </script>""#), "\(reply.body)")
+            let run = path.hasSuffix("parked-1") ? reply.json : reply.json["runs"]?[0] ?? .null
+            #expect(run["labels"]?["title"]?.stringValue == hostile)
+        }
         #expect(try serve.post("/api/runs", ["workflow_yaml": "version: 1\nname: parked\nsteps:\n  a: { uses: test.noop }\n",
                                              "id": "parked-1"]).status == 409)
         for (verb, expected) in [("pause", "paused"), ("unpause", "queued"), ("stop", "queued"), ("run-now", "queued"),

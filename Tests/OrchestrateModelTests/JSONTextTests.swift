@@ -1,19 +1,55 @@
+import Foundation
 import OrchestrateJSON
 import Testing
 
-/// The journal's JSON text (events, outputs, inputs): escapes exactly what RFC 8259 requires,
-/// keeps everything else as written, and reads back to the same value.
+/// The JSON writer (`jsonText`, `jsonBytes`, `prettyJSONText`): what the store journals and the
+/// HTTP API sends, where a run label or file name is hostile input. Every string must come out
+/// escaped exactly as RFC 8259 asks and read back as itself.
 @Suite struct JSONTextTests {
+    @Test func escapesQuotesBackslashesAndControlCharacters() {
+        let value: JSONValue = .string("a\"b\\c\nd\re\tf\u{0}g\u{1F}h\u{08}i\u{0C}j")
+        #expect(value.jsonText == #""a\"b\\c\nd\re\tf\u0000g\u001fh\u0008i\u000cj""#)
+    }
+
+    @Test func nonASCIIIsWrittenAsItsUTF8() {
+        let value: JSONValue = ["é/日本/🎞️": .string("Ünïcode \u{7F} \u{2028} 🚀")]
+        #expect(value.jsonText == "{\"é/日本/🎞️\":\"Ünïcode \u{7F} \u{2028} 🚀\"}")
+        #expect(value.jsonBytes == Array(value.jsonText.utf8))
+    }
+
+    @Test func hostileStringsReadBackAsThemselves() throws {
+        let hostile = ["</script><script>alert(1)</script>", "\"}, \"admin\": true, {\"", "\\\\\\\"", "\u{1}\u{2}\u{1B}[31m",
+                       "tab\there", "a\u{0}b", "", "\"", "\\", "ｆｕｌｌ　ｗｉｄｔｈ", "\u{10FFFF}", "e\u{301}"]
+        for text in hostile {
+            let value: JSONValue = ["label": .string(text), text: .array([.string(text), .int(1)])]
+            let written = value.jsonText
+            #expect(!written.unicodeScalars.contains { $0.value < 0x20 }, "a raw control character in \(written)")
+            #expect(try JSONValue(parsing: written) == value, "\(written)")
+            #expect(try JSONValue(parsing: value.prettyJSONText) == value)
+        }
+    }
+
+    @Test func numbersKeysAndLayout() {
+        let value: JSONValue = ["b": [1, -7, 0, 9, 10, 1.5, 2.0, -0.25, 1e20], "a": nil, "c": [true, false], "d": [:], "e": []]
+        #expect(value.jsonText == #"{"a":null,"b":[1,-7,0,9,10,1.5,2.0,-0.25,1e+20],"c":[true,false],"d":{},"e":[]}"#)
+        #expect(JSONValue.int(.min).jsonText == "-9223372036854775808")
+        #expect(JSONValue.double(.nan).jsonText == "null")
+        let nested: JSONValue = ["x": ["y": [1, 2]]]
+        #expect(nested.prettyJSONText == """
+            {
+              "x": {
+                "y": [
+                  1,
+                  2
+                ]
+              }
+            }
+            """)
+    }
+
     @Test func stringsNeedingNoEscapeAreWrittenWhole() {
         let value: JSONValue = ["uses": "test.noop", "path": "/vidéos/été ✓/🎬.mov", "empty": ""]
         #expect(value.jsonText == #"{"empty":"","path":"/vidéos/été ✓/🎬.mov","uses":"test.noop"}"#)
-    }
-
-    @Test func quotesBackslashesAndControlCharactersAreEscaped() throws {
-        let nasty = "say \"hi\" \\ é\n\r\t\u{1}\u{1F}🎬 end"
-        let text = JSONValue.object(["m": .string(nasty)]).jsonText
-        #expect(text == #"{"m":"say \"hi\" \\ é\n\r\t\u0001\u001f🎬 end"}"#)
-        #expect(try JSONValue(parsing: text) == ["m": .string(nasty)])
     }
 
     @Test func keysAreSortedAndNestedValuesKeepTheirOrder() throws {

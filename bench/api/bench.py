@@ -12,7 +12,13 @@ Each run is a chain of no-op steps and two metered transfers (progress events), 
 bound by the engine and the store, not by sleeping. Reported: the makespan (first start to
 last finish) and the per-run duration p50 / max in each phase, their ratios (loaded / quiet;
 the goal is ≤ 1.10), serve's peak RSS (VmHWM; the goal is ≤ 200 MiB), the request rate
-achieved with its latency p50 / p99, and events received per SSE client.
+achieved with its latency p50 / p99, and events received per SSE client. Because the machine
+may be shared, also the CPU seconds `serve` used in each phase for the same 32 runs (steadier
+than wall-clock time under other load), what the load cost it per API request, and the load
+generator's own CPU (it runs on the same cores).
+
+The requests go over a few kept-alive connections (HTTP/1.1, as a browser or Prometheus
+makes them); `--connection-per-request` opens a new connection for each instead.
 
     swift build -c release && python3 bench/api/bench.py [--rounds 2] [--steps 200]
 """
@@ -30,12 +36,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import ROOT, build_test_plugin, free_port  # noqa: E402
+from benchlib import ROOT, build_test_plugin, free_port, process_cpu_seconds  # noqa: E402
 
 RUNS = 32
 SSE_CLIENTS = 50
 REQUESTS_PER_SECOND = 200
 MAX_IN_FLIGHT = 256  # requests not answered yet; past it a request is counted as an error, not sent
+CONNECTIONS = 32  # kept-alive connections the requests share (a few dashboards and scrapers)
 
 
 def workflow(steps):
@@ -65,13 +72,78 @@ def peak_rss_mib(pid):
 
 
 async def http_get(port, token, path):
+    """One request on a connection of its own (`--connection-per-request`)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
                  "Connection: close\r\n\r\n".encode())
     await writer.drain()
     data = await reader.read()
     writer.close()
-    return data
+    status, _, body = data.partition(b"\r\n\r\n")
+    return int(status[9:12]), body
+
+
+class KeptAliveConnections:
+    """Up to CONNECTIONS HTTP/1.1 connections, each carrying one request at a time; a request
+    waits for a free one. A connection the server closed is replaced."""
+
+    def __init__(self, port, token):
+        self.port, self.token = port, token
+        self.idle, self.opened = [], 0
+        self.freed = asyncio.Condition()
+
+    async def get(self, path):
+        async with self.freed:
+            while not self.idle and self.opened >= CONNECTIONS:
+                await self.freed.wait()
+            if self.idle:
+                connection = self.idle.pop()
+            else:
+                self.opened += 1
+                connection = None
+        keep = False
+        try:
+            if connection is None:
+                connection = await asyncio.open_connection("127.0.0.1", self.port)
+            status, body, keep = await self.exchange(connection, path)
+        finally:
+            async with self.freed:
+                if keep:
+                    self.idle.append(connection)
+                else:  # failed, or the server said it closes the connection
+                    if connection is not None:
+                        connection[1].close()
+                    self.opened -= 1
+                self.freed.notify()
+        return status, body
+
+    async def exchange(self, connection, path):
+        reader, writer = connection
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {self.token}\r\n\r\n".encode())
+        await writer.drain()
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        headers = head.lower()
+        at = headers.find(b"\r\ncontent-length:")
+        if at >= 0:
+            body = await reader.readexactly(int(headers[at + 17:headers.index(b"\r\n", at + 2)]))
+        elif b"\r\ntransfer-encoding: chunked" in headers:
+            chunks = []
+            while True:
+                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                chunks.append((await reader.readexactly(size + 2))[:-2])
+                if size == 0:
+                    break
+            body = b"".join(chunks)
+        else:
+            raise ValueError("an answer with neither Content-Length nor chunks")
+        return status, body, b"\r\nconnection: close" not in headers
+
+
+def cpu_seconds():
+    """This process's user + system CPU seconds."""
+    times = os.times()
+    return times.user + times.system
 
 
 def followers(port, token, stop, results):
@@ -90,7 +162,7 @@ def followers(port, token, stop, results):
                 break
             data = tail + chunk
             counts[index] += data.count(b"\nid: ")
-            tail = data[-5:]
+            tail = data[-4:]  # shorter than "\nid: ", so an id at the very end is not counted twice
         writer.close()
 
     async def main():
@@ -102,30 +174,36 @@ def followers(port, token, stop, results):
         await asyncio.gather(*tasks, return_exceptions=True)
 
     asyncio.run(main())
-    results.put(("events", counts))
+    results.put(("events", counts, cpu_seconds()))
 
 
-def caller(port, token, stop, results):
-    """REQUESTS_PER_SECOND requests, paced (one new connection each): run lists, run details,
-    queues, nodes, metrics. Puts the latencies, errors, count sent and duration."""
+def caller(port, token, stop, results, connection_per_request):
+    """REQUESTS_PER_SECOND requests, paced: run lists, run details, queues, nodes, metrics.
+    Puts the latencies (from when a request was due to its answer, waiting for a free
+    connection included), errors, count sent, duration and CPU seconds."""
     latencies, errors, detail, skipped, busy = [], [0], [], [0], [0]
+    connections = None
     paths = ["/api/runs?limit=50", "/api/queues", "/api/nodes", "/metrics", "/api/runs?status=running"]
 
     async def one(path):
         start = time.monotonic()
         try:
-            reply = await http_get(port, token, path)
-            if reply.startswith(b"HTTP/1.1 503"):  # shed by the server's admission bound
+            status, body = await (http_get(port, token, path) if connection_per_request else connections.get(path))
+            if status == 503:  # shed by the server's admission bound
                 busy[0] += 1
-            elif not reply.startswith(b"HTTP/1.1 200"):
+            elif status != 200:
                 errors[0] += 1
             elif path == "/api/runs?limit=50":
-                detail[:] = [r["id"] for r in json.loads(reply.split(b"\r\n\r\n", 1)[1])["runs"]]
-        except (OSError, ValueError, KeyError, IndexError):
+                detail[:] = [r["id"] for r in json.loads(body)["runs"]]
+        except (OSError, ValueError, KeyError, IndexError, asyncio.IncompleteReadError) as e:
+            if os.environ.get("BENCH_DEBUG"):
+                print("error", path, repr(e), file=sys.stderr)
             errors[0] += 1
         latencies.append(time.monotonic() - start)
 
     async def main():
+        nonlocal connections
+        connections = KeptAliveConnections(port, token)
         interval, n, tasks = 1 / REQUESTS_PER_SECOND, 0, set()
         begin = time.monotonic()
         while not stop.is_set():
@@ -144,17 +222,19 @@ def caller(port, token, stop, results):
         return n, duration
 
     sent, duration = asyncio.run(main())
-    results.put(("calls", latencies, errors[0] + skipped[0], sent - skipped[0], duration, busy[0]))
+    results.put(("calls", latencies, errors[0], skipped[0], sent - skipped[0], duration, busy[0], cpu_seconds()))
 
 
 class Load:
     """The followers and the caller, each in a process of its own (a Python process is one core
     at most; the machine has two)."""
 
-    def __init__(self, port, token):
+    def __init__(self, port, token, connection_per_request):
         self.stop, self.results = multiprocessing.Event(), multiprocessing.Queue()
-        self.processes = [multiprocessing.Process(target=f, args=(port, token, self.stop, self.results))
-                          for f in (followers, caller)]
+        self.processes = [multiprocessing.Process(target=followers, args=(port, token, self.stop, self.results)),
+                          multiprocessing.Process(target=caller, args=(port, token, self.stop, self.results,
+                                                                       connection_per_request))]
+        self.cpu = 0.0
 
     def __enter__(self):
         for process in self.processes:
@@ -166,14 +246,15 @@ class Load:
         for _ in self.processes:
             result = self.results.get()
             if result[0] == "events":
-                self.events = result[1]
+                _, self.events, cpu = result
             else:
-                _, self.latencies, self.errors, self.sent, self.duration, self.busy = result
+                _, self.latencies, self.errors, self.skipped, self.sent, self.duration, self.busy, cpu = result
+            self.cpu += cpu
         for process in self.processes:
             process.join()
 
 
-def phase(orchestrate, plugins, work, yaml, loaded):
+def phase(orchestrate, plugins, work, yaml, loaded, connection_per_request=False):
     state = tempfile.mkdtemp(prefix="state-", dir=work)
     port = free_port()
     base = ["--state", state, "--plugin-path", plugins]
@@ -191,7 +272,7 @@ def phase(orchestrate, plugins, work, yaml, loaded):
     batch = os.path.join(work, "batch.jsonl")
     with open(batch, "w") as f:
         f.write("{}\n" * RUNS)
-    load = Load(port, token) if loaded else None
+    load = Load(port, token, connection_per_request) if loaded else None
     try:
         if load:
             load.__enter__()
@@ -207,6 +288,7 @@ def phase(orchestrate, plugins, work, yaml, loaded):
         if load:
             load.__exit__(None, None, None)
         rss = peak_rss_mib(serve.pid)
+        serve_cpu = process_cpu_seconds(serve.pid)
         serve.send_signal(signal.SIGTERM)
         serve.wait()
     failed = db.execute("SELECT COUNT(*) FROM runs WHERE status != 'succeeded'").fetchone()[0]
@@ -214,12 +296,13 @@ def phase(orchestrate, plugins, work, yaml, loaded):
                          WHERE s.type = 'run.started' AND f.type = 'run.finished'""").fetchall()
     durations = [f - s for s, f in rows]
     result = {"makespan": max(f for _, f in rows) - min(s for s, _ in rows), "p50": percentile(durations, 50),
-              "max": max(durations), "rss": rss, "failed": failed,
+              "max": max(durations), "rss": rss, "failed": failed, "serve_cpu": serve_cpu,
               "journal_events": db.execute("SELECT COUNT(*) FROM events").fetchone()[0]}
     if load:
-        result.update(requests=len(load.latencies), rate=load.sent / load.duration, errors=load.errors, busy=load.busy,
+        result.update(requests=len(load.latencies), rate=load.sent / load.duration, errors=load.errors,
+                      skipped=load.skipped, busy=load.busy,
                       lat50=percentile(load.latencies, 50) * 1000, lat99=percentile(load.latencies, 99) * 1000,
-                      events_min=min(load.events), events_max=max(load.events))
+                      events_min=min(load.events), events_max=max(load.events), load_cpu=load.cpu)
     shutil.rmtree(state, ignore_errors=True)
     return result
 
@@ -230,6 +313,8 @@ def main():
                         help="where the release orchestrate is (.build-release/release with --scratch-path .build-release)")
     parser.add_argument("--rounds", type=int, default=2, help="quiet/loaded pairs (alternated)")
     parser.add_argument("--steps", type=int, default=200, help="no-op steps per run, between the transfers")
+    parser.add_argument("--connection-per-request", action="store_true",
+                        help="a new connection for each API request instead of kept-alive ones")
     args = parser.parse_args()
     orchestrate = os.path.join(args.bin, "orchestrate")
     work = tempfile.mkdtemp(prefix="orchestrate-bench-api-")
@@ -239,7 +324,8 @@ def main():
     for round_ in range(args.rounds):
         quiet.append(phase(orchestrate, plugins, work, yaml, loaded=False))
         print(f"round {round_ + 1} quiet:  {json.dumps(quiet[-1])}", flush=True)
-        loaded.append(phase(orchestrate, plugins, work, yaml, loaded=True))
+        loaded.append(phase(orchestrate, plugins, work, yaml, loaded=True,
+                            connection_per_request=args.connection_per_request))
         print(f"round {round_ + 1} loaded: {json.dumps(loaded[-1])}", flush=True)
     shutil.rmtree(work, ignore_errors=True)
 
@@ -257,9 +343,15 @@ def main():
           f"run p50 {mean(loaded, 'p50') / mean(quiet, 'p50'):.3f}, run max {mean(loaded, 'max') / mean(quiet, 'max'):.3f}")
     print(f"API under load: {mean(loaded, 'rate'):.0f} requests/s sent and answered, latency p50 {mean(loaded, 'lat50'):.1f} ms / "
           f"p99 {mean(loaded, 'lat99'):.1f} ms, {sum(r['busy'] for r in loaded)} answered 503 (busy), "
-          f"{sum(r['errors'] for r in loaded)} errors; events per SSE client "
+          f"{sum(r['errors'] for r in loaded)} errors, {sum(r['skipped'] for r in loaded)} not sent "
+          f"({MAX_IN_FLIGHT} unanswered already); events per SSE client "
           f"{min(r['events_min'] for r in loaded)}-{max(r['events_max'] for r in loaded)} "
           f"(the journal had {max(r['journal_events'] for r in loaded)})")
+    quiet_cpu, loaded_cpu = mean(quiet, "serve_cpu"), mean(loaded, "serve_cpu")
+    print(f"serve CPU: quiet {quiet_cpu:.2f} s, loaded {loaded_cpu:.2f} s (ratio {loaded_cpu / quiet_cpu:.2f}); "
+          f"the load cost it {(loaded_cpu - quiet_cpu) / mean(loaded, 'requests') * 1000:.2f} ms of CPU per API request "
+          f"(SSE included); the load generator used {mean(loaded, 'load_cpu'):.2f} s; "
+          f"{'a connection per request' if args.connection_per_request else f'{CONNECTIONS} kept-alive connections'}")
 
 
 if __name__ == "__main__":
