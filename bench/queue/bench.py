@@ -151,8 +151,10 @@ class Case:
         return rss
 
     def submit(self, extra):
-        subprocess.run([self.orchestrate, "submit", self.wf] + extra + self.args(self.submitter_state),
-                       check=True, capture_output=True, env=self.env)
+        done = subprocess.run([self.orchestrate, "submit", self.wf] + extra + self.args(self.submitter_state),
+                              capture_output=True, text=True, env=self.env)
+        if done.returncode != 0:
+            raise SystemExit(f"submit {' '.join(extra)} failed ({done.returncode}): {done.stderr.strip()}")
 
     def wait_finished(self, total, timeout):
         deadline = time.monotonic() + timeout
