@@ -151,7 +151,10 @@ public protocol StateStore: AnyObject, Sendable {
     /// Atomically takes up to `limit` runs of `queues` for `owner` for `lease` seconds: first
     /// those left unfinished by an owner that is not live (running, compensating), then queued
     /// runs by `run-now`, priority (higher first) and queue position. Paused runs and runs
-    /// `owner` already holds are never taken here. Two callers never get the same run.
+    /// `owner` already holds are never taken here. Two callers never get the same run. A store
+    /// shared between nodes may look for runs of owners that are not live (unfinished or
+    /// queued) only once a second, not at every claim (PostgreSQL does: those reads cost the
+    /// most under a burst, and a lease is many seconds anyway).
     func claimNextRuns(owner: OwnerIdentity, queues: [String], limit: Int, lease: Double) throws -> [RunRecord]
     /// Paused runs of `queues` without a live owner, which a worker holds (they keep their slot).
     func claimPausedRuns(owner: OwnerIdentity, queues: [String], lease: Double) throws -> [RunRecord]

@@ -425,14 +425,27 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try t.store.claimPausedRuns(owner: .current, queues: ["default"], lease: 60).map(\.id) == ["paused"])
         #expect(try t.store.claimNextRuns(owner: .current, queues: ["exports", "default"], limit: 5, lease: 60).map(\.id)
                 == ["elsewhere"])
-        // A run left by an owner on another node whose lease ran out is taken first.
+        // A run left by an owner on another node whose lease ran out is taken first (a store
+        // may look for such runs only once a second: wait for the next look).
         let remote = OwnerIdentity(node: "gone", pid: 7, startTime: 7)
         try t.makeRun("orphan", status: .running, createdAt: 9)
         #expect(try t.store.claimRun("orphan", owner: remote, lease: -1))
         try t.makeRun("fresh", status: .queued, createdAt: 10)
+        Thread.sleep(forTimeInterval: 1.1)
         let taken = try t.store.claimNextRuns(owner: .current, queues: ["default"], limit: 1, lease: 60)
         #expect(taken.map(\.id) == ["orphan"])
         #expect(taken.first?.takenFrom == remote)
+        // A queued run claimed by an owner whose lease ran out before it started is the queue's
+        // again, in its place (behind "fresh", ahead of "behind-it").
+        let stalled = OwnerIdentity(node: "stalled", pid: 8, startTime: 8)
+        try t.makeRun("abandoned", status: .queued, createdAt: 11)
+        try t.makeRun("behind-it", status: .queued, createdAt: 12)
+        #expect(try t.store.claimRun("abandoned", owner: stalled, lease: -1))
+        Thread.sleep(forTimeInterval: 1.1)
+        let next = try t.store.claimNextRuns(owner: .current, queues: ["default"], limit: 2, lease: 60)
+        #expect(next.map(\.id) == ["fresh", "abandoned"])
+        #expect(next.map(\.takenFrom) == [nil, stalled])
+        #expect(try t.store.claimNextRuns(owner: .current, queues: ["default"], limit: 5, lease: 60).map(\.id) == ["behind-it"])
     }
 
     @Test(arguments: StoreKind.allCases)

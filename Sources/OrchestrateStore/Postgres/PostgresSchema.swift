@@ -199,6 +199,16 @@ enum PostgresSchema {
             DROP INDEX runs_claim;
             CREATE INDEX runs_unfinished ON runs (queue, status) WHERE status IN ('running', 'compensating', 'paused');
             """),
+        // The queue's free runs only. A claim leaves a run queued (it starts once its worker
+        // journals it) but gives it an owner: with `runs_queued`, that new row version went into
+        // the index again, at the very front the next claims read, so under a burst its first
+        // page changed at every claim and the entries of claimed runs were never marked dead
+        // (10,000 queued runs: 4 ms a claim by the end, reading past every run claimed so far).
+        (8, """
+            DROP INDEX runs_queued;
+            CREATE INDEX runs_queued_free ON runs (run_now DESC, priority DESC, queue_order, created_at)
+                WHERE status = 'queued' AND owner_node IS NULL;
+            """),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.
