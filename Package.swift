@@ -63,8 +63,12 @@ let package = Package(
             "OrchestrateJSON", "CLibPQ", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // The token bucket behind every bandwidth cap (host and plugins alike); no dependencies.
-        .target(name: "OrchestrateTokenBucket"),
-        .target(name: "OrchestratePluginHost", dependencies: ["OrchestrateJSON", "COrchestratePlugin", "OrchestrateTokenBucket"]),
+        // One mutex for the host, the plugin kit and the token bucket (a module of its own: the
+        // kit, built into third-party plugins, must not pull in the host).
+        .target(name: "OrchestrateLock"),
+        .target(name: "OrchestrateTokenBucket", dependencies: ["OrchestrateLock"]),
+        .target(name: "OrchestratePluginHost", dependencies: ["OrchestrateJSON", "COrchestratePlugin", "OrchestrateTokenBucket",
+                                                              "OrchestrateLock"]),
         .target(name: "OrchestrateEngine", dependencies: [
             "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
         ]),
@@ -90,7 +94,8 @@ let package = Package(
         .executableTarget(name: "OrchestrateExecGuard"),
 
         // The Swift plugin author's kit: a step is a type conforming to `StepDefinition`.
-        .target(name: "OrchestratePluginKit", dependencies: ["OrchestrateJSON", "COrchestratePlugin", "OrchestrateTokenBucket"]),
+        .target(name: "OrchestratePluginKit", dependencies: ["OrchestrateJSON", "COrchestratePlugin", "OrchestrateTokenBucket",
+                                                             "OrchestrateLock"]),
         // Local file I/O for plugins, written once: a partial file beside its destination
         // (resume from its size), early write-back, commit by fsync + atomic rename + directory
         // fsync, streamed reading and hashing.

@@ -4,8 +4,10 @@ import Glibc
 import Darwin
 #endif
 
-/// A plain mutex, for the kit's few globals (the step table, built descriptions) and for
-/// plugins that share state between the threads of a step.
+/// A plain mutex: the plugin host's shared state, a token bucket's, the plugin kit's few
+/// globals (the step table, built descriptions), and plugins that share state between the
+/// threads of a step (`OrchestratePluginKit` re-exports it). Never call back into plugin code
+/// while holding one.
 ///
 /// Not `Synchronization.Mutex`: that needs macOS 15 and the package supports macOS 14. The
 /// mutex lives on the heap so its address never moves (pthread mutexes must not be copied).

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OrchestrateLock
 
 /// The cancellation state of one step call: a flag for polling (is_cancelled) and a pipe whose
 /// read end becomes readable at cancellation (cancel_fd), so a plugin blocked in poll() on a

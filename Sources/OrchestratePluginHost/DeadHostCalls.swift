@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OrchestrateLock
 
 /// Remembers the `orc_host *` of calls that have returned, so that a plugin calling back through
 /// one (a thread it started still running after `run` returned, which the header forbids) is

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OrchestrateLock
 import COrchestratePlugin
 
 /// Opens plugin libraries and checks them, in this order, stopping at the first problem:

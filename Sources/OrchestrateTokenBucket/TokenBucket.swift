@@ -3,10 +3,11 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OrchestrateLock
 
 // One token bucket for every bandwidth cap in orchestrate: the engine's `--max-rate` caps (through
-// the host's bandwidth extension) and a plugin's own per-step cap (`max_rate`). No dependencies,
-// so plugins can link it as well as the host.
+// the host's bandwidth extension) and a plugin's own per-step cap (`max_rate`). No dependency but
+// OrchestrateLock, so plugins can link it as well as the host.
 
 /// A token bucket: `bytesPerSecond` on average, with bursts of up to `burst` bytes. The rate
 /// may change while transfers run: set by hand (`follow`, e.g. `orchestrate queue rate`), or by
@@ -29,7 +30,7 @@ import Darwin
 public final class TokenBucket: @unchecked Sendable {
     private let clock: @Sendable () -> Int64
     private let wallClock: @Sendable () -> Int64
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let lock = Lock()
     private var timetable: RateTimetable
     /// nil: no cap right now (a timetable's `off`).
     private var rate: Int64?
@@ -55,14 +56,6 @@ public final class TokenBucket: @unchecked Sendable {
         rateValidUntil = .min
         tokens = Double(Self.burst(for: rate))
         updatedAt = clock()
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
     }
 
     /// The rate in force now (nil: no cap).
@@ -129,9 +122,7 @@ public final class TokenBucket: @unchecked Sendable {
     }
 
     private func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return body()
+        lock.withLock(body)
     }
 
     public static func monotonicNanoseconds() -> Int64 {
