@@ -9,6 +9,11 @@ In one run, over loopback, to one OpenSSH sshd started here (own host key, user 
               (`orchestrate add-path --from`), 8 at a time over its one connection, timed from
               add-path until the last file is in place, vs `sftp -b` with one `put` per file
 
+Every upload anchor runs twice: `put` as is, and `put -f`, which asks the server to fsync each
+file when it is written (`fsync@openssh.com`), as the plugin does before its atomic rename: a
+file it reports done is on the server's disk. `put -f` is the durable reference, as
+`curl -o && sync` is for the HTTP download.
+
 orchestrate runs once per --transports entry (libssh2: the plugin's own SSH; openssh: the system's
 `ssh -s sftp` under the plugin's SFTP client, as `sftp` itself runs it), side by side in one run.
 --cases picks a subset (upload,download,tree,session).
@@ -190,21 +195,26 @@ steps:
         def arrived(directory):
             return sum(1 for _, _, fs in os.walk(directory) for f in fs if not f.endswith(".partial"))
 
-        session_puts = "".join(f"put {f} {remote}/session-ssh/{os.path.relpath(f, tree)}\n" for f in tree_files)
+        def session_puts(flags):
+            return "".join(f"put {flags}{f} {remote}/session-ssh/{os.path.relpath(f, tree)}\n" for f in tree_files)
         session_dirs = "".join(f"-mkdir {remote}/session-ssh/d{i}\n" for i in range(min(10, args.files)))
         sftp = ["sftp", "-q"] + ssh_opts
         cases = [
             ("upload", "upload 1 file", each_transport("up", "sftp.upload", big, "big.bin"),
-             [("sftp put", lambda: sftp + ["-b", batch(f"put {big} {remote}/big.bin\n"), f"{user}@127.0.0.1"])]),
+             [("sftp put", lambda: sftp + ["-b", batch(f"put {big} {remote}/big.bin\n"), f"{user}@127.0.0.1"]),
+              ("sftp put -f", lambda: sftp + ["-b", batch(f"put -f {big} {remote}/big.bin\n"), f"{user}@127.0.0.1"])]),
             ("download", "download 1 file", each_transport("down", "sftp.download", "src.bin", f"{work}/down.bin"),
              [("sftp get", lambda: sftp + ["-b", batch(f"get {remote}/src.bin {work}/down-ssh.bin\n"), f"{user}@127.0.0.1"])]),
             ("tree", f"{args.files} small files", each_transport("tree", "sftp.upload", tree, "tree"),
              [("sftp -b put -r", lambda: sftp + ["-b", batch(f"put -r {tree} {remote}/tree\n"), f"{user}@127.0.0.1"]),
+              ("sftp -b put -rf", lambda: sftp + ["-b", batch(f"put -r -f {tree} {remote}/tree\n"), f"{user}@127.0.0.1"]),
               ("scp -r", lambda: ["scp", "-q", "-r"] + ssh_opts + [tree, f"{user}@127.0.0.1:{remote}/tree"])]),
             ("session", f"persistent session, {args.files} paths",
              [(f"orchestrate {t}", (lambda t: lambda: session(t))(t)) for t in transports],
-             [("sftp -b put each", lambda: sftp + ["-b", batch(f"-mkdir {remote}/session-ssh\n" + session_dirs + session_puts),
-                                                   f"{user}@127.0.0.1"])]),
+             [("sftp -b put each", lambda: sftp + ["-b", batch(f"-mkdir {remote}/session-ssh\n" + session_dirs + session_puts("")),
+                                                   f"{user}@127.0.0.1"]),
+              ("sftp -b put -f each", lambda: sftp + ["-b", batch(f"-mkdir {remote}/session-ssh\n" + session_dirs
+                                                                  + session_puts("-f ")), f"{user}@127.0.0.1"])]),
         ]
         print(f"sftp bench: {args.mib} MiB file, {args.files} small files, {args.repeat} runs each, "
               f"loopback to OpenSSH sshd, orchestrate connections={args.connections}")
