@@ -54,6 +54,8 @@ let package = Package(
 
         // A JSON value type shared by every layer and plugins written with the kit.
         .target(name: "OrchestrateJSON"),
+        // The workflow reader composes libyaml's events itself: it imports Yams' `CYaml` module
+        // (libyaml, built by the Yams package), which this product dependency brings in.
         .target(name: "OrchestrateModel", dependencies: [
             "OrchestrateJSON", .product(name: "Yams", package: "Yams"),
         ]),

@@ -6,67 +6,114 @@ import OrchestrateStore
 /// Prints a run as it executes: one line per step transition (and per retry, with the reason
 /// and the delay), step logs, progress, and a summary. With `--json`, every journaled event as
 /// one JSON line on stdout instead. On a TTY, progress is one line redrawn in place.
+///
+/// Events arrive on the engine's loop thread; they are queued there and formatted and written
+/// in batches by a `BatchedWriter` (at most 50 ms after they were journaled). The summary and
+/// `flush()` write out whatever is still queued first.
 final class RunPrinter: RunObserver, @unchecked Sendable {
     private let json: Bool
     private let runID: String
     private let started = Date()
+    /// Serialises the terminal: the writer's batches, the progress board, the summary.
     private let lock = NSLock()
     private let board = ProgressBoard()
     private var lastDraw = 0.0
     private var lastPlainProgress: [String: Double] = [:]
+    private var output: BatchedWriter<Pending>!
+
+    /// What waits for the writer thread: an event with the time it was seen (for the
+    /// `[  1.2s]` prefix), or a line already formatted (plain-output progress).
+    private enum Pending: Sendable {
+        case event(EventRecord, at: Date)
+        case line(String)
+    }
 
     init(json: Bool, runID: String) {
         self.json = json
         self.runID = runID
+        output = BatchedWriter { [weak self] batch in self?.write(batch) }
     }
 
     func runEvent(_ event: EventRecord) {
+        output.append(.event(event, at: Date()))
+    }
+
+    /// Writes out every queued line now, waiting at most `timeout` for a blocked stdout (before
+    /// exiting on a second Ctrl-C).
+    func flush(timeout: TimeInterval) { output.drain(timeout: timeout) }
+
+    /// One batch: its lines in one write, the progress board erased before and drawn after.
+    private func write(_ batch: [Pending]) {
+        var text = ""
         if json {
-            Terminal.line(event.json.jsonText)
+            for case .event(let event, _) in batch { text += event.json.jsonText + "\n" }
+            Terminal.write(text)
             return
         }
-        let text = describe(event)
         lock.withLock {
-            let finishedStep = [EventType.stepSucceeded, EventType.stepFailed, EventType.stepCancelled,
-                                EventType.stepInterrupted, EventType.stepRetrying].contains(event.type)
-            if event.type == EventType.itemFinished, let step = event.step, let item = event.data["item"]?.stringValue {
-                board.remove(step: "\(step):\(item)")
+            var boardChanged = false
+            for pending in batch {
+                switch pending {
+                case .line(let line):
+                    text += line + "\n"
+                case .event(let event, let at):
+                    if event.type == EventType.itemFinished, let step = event.step, let item = event.data["item"]?.stringValue {
+                        board.remove(step: "\(step):\(item)")
+                    }
+                    let line = describe(event, at: at)
+                    if RunPrinter.endsStep(event.type), let step = event.step {
+                        board.remove(step: step)
+                        boardChanged = true
+                    }
+                    if let line { text += line + "\n" }
+                }
             }
-            guard text != nil || finishedStep else { return }
+            guard !text.isEmpty || boardChanged else { return }
             board.erase()
-            if finishedStep, let step = event.step { board.remove(step: step) }
-            if let text { Terminal.line(text) }
+            if !text.isEmpty { Terminal.write(text) }
             if Terminal.stdoutIsTTY { board.draw() }
+        }
+    }
+
+    private static func endsStep(_ type: EventType) -> Bool {
+        switch type {
+        case EventType.stepSucceeded, EventType.stepFailed, EventType.stepCancelled, EventType.stepInterrupted,
+             EventType.stepRetrying:
+            return true
+        default:
+            return false
         }
     }
 
     func runProgress(step: String, progress: ProgressSnapshot) {
         guard !json else { return }
-        let text = "\(pad(step)) \(ProgressFormat.describe(progress))"
-        lock.withLock {
-            if Terminal.stdoutIsTTY {
+        if Terminal.stdoutIsTTY {
+            lock.withLock {
                 board.update(step, progress)
                 let now = Date().timeIntervalSince1970
                 if now - lastDraw >= 0.1 {
                     lastDraw = now
                     board.draw()
                 }
-            } else {
-                // Plain output: a progress line every 5 s per step, and the last one.
-                let now = Date().timeIntervalSince1970
-                let done = progress.bytesTotal > 0 && progress.bytesDone >= progress.bytesTotal
-                if now - (lastPlainProgress[step] ?? 0) >= 5 || done {
-                    lastPlainProgress[step] = now
-                    Terminal.line(elapsed() + " " + text)
-                }
             }
+            return
         }
+        // Plain output: a progress line every 5 s per step, and the last one; queued behind the
+        // step's earlier lines.
+        let now = Date().timeIntervalSince1970
+        let done = progress.bytesTotal > 0 && progress.bytesDone >= progress.bytesTotal
+        let due = lock.withLock {
+            guard now - (lastPlainProgress[step] ?? 0) >= 5 || done else { return false }
+            lastPlainProgress[step] = now
+            return true
+        }
+        if due { output.append(.line(elapsed() + " \(pad(step)) \(ProgressFormat.describe(progress))")) }
     }
 
-    private func describe(_ event: EventRecord) -> String? {
+    private func describe(_ event: EventRecord, at time: Date) -> String? {
         let step = event.step.map(pad) ?? ""
         let d = event.data
-        let prefix = elapsed() + " "
+        let prefix = linePrefix(at: time)
         switch event.type {
         case EventType.runStarted, EventType.runResumed:
             let verb = event.type == EventType.runStarted ? "started" : "resumed"
@@ -116,14 +163,16 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
 
     /// The final lines: outcome, counts, duration, outputs.
     func summary(_ run: RunRecord, store: any StateStore) {
+        output.drain()
         guard !json else { return }
         lock.withLock { board.erase() }
         let steps = (try? store.steps(ofRun: run.id)) ?? []
-        var counts: [String: Int] = [:]
+        var byStatus: [StepStatus: Int] = [:]
         for step in steps where step.kind != .item && step.kind != .compensation {
-            counts[step.status.rawValue.replacingOccurrences(of: "_", with: " "), default: 0] += 1  // "not run"
+            byStatus[step.status, default: 0] += 1
         }
-        let countText = counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        let counts = byStatus.map { (name: $0.key.rawValue.replacingOccurrences(of: "_", with: " "), count: $0.value) }  // "not run"
+        let countText = counts.sorted { $0.name < $1.name }.map { "\($0.count) \($0.name)" }.joined(separator: ", ")
         let duration = String(format: "%.1fs", Date().timeIntervalSince(started))
         let style: Terminal.Style = run.status == .succeeded ? .green : .red
         Terminal.line(Terminal.styled("run \(run.id) \(run.status.rawValue)", style) + " in \(duration) (\(countText))")
@@ -136,8 +185,18 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
         }
     }
 
-    private func elapsed() -> String {
-        Terminal.styled(RunPrinter.bracketedSeconds(Date().timeIntervalSince(started)), .dim)
+    /// The last `[  1.2s] ` prefix made, by tenth of a second: the lines of a batch mostly
+    /// share it. Used under `lock`.
+    private var lastPrefix: (tenths: Int, text: String) = (-1, "")
+
+    private func linePrefix(at time: Date) -> String {
+        let tenths = Int((max(time.timeIntervalSince(started), 0) * 10).rounded())
+        if tenths != lastPrefix.tenths { lastPrefix = (tenths, elapsed(at: time) + " ") }
+        return lastPrefix.text
+    }
+
+    private func elapsed(at time: Date = Date()) -> String {
+        Terminal.styled(RunPrinter.bracketedSeconds(time.timeIntervalSince(started)), .dim)
     }
 
     /// `String(format: "[%6.1fs]", seconds)` without Foundation's formatter, which cost more

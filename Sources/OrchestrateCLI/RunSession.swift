@@ -21,7 +21,8 @@ enum RunSession {
         } catch {
             throw CLIFailure(status: ExitStatus.runFailed, message: "\(error)")
         }
-        let signals = SignalRelay(announce: "interrupted: cancelling steps and running compensations (again to exit now)") {
+        let signals = SignalRelay(announce: "interrupted: cancelling steps and running compensations (again to exit now)",
+                                  beforeExit: { printer.flush(timeout: 1) }) {
             executor.cancel()
         }
         let final = executor.execute()
@@ -51,7 +52,8 @@ final class SignalRelay: @unchecked Sendable {
 
     var received: Bool { lock.withLock { count > 0 } }
 
-    init(announce: String, onFirst: @escaping @Sendable () -> Void) {
+    /// `beforeExit` runs before the second signal exits (the printer writes its queued lines).
+    init(announce: String, beforeExit: @escaping @Sendable () -> Void = {}, onFirst: @escaping @Sendable () -> Void) {
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -61,6 +63,7 @@ final class SignalRelay: @unchecked Sendable {
                     Terminal.line("\n" + announce, to: .standardError)
                     onFirst()
                 } else {
+                    beforeExit()
                     Terminal.line("interrupted again: exiting now; interrupted runs can be resumed", to: .standardError)
                     exit(ExitStatus.interrupted)
                 }

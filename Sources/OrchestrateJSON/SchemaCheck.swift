@@ -139,11 +139,14 @@ public struct SchemaCheck<Node: SchemaCheckable> {
             let properties = s["properties"]?.objectValue ?? [:]
             // Closures, not key paths: in this generic function a key path is built at run time
             // on every call (swift_getKeyPath: most of the cost of checking a no-op step's inputs).
-            let present = Set(members.map { $0.name })
-            let owner = path == "with" ? "for step type '\(stepType)'" : "in \(describe(path))"
-            for case .string(let name) in s["required"]?.arrayValue ?? [] where !present.contains(name) {
-                found.append(Problem(message: "missing required \(path == "with" ? "input" : "field") '\(name)' \(owner)",
-                                     location: anchor))
+            // Words of messages, built only when there is something to report.
+            func owner() -> String { path == "with" ? "for step type '\(stepType)'" : "in \(describe(path))" }
+            if let required = s["required"]?.arrayValue, !required.isEmpty {
+                let present = Set(members.map { $0.name })
+                for case .string(let name) in required where !present.contains(name) {
+                    found.append(Problem(message: "missing required \(path == "with" ? "input" : "field") '\(name)' \(owner())",
+                                         location: anchor))
+                }
             }
             for member in members {
                 let childPath = "\(path).\(member.name)"
@@ -154,7 +157,7 @@ public struct SchemaCheck<Node: SchemaCheckable> {
                 switch s["additionalProperties"] {
                 case .bool(false)?:
                     let noun = path == "with" ? "input" : "field"
-                    report("unknown \(noun) '\(member.name)' \(owner)\(suggest(member.name, properties.keys.sorted()))",
+                    report("unknown \(noun) '\(member.name)' \(owner())\(suggest(member.name, properties.keys.sorted()))",
                            at: member.keyLocation)
                 case .object?:
                     check(member.value, schema: s["additionalProperties"]!, path: childPath, anchor: member.keyLocation,

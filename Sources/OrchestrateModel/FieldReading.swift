@@ -8,21 +8,37 @@ struct FieldReader {
 
     /// The known fields of a mapping, by name. Reports: not a mapping, duplicate keys, and
     /// unknown fields (with a suggestion) — `place` completes "unknown field 'x' …", e.g.
-    /// "in step 'upload'".
-    mutating func fields(of node: YAMLNode, place: String, allowed: [String], what: String) -> [String: YAMLPair]? {
+    /// "in step 'upload'". `place` and `what` are only built when there is something to report
+    /// (a long workflow reads a mapping per step).
+    mutating func fields(of node: YAMLNode, place: @autoclosure () -> String, allowed: [String],
+                         what: @autoclosure () -> String) -> Fields?
+    {
         guard node.pairs != nil else {
-            bag.error("\(what) must be a mapping, not \(node.kindDescription)", at: node.location)
+            bag.error("\(what()) must be a mapping, not \(node.kindDescription)", at: node.location)
             return nil
         }
-        var out: [String: YAMLPair] = [:]
+        var fields = Fields()
         for (name, pair) in TemplateBuilder.uniquePairs(node, bag: &bag) {
             guard allowed.contains(name) else {
-                bag.error("unknown field '\(name)' \(place)\(didYouMean(name, allowed))", at: pair.key.location)
+                bag.error("unknown field '\(name)' \(place())\(didYouMean(name, allowed))", at: pair.key.location)
                 continue
             }
-            out[name] = pair
+            fields.names.append(name)
+            fields.pairs.append(pair)
         }
-        return out
+        return fields
+    }
+
+    /// The fields of one mapping, first occurrence of each name. A handful at most (a step has
+    /// 13 possible fields), so looked up by scanning the names rather than hashed; only the pair
+    /// found is copied.
+    struct Fields {
+        fileprivate(set) var names: [String] = []
+        fileprivate(set) var pairs: [YAMLPair] = []
+
+        subscript(name: String) -> YAMLPair? {
+            names.firstIndex(of: name).map { pairs[$0] }
+        }
     }
 
     /// A string scalar. Numbers and booleans are refused (`uses: 5`), except when `lenient`

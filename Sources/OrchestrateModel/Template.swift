@@ -127,19 +127,23 @@ enum TemplateBuilder {
     /// The pairs of a mapping with string keys, first occurrence of each key only; reports
     /// duplicate and non-scalar keys.
     static func uniquePairs(_ node: YAMLNode, noun: String = "key", bag: inout DiagnosticBag) -> [(String, YAMLPair)] {
-        var seen: [String: SourceLocation] = [:]
+        let pairs = node.pairs ?? []
         var out: [(String, YAMLPair)] = []
-        for pair in node.pairs ?? [] {
+        out.reserveCapacity(pairs.count)
+        // Small mappings (most of a workflow's) are searched; large ones (`steps:`) hashed.
+        var seen: [String: SourceLocation]? = pairs.count > 16 ? Dictionary(minimumCapacity: pairs.count) : nil
+        for pair in pairs {
             guard let key = pair.key.scalar else {
                 bag.error("a mapping key must be a plain string, not \(pair.key.kindDescription)", at: pair.key.location)
                 continue
             }
-            if let first = seen[key.text] {
+            let first = seen != nil ? seen![key.text] : out.first { $0.0 == key.text }?.1.key.location
+            if let first {
                 bag.error("duplicate \(noun) '\(key.text)' (first defined at \(first.line):\(first.column))",
                           at: pair.key.location)
                 continue
             }
-            seen[key.text] = pair.key.location
+            seen?[key.text] = pair.key.location
             out.append((key.text, pair))
         }
         return out

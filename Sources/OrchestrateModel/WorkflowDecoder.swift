@@ -329,8 +329,8 @@ struct WorkflowDecoder {
     }
 
     private mutating func decodeStep(id: String, _ pair: YAMLPair, defaults: StepDefaults, into w: inout DecodedWorkflow) {
-        let place = "in step '\(id)'"
-        guard let f = reader.fields(of: pair.value, place: place, allowed: Self.stepFields, what: "step '\(id)'") else { return }
+        guard let f = reader.fields(of: pair.value, place: "in step '\(id)'", allowed: Self.stepFields, what: "step '\(id)'")
+        else { return }
 
         var uses = ""
         var usesLocation = pair.key.location

@@ -8,13 +8,16 @@ struct WorkflowValidator {
     let source: SourceText
     var bag = DiagnosticBag()
 
-    private let stepIDs: Set<String>
-    private let reachability: NeedsReachability
+    /// Each step's position in `workflow.steps` (and `workflow.syntax`), by id.
+    private let stepIndex: [String: Int]
+    /// Built on the first `steps.X` reference that needs it.
+    private lazy var reachability = NeedsReachability(workflow.steps)
 
     init(workflow: DecodedWorkflow, catalog: (any StepCatalog)?, source: SourceText) {
         self.workflow = workflow
-        stepIDs = Set(workflow.steps.map(\.id))
-        reachability = NeedsReachability(workflow.steps)
+        var stepIndex: [String: Int] = Dictionary(minimumCapacity: workflow.steps.count)
+        for (i, step) in workflow.steps.enumerated() where stepIndex[step.id] == nil { stepIndex[step.id] = i }
+        self.stepIndex = stepIndex
         self.catalog = catalog
         self.source = source
     }
@@ -52,11 +55,11 @@ struct WorkflowValidator {
 
     private mutating func checkNeeds() {
         for syntax in workflow.syntax {
-            var seen: Set<String> = []
-            for (name, location) in syntax.needs where seen.insert(name).inserted {
+            // A need listed twice was reported by the decoder; look at its first mention only.
+            for (k, (name, location)) in syntax.needs.enumerated() where !syntax.needs[..<k].contains(where: { $0.0 == name }) {
                 if name == syntax.id {
                     bag.error("step '\(name)' needs itself", at: location)
-                } else if !stepIDs.contains(name) {
+                } else if stepIndex[name] == nil {
                     let others = workflow.steps.map(\.id).filter { $0 != syntax.id }
                     bag.error("step '\(syntax.id)' needs unknown step '\(name)'\(didYouMean(name, others))", at: location)
                 }
@@ -66,31 +69,38 @@ struct WorkflowValidator {
 
     /// Depth-first over `needs` in file order, with an explicit stack (a 10,000-step chain
     /// must not exhaust the thread's stack). A need that leads back to a step still on the path
-    /// closes a cycle; it is reported there, naming the whole cycle.
+    /// closes a cycle; it is reported there, naming the whole cycle. Steps are array positions
+    /// (`stepIndex`), so a step's id is hashed once, not at every visit.
     private mutating func checkCycles() {
-        var state: [String: Int] = [:]  // 1 on the path, 2 done
-        let syntaxByID = Dictionary(workflow.syntax.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        for step in workflow.steps where state[step.id] == nil {
+        let syntax = workflow.syntax
+        // Each step's needs as positions, in the order written; -1 for a need to skip (itself,
+        // an unknown step, or one listed before: reported elsewhere).
+        let needs: [[Int]] = syntax.enumerated().map { i, s in
+            s.needs.enumerated().map { k, need in
+                guard let j = stepIndex[need.0], j != i, !s.needs[..<k].contains(where: { $0.0 == need.0 }) else { return -1 }
+                return j
+            }
+        }
+        var state = [UInt8](repeating: 0, count: syntax.count)  // 1 on the path, 2 done
+        for start in syntax.indices where state[start] == 0 {
             // Each frame: a step on the path and the index of its next need to look at.
-            var path: [(id: String, next: Int)] = [(step.id, 0)]
-            state[step.id] = 1
+            var path: [(step: Int, next: Int)] = [(start, 0)]
+            state[start] = 1
             while let top = path.last {
-                let needs = syntaxByID[top.id]?.needs ?? []
-                guard top.next < needs.count else {
-                    state[top.id] = 2
+                guard top.next < needs[top.step].count else {
+                    state[top.step] = 2
                     path.removeLast()
                     continue
                 }
                 path[path.count - 1].next += 1
-                let (need, location) = needs[top.next]
-                guard need != top.id, syntaxByID[need] != nil,
-                      !needs[..<top.next].contains(where: { $0.0 == need })
-                else { continue }
+                let need = needs[top.step][top.next]
+                guard need >= 0 else { continue }
                 switch state[need] {
-                case 1?:
-                    let cycle = path.map(\.id).drop { $0 != need } + [need]
-                    bag.error("dependency cycle: \(cycle.joined(separator: " -> ")) (each step needs the next)", at: location)
-                case nil:
+                case 1:
+                    let cycle = path.map { syntax[$0.step].id }.drop { $0 != syntax[need].id } + [syntax[need].id]
+                    bag.error("dependency cycle: \(cycle.joined(separator: " -> ")) (each step needs the next)",
+                              at: syntax[top.step].needs[top.next].1)
+                case 0:
                     state[need] = 1
                     path.append((need, 0))
                 default:
@@ -181,7 +191,8 @@ struct WorkflowValidator {
         var stepsForbidden: String?
         var item: String?
         var secrets: String?
-        var runFields = ["id", "dir", "attempt"]
+        var runFields = Scope.stepRunFields
+        static let stepRunFields = ["id", "dir", "attempt"]
     }
 
     private mutating func check(_ template: Template, _ scope: Scope) {
@@ -234,7 +245,7 @@ struct WorkflowValidator {
             bag.error("name the step: steps.<id>.outputs or steps.<id>.status", at: ref.location)
             return
         }
-        guard stepIDs.contains(name) else {
+        guard stepIndex[name] != nil else {
             bag.error("unknown step '\(name)'\(didYouMean(name, workflow.steps.map(\.id)))", at: ref.nameLocation)
             return
         }

@@ -1,0 +1,68 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// `orchestrate run`'s lines are written in batches by a thread of their own (RunPrinter,
+/// BatchedWriter): none may be lost or reordered, the last ones must be out before the summary,
+/// and a line must show while the engine waits, not only when the next batch comes.
+@Suite struct RunOutputTests {
+    let h = Harness()
+
+    func chain(_ n: Int) -> String {
+        var lines = ["version: 1", "name: lines", "steps:", "  s0: { uses: test.noop }"]
+        for i in 1..<n { lines.append("  s\(i): { uses: test.noop, needs: [s\(i - 1)] }") }
+        return h.workflow(lines.joined(separator: "\n") + "\n")
+    }
+
+    @Test func everyStepLineInOrderThenTheSummary() throws {
+        let n = 400
+        let result = try h.orchestrate(["run", chain(n)])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        // "[   0.1s] s12            started" → "s12 started"
+        let transitions = lines.compactMap { line -> String? in
+            let words = line.split(separator: "]", maxSplits: 1).last?.split(separator: " ") ?? []
+            guard words.count >= 2, words[0].hasPrefix("s") else { return nil }
+            return "\(words[0]) \(words[1])"
+        }
+        let expected = (0..<n).flatMap { ["s\($0) started", "s\($0) succeeded"] }
+        #expect(transitions == expected)
+        let last = try #require(lines.last)
+        #expect(last.hasPrefix("run ") && last.hasSuffix("(\(n) succeeded)"), "the summary comes last: \(last)")
+    }
+
+    @Test func jsonEventsAllWrittenInJournalOrder() throws {
+        let n = 300
+        let result = try h.orchestrate(["run", chain(n), "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = Harness.events(result)
+        // (The observer's events carry no seq: the journal numbers them; their times are in order.)
+        let times = events.compactMap { $0["time"]?.doubleValue }
+        #expect(times.count == events.count && times == times.sorted())
+        #expect(events.ofType("step.started").compactMap { $0["step"]?.stringValue } == (0..<n).map { "s\($0)" })
+        #expect(events.ofType("step.succeeded").compactMap { $0["step"]?.stringValue } == (0..<n).map { "s\($0)" })
+        #expect(events.last?["type"]?.stringValue == "run.finished")
+    }
+
+    @Test func aStepsStartShowsWhileItRuns() throws {
+        let file = h.workflow("""
+            version: 1
+            name: prompt
+            steps:
+              first: { uses: test.noop }
+              slow: { uses: test.sleep, needs: [first], with: { ms: 4000 } }
+            """)
+        let out = h.path("stdout")
+        let child = try SpawnedChild([TestPaths.orchestrate.path, "run", file] + h.baseArguments,
+                                     stdout: out, stderr: h.path("stderr"))
+        let started = Date()
+        // Nothing else happens for 4 s after `slow` starts: its line must not wait for a next batch.
+        let shown = h.waitFor(3) { h.lines("stdout").contains { $0.contains("slow") && $0.contains("started") } }
+        let waited = Date().timeIntervalSince(started)
+        #expect(shown, "after \(waited) s: \(h.read("stdout"))")
+        #expect(child.poll() == nil, "the run was still going when the line showed")
+        #expect(child.wait(timeout: 30) == 0)
+        #expect(h.read("stdout").contains("slow           succeeded"))
+    }
+}
