@@ -117,7 +117,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// Declared steps whose needs just finished: their `if:` and `for_each` are evaluated next.
     var toMaterialize: [String] = []
     /// Instances that only wait for a slot, in the order they became ready.
-    var readyToStart: [Instance] = []
+    var readyToStart = StartQueue<Instance>()
     /// Instances waiting for their `nextAttemptAt` (a retry's backoff, or a released hold).
     var waitingRetry: Set<String> = []
     /// Instances waiting for a concurrency key (`concurrency:`): tried every round, and the loop
