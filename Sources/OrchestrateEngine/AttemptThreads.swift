@@ -1,18 +1,29 @@
 import Foundation
+import Synchronization
 
 /// Threads for blocking work: a run's attempts, a worker's runs. Plugins block, so attempts
 /// cannot run on the Swift concurrency pool; creating a thread per attempt costs more than a
-/// no-op step, so idle threads wait for the next job instead of exiting. A thread is added
-/// whenever none is idle, so a job never waits for another (an abandoned attempt may hold its
-/// thread forever).
+/// no-op step, so idle threads wait for the next job instead of exiting. Threads are added
+/// whenever the idle ones are fewer than the queued jobs, so a job never waits for another
+/// (an abandoned attempt may hold its thread forever).
 ///
-/// One idle thread at a time looks for the next job briefly before sleeping (`BriefSpin`):
-/// it takes the next attempt without being woken, so a chain of quick steps costs no futex
-/// wake-up per step. Only one spins, so eight threads just freed by a fan-out do not take the
-/// CPUs the scheduling loop needs.
+/// Waking a sleeping thread is a system call (a futex wake, tens of microseconds on a virtual
+/// machine), so the thread that hands jobs over (the run's scheduling loop, the busiest thread
+/// of a quick fan-out) wakes at most one: a thread that takes a job and sees more queued wakes
+/// the next before running its own. With quick jobs, the first thread often takes the next
+/// one itself before the one it woke arrives.
+///
+/// One idle thread at a time looks for the next job briefly before sleeping (`BriefSpin`),
+/// without taking the lock (`queuedCount`): it takes the next attempt without being woken, so
+/// a chain of quick steps costs no futex wake-up per step. Only one spins, so eight threads
+/// just freed by a fan-out do not take the CPUs the scheduling loop needs.
 final class AttemptThreads: @unchecked Sendable {
+    typealias Job = @Sendable () -> Void
+
     private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
+    private var jobs = StartQueue<Job>()
+    /// `jobs.count`, written under the lock, read by the spinning thread without it.
+    private let queuedCount = Atomic<Int>(0)
     /// Threads waiting for a job, the spinning one included.
     private var idle = 0
     /// Whether an idle thread is spinning: it takes the first queued job by itself.
@@ -32,18 +43,23 @@ final class AttemptThreads: @unchecked Sendable {
         self.spins = spins
     }
 
-    func run(_ job: @escaping @Sendable () -> Void) {
+    func run(_ job: @escaping Job) { run(contentsOf: [job]) }
+
+    /// Queues `batch`, in order, taking the lock once: a round's attempts start together.
+    func run(contentsOf batch: [Job]) {
+        guard !batch.isEmpty else { return }
         condition.withLock {
-            jobs.append(job)
-            if spinning && jobs.count == 1 { return }
-            if idle >= jobs.count {
-                condition.signal()
-            } else {
-                let thread = Thread { [self] in work() }
+            for job in batch { jobs.append(job) }
+            queuedCount.store(jobs.count, ordering: .releasing)
+            for _ in 0 ..< max(jobs.count - idle, 0) {
+                idle += 1  // counted idle from now: the new thread takes a job before it waits
+                let thread = Thread { [self] in work(startingIdle: true) }
                 thread.name = name
                 thread.stackSize = stackSize
                 thread.start()
             }
+            // The spinner takes the first job and wakes the next sleeper itself if need be.
+            if !spinning { condition.signal() }
         }
     }
 
@@ -56,14 +72,15 @@ final class AttemptThreads: @unchecked Sendable {
     }
 
     private func hasWork() -> Bool {
-        condition.withLock { !jobs.isEmpty || stopped }
+        queuedCount.load(ordering: .acquiring) > 0
     }
 
-    private func work() {
+    private func work(startingIdle: Bool) {
         condition.lock()
+        var isIdle = startingIdle
         while true {
             if jobs.isEmpty && !stopped {
-                idle += 1
+                if !isIdle { idle += 1 }
                 if spins && !spinning {
                     spinning = true
                     condition.unlock()
@@ -72,13 +89,21 @@ final class AttemptThreads: @unchecked Sendable {
                     spinning = false
                 }
                 while jobs.isEmpty && !stopped { condition.wait() }
-                idle -= 1
+                isIdle = true
             }
-            if jobs.isEmpty {
+            if isIdle {
+                idle -= 1
+                isIdle = false
+            }
+            guard let job = jobs.first else {
                 condition.unlock()
                 return
             }
-            let job = jobs.removeFirst()
+            jobs.removeFirst()
+            queuedCount.store(jobs.count, ordering: .releasing)
+            // More jobs than this thread: hand the next one to a sleeper (the spinner, if
+            // any, takes it by itself).
+            if !jobs.isEmpty && !spinning { condition.signal() }
             condition.unlock()
             job()
             condition.lock()

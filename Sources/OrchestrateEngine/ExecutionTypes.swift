@@ -31,7 +31,7 @@ final class FanOut {
     let parent: Instance
     let children: [Instance]
     let maxParallel: Int?
-    var queued: [Instance]
+    var queued: StartQueue<Instance>
     var running = 0
     var finished = 0
 
@@ -39,7 +39,7 @@ final class FanOut {
         self.parent = parent
         self.children = children
         self.maxParallel = maxParallel
-        queued = children.filter { $0.record.status == .pending }
+        queued = StartQueue(children.filter { $0.record.status == .pending })
         finished = children.filter { $0.record.status.isFinished }.count
     }
 

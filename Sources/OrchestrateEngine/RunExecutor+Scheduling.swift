@@ -134,8 +134,8 @@ extension RunExecutor {
             return
         }
 
-        while !readyToStart.isEmpty {
-            if start(readyToStart[0]) == .noSlot { return }
+        while let next = readyToStart.first {
+            if start(next) == .noSlot { return }
             readyToStart.removeFirst()
         }
 

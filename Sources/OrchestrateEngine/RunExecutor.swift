@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import OrchestrateJSON
 import OrchestrateModel
 import OrchestratePluginHost
@@ -89,6 +90,9 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private let signal = NSCondition()
     /// What attempt threads, probes, the heartbeat and `cancel()` & co. hand the loop.
     private var inbox = LoopInbox()
+    /// `inbox.hasAttemptNews`, written under `signal`'s lock, read without it by the loop's
+    /// brief spin: a spin that took the lock at every look fought the attempt threads for it.
+    private let attemptNews = Atomic<Bool>(false)
 
     private let threads: AttemptThreads
     /// Set by `execute`; read by the loop to stop at once when the lease may be gone.
@@ -117,7 +121,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// Declared steps whose needs just finished: their `if:` and `for_each` are evaluated next.
     var toMaterialize: [String] = []
     /// Instances that only wait for a slot, in the order they became ready.
-    var readyToStart: [Instance] = []
+    var readyToStart = StartQueue<Instance>()
     /// Instances waiting for their `nextAttemptAt` (a retry's backoff, or a released hold).
     var waitingRetry: Set<String> = []
     /// Instances waiting for a concurrency key (`concurrency:`): tried every round, and the loop
@@ -316,27 +320,41 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         released = true
     }
 
-    /// Commits the round's journal, tells the observer, then starts the attempts it journaled:
-    /// nothing is acted on before it is durable.
+    /// Commits the round's journal, starts the attempts it journaled, then tells the observer:
+    /// nothing is acted on before it is durable, and the round's lines are printed while its
+    /// attempts run.
     private func flush() throws {
+        var committed: JournalBatch?
         if !batch.isEmpty {
-            var committed = batch
-            committed.fence = (run.id, owner)
+            var round = batch
+            round.fence = (run.id, owner)
             batch = JournalBatch()
-            if let observer {
-                let started = Monotonic.now()
-                try store.commit(committed)
-                observer.storeCommitted(seconds: Monotonic.now() - started)
-                for event in committed.events { observer.runEvent(event) }
-            } else {
-                try store.commit(committed)
-            }
+            let started = Monotonic.now()
+            try store.commit(round)
+            observer?.storeCommitted(seconds: Monotonic.now() - started)
+            committed = round
         }
-        for (instance, attempt) in inFlight.takeToLaunch() { launch(instance, attempt) }
+        launch(inFlight.takeToLaunch())
+        if let observer, let committed {
+            for event in committed.events { observer.runEvent(event) }
+        }
     }
 
     private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, Bool)]) {
-        signal.withLock { inbox.takeRound() }
+        signal.withLock {
+            attemptNews.store(false, ordering: .releasing)
+            return inbox.takeRound()
+        }
+    }
+
+    /// Hands the loop a message from another thread (under `signal`'s lock): `deliver` adds it
+    /// to the inbox; the loop is woken if it sleeps.
+    private func handToLoop(_ deliver: (inout LoopInbox) -> Void) {
+        signal.withLock {
+            deliver(&inbox)
+            if inbox.hasAttemptNews { attemptNews.store(true, ordering: .releasing) }
+            signal.signal()
+        }
     }
 
     /// Sleeps until something happens: a completion, a cancel, an event from a step, or the
@@ -354,9 +372,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         // An attempt in flight may be a quick one: look for its completion briefly before
         // sleeping (see `BriefSpin`).
         if inFlight.count > 0 && options.briefSpin {
-            _ = BriefSpin.wait(seconds: BriefSpin.loopSeconds) {
-                signal.withLock { inbox.hasAttemptNews }
-            }
+            _ = BriefSpin.wait(seconds: BriefSpin.loopSeconds) { attemptNews.load(ordering: .acquiring) }
         }
         signal.withLock {
             if !inbox.wakesLoop(ending: ending.isEnding, interrupting: interrupting != nil) {
@@ -367,33 +383,30 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     // MARK: Attempt threads
 
-    func launch(_ instance: Instance, _ attempt: Attempt) {
-        let instanceID = instance.id
-        threads.run { [self] in
-            let result = attempt.invocation.run()
-            signal.withLock {
-                inbox.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result))
-                signal.signal()
+    /// Starts the journaled attempts on attempt threads, all in one hand-over.
+    func launch(_ attempts: [(Instance, Attempt)]) {
+        threads.run(contentsOf: attempts.map { instance, attempt in
+            let instanceID = instance.id
+            return { [self] in
+                let result = attempt.invocation.run()
+                handToLoop { $0.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result)) }
             }
-        }
+        })
     }
 
     /// Probes an unreachable endpoint on an attempt thread (a connect may take a while).
     func probeInBackground(_ endpoint: Endpoint) {
         threads.run { [self] in
             let answers = HostProbe.answers(endpoint)
-            signal.withLock {
-                inbox.probeAnswers.append((endpoint, answers))
-                signal.signal()
-            }
+            handToLoop { $0.probeAnswers.append((endpoint, answers)) }
         }
     }
 
     /// Gives up on an attempt whose plugin ignores cancellation: a synthetic completion whose
     /// token is current, so the plugin's late result (if any) is ignored.
     func abandon(_ instanceID: String, _ attempt: Attempt, _ failure: StepFailure) {
-        signal.withLock {
-            inbox.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: .failure(failure)))
+        handToLoop {
+            $0.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: .failure(failure)))
         }
     }
 
@@ -429,10 +442,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     }
 
     func attemptEvent(type: EventType, step: String, data: JSONValue) {
-        signal.withLock {
-            inbox.events.append(EventRecord(runID: run.id, time: now(), type: type, step: step, data: data))
-            if inbox.events.count == 1 { signal.signal() }
-        }
+        let event = EventRecord(runID: run.id, time: now(), type: type, step: step, data: data)
+        handToLoop { $0.events.append(event) }
     }
 
     func attemptJournaledEvent(_ event: EventRecord) {

@@ -28,6 +28,9 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     public let path: String
     private let pool: DatabasePool
+    /// The writer connection's prepared statements; only touched inside the pool's writer
+    /// access (`write`), which serializes it.
+    private var journal: SQLiteJournalStatements?
 
     /// Opens (creating if needed) the store in `directory`. The directory is created 0700 and
     /// the database 0600: state may hold inputs and outputs that are nobody else's business.
@@ -70,20 +73,29 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     /// Runs `body` in an immediate write transaction. BEGIN and COMMIT are prepared once
-    /// (cached statements): the engine commits a transaction per scheduling round, and parsing
-    /// them each time cost as much as the round's inserts.
+    /// (`SQLiteJournalStatements`): the engine commits a transaction per scheduling round, and
+    /// parsing them each time cost as much as the round's inserts.
     func write<T>(_ body: (Database) throws -> T) throws -> T {
         try pool.writeWithoutTransaction { db in
-            try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+            let statements = try journalStatements(db)
+            try statements.begin.execute()
             do {
                 let result = try body(db)
-                try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                try statements.commit.execute()
                 return result
             } catch {
                 try? db.rollback()
                 throw error
             }
         }
+    }
+
+    /// The writer connection's prepared statements; call only inside the writer access.
+    private func journalStatements(_ db: Database) throws -> SQLiteJournalStatements {
+        if let journal, journal.isPrepared(on: db) { return journal }
+        let prepared = try SQLiteJournalStatements(db)
+        journal = prepared
+        return prepared
     }
 
     func read<T>(_ body: (Database) throws -> T) throws -> T {
@@ -204,44 +216,22 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     public func commit(_ batch: JournalBatch) throws {
         guard !batch.isEmpty else { return }
         try write { db in
-            if let (runID, owner) = batch.fence { try Self.checkFence(runID, owner, db) }
-            for run in batch.runUpdates { try Self.updateRun(run, db) }
-            if !batch.stepUpserts.isEmpty {
-                // An upsert rather than INSERT OR REPLACE: a step is written at each of its
-                // transitions, and REPLACE deletes the row and its key entry to insert them again.
-                let statement = try db.cachedStatement(sql: """
-                    INSERT INTO steps (run_id, id, step, kind, item_index, item_json, status, attempt, failures,
-                        next_attempt_at, idempotency_key, outputs_json, error_kind, error_code, error_message,
-                        started_at, finished_at, completion_seq, node)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (run_id, id) DO UPDATE SET step = excluded.step, kind = excluded.kind,
-                        item_index = excluded.item_index, item_json = excluded.item_json, status = excluded.status,
-                        attempt = excluded.attempt, failures = excluded.failures,
-                        next_attempt_at = excluded.next_attempt_at, idempotency_key = excluded.idempotency_key,
-                        outputs_json = excluded.outputs_json, error_kind = excluded.error_kind,
-                        error_code = excluded.error_code, error_message = excluded.error_message,
-                        started_at = excluded.started_at, finished_at = excluded.finished_at,
-                        completion_seq = excluded.completion_seq, node = excluded.node
-                    """)
-                for s in batch.stepUpserts {
-                    try statement.run { row in
-                        row.add(s.runID); row.add(s.id); row.add(s.step); row.add(s.kind.rawValue); row.add(s.itemIndex)
-                        row.add(s.item?.jsonText); row.add(s.status.rawValue); row.add(s.attempt); row.add(s.failures)
-                        row.add(s.nextAttemptAt); row.add(s.idempotencyKey); row.add(s.outputs?.jsonText)
-                        row.add(s.errorKind); row.add(s.errorCode); row.add(s.errorMessage); row.add(s.startedAt)
-                        row.add(s.finishedAt); row.add(s.completionSeq); row.add(s.node)
-                    }
-                }
+            let statements = try journalStatements(db)
+            if let (runID, owner) = batch.fence { try checkFence(runID, owner, db) }
+            for run in batch.runUpdates { try Self.updateRun(run, statements.updateRun) }
+            try statements.upsertSteps.write(batch.stepUpserts) { row, s in
+                row.add(s.runID); row.add(s.id); row.add(s.step); row.add(s.kind.rawValue); row.add(s.itemIndex)
+                row.add(s.item?.jsonText); row.add(s.status.rawValue); row.add(s.attempt); row.add(s.failures)
+                row.add(s.nextAttemptAt); row.add(s.idempotencyKey); row.add(s.outputs?.jsonText)
+                row.add(s.errorKind); row.add(s.errorCode); row.add(s.errorMessage); row.add(s.startedAt)
+                row.add(s.finishedAt); row.add(s.completionSeq); row.add(s.node)
             }
             for (runID, id) in batch.deletedSteps {
                 try db.execute(sql: "DELETE FROM steps WHERE run_id = ? AND id = ?", arguments: [runID, id])
                 try db.execute(sql: "DELETE FROM checkpoints WHERE run_id = ? AND step_id = ?", arguments: [runID, id])
             }
-            try Self.insertEvents(batch.events, db)
-            if !batch.releasedLeases.isEmpty {
-                let statement = try db.cachedStatement(sql: "DELETE FROM leases WHERE holder = ?")
-                for holder in batch.releasedLeases { try statement.run { $0.add(holder) } }
-            }
+            try statements.insertEvents.write(batch.events, bind: Self.bindEvent)
+            for holder in batch.releasedLeases { try statements.deleteLease.run { $0.add(holder) } }
             if batch.releasesRun, let (runID, owner) = batch.fence { try Self.release(runID, owner, db) }
         }
     }
@@ -259,7 +249,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     public func saveCheckpoint(runID: String, stepID: String, data: [UInt8], fence: OwnerIdentity?) throws {
         try write { db in
-            if let fence { try Self.checkFence(runID, fence, db) }
+            if let fence { try checkFence(runID, fence, db) }
             try db.execute(sql: "INSERT OR REPLACE INTO checkpoints (run_id, step_id, data, updated_at) VALUES (?, ?, ?, ?)",
                            arguments: [runID, stepID, Data(data), Date().timeIntervalSince1970])
         }
@@ -395,7 +385,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                            fence: OwnerIdentity?) throws
     {
         try write { db in
-            if let fence { try Self.checkFence(runID, fence, db) }
+            if let fence { try checkFence(runID, fence, db) }
             try db.execute(sql: """
                 UPDATE items SET status = ?, error = ?, finished_at = ? WHERE run_id = ? AND step_id = ? AND id = ?
                 """, arguments: [error == nil ? "done" : "failed", error, Date().timeIntervalSince1970, runID, stepID, id])
@@ -405,16 +395,16 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     public func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8], fence: OwnerIdentity?) throws {
         try write { db in
-            if let fence { try Self.checkFence(runID, fence, db) }
+            if let fence { try checkFence(runID, fence, db) }
             try db.execute(sql: "UPDATE items SET checkpoint = ? WHERE run_id = ? AND step_id = ? AND id = ?",
                            arguments: [Data(data), runID, stepID, id])
         }
     }
 
     /// Throws `ownershipLost` unless `owner` owns the run (one machine: ownership alone).
-    private static func checkFence(_ runID: String, _ owner: OwnerIdentity, _ db: Database) throws {
-        let statement = try db.cachedStatement(sql: "SELECT owner_host, owner_pid, owner_start FROM runs WHERE id = ?")
-        let owned = try statement.firstRow({ $0.add(runID) }) { row in
+    /// Only inside `write`.
+    private func checkFence(_ runID: String, _ owner: OwnerIdentity, _ db: Database) throws {
+        let owned = try journalStatements(db).runOwner.firstRow({ $0.add(runID) }) { row in
             row.string(0) == owner.node && row.int64(1) == Int64(owner.pid) && row.int64(2) == owner.startTime
         }
         guard owned == true else { throw StoreError.ownershipLost(runID: runID) }
@@ -430,19 +420,16 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     static func insertEvents(_ events: [EventRecord], _ db: Database) throws {
         guard !events.isEmpty else { return }
         let statement = try db.cachedStatement(sql: "INSERT INTO events (run_id, time, type, step, data_json) VALUES (?, ?, ?, ?, ?)")
-        for e in events {
-            try statement.run { row in
-                row.add(e.runID); row.add(e.time); row.add(e.type.rawValue); row.add(e.step); row.add(e.data.jsonText)
-            }
-        }
+        for e in events { try statement.run { bindEvent(&$0, e) } }
     }
 
-    private static func updateRun(_ run: RunRecord, _ db: Database) throws {
-        try db.cachedStatement(sql: """
-            UPDATE runs SET status = ?, ending = ?, started_at = ?, finished_at = ?, error = ?, outputs_json = ?,
-                            priority = ?, labels_json = ?, max_rate = ?, max_rate_timetable = ?
-            WHERE id = ?
-            """).run { row in
+    /// An event's values, in the order `insertEvents` and `SQLiteJournalStatements` name its columns.
+    static func bindEvent(_ row: inout SQLiteBindings, _ e: EventRecord) {
+        row.add(e.runID); row.add(e.time); row.add(e.type.rawValue); row.add(e.step); row.add(e.data.jsonText)
+    }
+
+    private static func updateRun(_ run: RunRecord, _ statement: Statement) throws {
+        try statement.run { row in
                 row.add(run.status.rawValue); row.add(run.ending?.rawValue); row.add(run.startedAt); row.add(run.finishedAt)
                 row.add(run.error); row.add(run.outputs?.jsonText); row.add(run.priority); row.add(labelsJSON(run.labels))
                 row.add(run.maxRate); row.add(run.maxRateTimetable); row.add(run.id)

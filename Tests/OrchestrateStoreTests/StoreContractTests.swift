@@ -194,6 +194,36 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try t.store.latestProgress(runID: "r1").map { $0.data["bytes_done"] } == [2, 9])
     }
 
+    /// A fan-out's round: more steps and events than one multi-row statement takes (SQLite writes
+    /// 16 rows a statement), a step written twice across statements, events in the order given.
+    @Test(arguments: StoreKind.allCases)
+    func aLargeBatchIsWrittenInOrder(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        var batch = JournalBatch()
+        for index in 0 ..< 40 {
+            var item = StepRecord(runID: "r1", id: "wide[\(index)]", step: "wide", kind: .item, status: .pending)
+            item.itemIndex = index
+            item.item = .int(Int64(index))
+            batch.stepUpserts.append(item)
+            batch.events.append(EventRecord(runID: "r1", time: Double(index), type: .stepStarted, step: item.id,
+                                            data: ["index": .int(Int64(index))]))
+        }
+        var again = batch.stepUpserts[3]
+        again.status = .succeeded
+        again.outputs = ["done": true]
+        batch.stepUpserts.append(again)  // in a later statement than the first write of wide[3]
+        try t.store.commit(batch)
+        let steps = Dictionary(uniqueKeysWithValues: try t.store.steps(ofRun: "r1").map { ($0.id, $0) })
+        #expect(steps.count == 40)
+        #expect(steps["wide[39]"]?.item == 39 && steps["wide[39]"]?.itemIndex == 39)
+        #expect(steps["wide[3]"]?.status == .succeeded && steps["wide[3]"]?.outputs == ["done": true])
+        #expect(steps["wide[4]"]?.status == .pending)
+        let events = try t.store.events(runID: "r1", afterSeq: 0, limit: 100).filter { $0.type == .stepStarted }
+        #expect(events.map { $0.data["index"] } == (0 ..< 40).map { .int(Int64($0)) })
+        #expect(zip(events, events.dropFirst()).allSatisfy { $0.seq < $1.seq })
+    }
+
     /// Text that array literals and quoting could mangle: quotes, backslashes, braces, commas,
     /// the word NULL, newlines and non-ASCII, beside real NULLs, in one multi-row commit.
     @Test(arguments: StoreKind.allCases)
