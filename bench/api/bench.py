@@ -451,8 +451,9 @@ def main():
     quiet_cpu, loaded_cpu = mean(quiet, "serve_cpu"), mean(loaded, "serve_cpu")
     generator_cpu = mean(loaded, "load_cpu")
     print(f"serve CPU: quiet {quiet_cpu:.2f} s, loaded {loaded_cpu:.2f} s (ratio {loaded_cpu / quiet_cpu:.2f}); "
-          f"the load cost it {(loaded_cpu - quiet_cpu) / max(mean(loaded, 'requests'), 1) * 1000:.2f} ms of CPU per API request "
-          f"({'SSE included' if args.mix in ('all', 'sse') else 'no SSE'}; per second of the loaded makespan: "
+          + (f"the load cost it {(loaded_cpu - quiet_cpu) / mean(loaded, 'requests') * 1000:.2f} ms of CPU per API request "
+             f"({'SSE included' if args.mix == 'all' else 'no SSE'}; " if args.mix != "sse" else "the SSE clients alone cost it (")
+          + f"per second of the loaded makespan: "
           f"{(loaded_cpu - quiet_cpu) / mean(loaded, 'makespan'):.2f} s); the load generator used {generator_cpu:.2f} s; "
           f"{'a connection per request' if args.connection_per_request else f'{CONNECTIONS} kept-alive connections'}")
     # The CPU floor. Were the cores saturated by the runs, the load's CPU (serve's extra and the
