@@ -40,7 +40,7 @@ protocol RunReader {
     /// `RunDocument.detail`, or nil when there is no such run.
     func detail(_ id: String) throws -> JSONValue?
     /// The runs (oldest first) of these queues with these labels; with `transfer`, as
-    /// `RunDocument.summary` (else `RunDocument.json`: a remote reader always gives summaries).
+    /// `RunDocument.summaries` (else `RunDocument.json`: a remote reader always gives summaries).
     func runs(labels: [String: String], queues: Set<String>?, transfer: Bool) throws -> [JSONValue]
     /// Up to `limit` events after `after`, of a run or of all, in the `events --json` form.
     func events(runID: String?, after: Int64, limit: Int) throws -> [JSONValue]
@@ -59,15 +59,11 @@ struct LocalRunReader: RunReader {
     let store: any StateStore
     let location: String
 
-    func detail(_ id: String) throws -> JSONValue? {
-        guard let run = try store.run(id) else { return nil }
-        return try RunDocument.detail(run, store: store)
-    }
+    func detail(_ id: String) throws -> JSONValue? { try RunDocument.detail(ofRun: id, store: store) }
 
     func runs(labels: [String: String], queues: Set<String>?, transfer: Bool) throws -> [JSONValue] {
-        try store.listRuns(RunFilter(labels: labels, queues: queues)).map {
-            transfer ? try RunDocument.summary($0, store: store) : RunDocument.json($0)
-        }
+        let runs = try store.listRuns(RunFilter(labels: labels, queues: queues))
+        return transfer ? try RunDocument.summaries(runs, store: store) : runs.map { RunDocument.json($0) }
     }
 
     func events(runID: String?, after: Int64, limit: Int) throws -> [JSONValue] {

@@ -49,35 +49,32 @@ public enum RunDocument {
         return .object(object)
     }
 
-    /// A run as a list shows it: the record and its transfer figures.
-    public static func summary(_ run: RunRecord, store: any StateStore) throws -> JSONValue {
-        var object = json(run).objectValue ?? [:]
-        object["transfer"] = try TransferStatistics.of(run, store: store).json
-        return .object(object)
-    }
-
-    /// Everything about one run: record, steps, the files added to its persistent sessions
-    /// ("items", when any), its transfer figures and the latest `step.progress` event of each
-    /// step that reported progress ("progress", in the `events --json` form) (`status --json`,
-    /// `GET /api/runs/{id}`; `status --server` prints it as `status` does).
-    public static func detail(_ run: RunRecord, store: any StateStore) throws -> JSONValue {
-        let steps = try store.steps(ofRun: run.id)
-        var object = json(run, steps: steps).objectValue ?? [:]
-        let items = try sessionItems(of: run.id, store: store)
-        if !items.isEmpty { object["items"] = .array(items.flatMap { group in group.items.map { json($0) } }) }
-        let progress = try store.latestProgress(runID: run.id)
-        object["transfer"] = TransferStatistics.of(run, progress: progress).json
-        object["progress"] = .array(progress.map(\.json))
-        return .object(object)
-    }
-
-    /// Files added to persistent sessions, per declared step that has any (one store read).
-    public static func sessionItems(of runID: String, store: any StateStore) throws -> [(step: String, items: [ItemRecord])] {
-        var result: [(step: String, items: [ItemRecord])] = []
-        for item in try store.items(runID: runID) {
-            if result.last?.step == item.stepID { result[result.count - 1].items.append(item) } else { result.append((item.stepID, [item])) }
+    /// Runs as a list shows them: each record and its transfer figures (one store read for
+    /// the figures of them all).
+    public static func summaries(_ runs: [RunRecord], store: any StateStore) throws -> [JSONValue] {
+        let progress = try store.latestProgress(runIDs: runs.map(\.id))
+        return runs.map { run in
+            var object = json(run).objectValue ?? [:]
+            object["transfer"] = TransferStatistics.of(run, progress: progress[run.id] ?? []).json
+            return .object(object)
         }
-        return result
+    }
+
+    /// Everything about run `id`, or nil when there is no such run: record, steps, the files
+    /// added to its persistent sessions ("items", when any), its transfer figures and the
+    /// latest `step.progress` event of each step that reported progress ("progress", in the
+    /// `events --json` form) (`status --json`, `GET /api/runs/{id}`; `status --server` prints it
+    /// as `status` does). One store read (`StateStore.runDetail`).
+    public static func detail(ofRun id: String, store: any StateStore) throws -> JSONValue? {
+        try store.runDetail(id).map(detail)
+    }
+
+    public static func detail(_ record: RunDetailRecord) -> JSONValue {
+        var object = json(record.run, steps: record.steps).objectValue ?? [:]
+        if !record.items.isEmpty { object["items"] = .array(record.items.map { json($0) }) }
+        object["transfer"] = TransferStatistics.of(record.run, progress: record.progress).json
+        object["progress"] = .array(record.progress.map(\.json))
+        return .object(object)
     }
 
     public static func json(_ item: ItemRecord) -> JSONValue {

@@ -84,8 +84,7 @@ public enum HTTPAPIServer {
         }
         let scheme = configuration.tlsCertificate == nil ? "http" : "https"
 
-        var logger = Logger(label: "orchestrate-http")
-        logger.logLevel = .warning
+        let logger = Logger(label: "orchestrate-http") { ServerLogHandler(label: $0, level: .warning) }
         let started = StartSignal()
         let address = configuration.address
         let app = Application(

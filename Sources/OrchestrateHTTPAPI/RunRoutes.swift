@@ -15,7 +15,7 @@ enum RunRoutes {
                 let runs = try await services.blocking {
                     let matching = try services.store.listRuns(RunFilter(labels: query.labels, queues: query.queues))
                         .filter(query.matches)
-                    return try matching.suffix(query.limit).map { try RunDocument.summary($0, store: services.store) }
+                    return try RunDocument.summaries(Array(matching.suffix(query.limit)), store: services.store)
                 }
                 return ["runs": .array(runs)]
             }
@@ -25,9 +25,9 @@ enum RunRoutes {
             let id = try context.parameters.require("id")
             return try await services.readCache.json(ReadCache.key(request)) {
                 let detail = try await services.blocking { () -> JSONValue? in
-                    guard let run = try services.store.run(id) else { return nil }
-                    var detail = try RunDocument.detail(run, store: services.store).objectValue ?? [:]
-                    detail["graph"] = services.graphs.graph(run)
+                    guard let record = try services.store.runDetail(id) else { return nil }
+                    var detail = RunDocument.detail(record).objectValue ?? [:]
+                    detail["graph"] = services.graphs.graph(record.run)
                     return .object(detail)
                 }
                 guard let detail else { throw Problem(.notFound, "no run \(id)") }

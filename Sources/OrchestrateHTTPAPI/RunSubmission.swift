@@ -93,6 +93,8 @@ struct RunSubmission: Sendable {
         if let id, try services.store.run(id) != nil { throw Problem(.conflict, "a run named \(id) already exists") }
         let run = try RunLauncher(store: services.store).create(workflow, inputs: resolved, status: .queued, id: id, labels: labels,
                                                                 priority: priority, maxRate: maxRate, queue: queue)
-        return try RunDocument.detail(services.store.run(run.id) ?? run, store: services.store)
+        // The record as created if someone deleted the run already.
+        return try RunDocument.detail(ofRun: run.id, store: services.store)
+            ?? RunDocument.detail(RunDetailRecord(run: run, steps: [], items: [], progress: []))
     }
 }

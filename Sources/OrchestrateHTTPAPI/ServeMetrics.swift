@@ -24,6 +24,11 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
     /// (queue, status) pairs seen at earlier scrapes, set to 0 once no run has them.
     private var knownRunGauges: Set<[String]> = []  // guarded by lock
     private var knownQueues: Set<String> = []  // guarded by lock
+    /// The counters, gauges and histograms made so far, by name and labels. The registry would
+    /// give the same one back, but only after building and checking its name and help text
+    /// under its lock: at every event of every step that cost the engine more than counting.
+    private var handles: [String: AnyObject] = [:]  // guarded by handlesLock
+    private let handlesLock = NSLock()
 
     private struct StepState {
         var stepType: String
@@ -48,16 +53,30 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
         MetricNameDescriptor(namespace: "orchestrate", metricName: name, unitName: unit, helpText: help)
     }
 
+    /// The metric `name` with `labels`, made by `make` the first time.
+    private func handle<Metric: AnyObject>(_ name: String, _ labels: [(String, String)], _ make: () -> Metric) -> Metric {
+        var key = name
+        for (label, value) in labels { key += "\u{0}" + label + "\u{0}" + value }
+        return handlesLock.withLock {
+            if let known = handles[key] as? Metric { return known }
+            let metric = make()
+            handles[key] = metric
+            return metric
+        }
+    }
+
     private func counter(_ name: String, _ help: String, _ labels: [(String, String)]) -> Counter {
-        registry.makeCounter(descriptor: descriptor(name, unit: "total", help), labels: labels)
+        handle(name, labels) { registry.makeCounter(descriptor: descriptor(name, unit: "total", help), labels: labels) }
     }
 
     func gauge(_ name: String, unit: String = "", _ help: String, _ labels: [(String, String)]) -> Gauge {
-        registry.makeGauge(descriptor: descriptor(name, unit: unit, help), labels: labels)
+        handle(name, labels) { registry.makeGauge(descriptor: descriptor(name, unit: unit, help), labels: labels) }
     }
 
     private func histogram(_ name: String, _ help: String, _ labels: [(String, String)], buckets: [Double]) -> ValueHistogram {
-        registry.makeValueHistogram(descriptor: descriptor(name, unit: "seconds", help), labels: labels, buckets: buckets)
+        handle(name, labels) {
+            registry.makeValueHistogram(descriptor: descriptor(name, unit: "seconds", help), labels: labels, buckets: buckets)
+        }
     }
 
     private var commitHistogram: ValueHistogram {

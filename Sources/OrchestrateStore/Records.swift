@@ -224,3 +224,21 @@ public struct ItemRecord: Sendable {
     public var error: String?
     public var checkpoint: [UInt8]?
 }
+
+/// Everything a run's detail shows (`status`, `GET /api/runs/{id}`), read by
+/// `StateStore.runDetail` from one snapshot of the store.
+public struct RunDetailRecord: Sendable {
+    public var run: RunRecord
+    public var steps: [StepRecord]
+    /// Every item of the run, by step then in the order they were added (`items(runID:)`).
+    public var items: [ItemRecord]
+    /// The latest `step.progress` event of each step, in seq order (`latestProgress`).
+    public var progress: [EventRecord]
+
+    public init(run: RunRecord, steps: [StepRecord], items: [ItemRecord], progress: [EventRecord]) {
+        self.run = run
+        self.steps = steps
+        self.items = items
+        self.progress = progress
+    }
+}

@@ -143,8 +143,19 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     public func run(_ id: String) throws -> RunRecord? {
+        try read { db in try Self.run(id, db) }
+    }
+
+    private static func run(_ id: String, _ db: Database) throws -> RunRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]).map(runRecord)
+    }
+
+    /// One read transaction (one WAL snapshot) for the four parts.
+    public func runDetail(_ id: String) throws -> RunDetailRecord? {
         try read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]).map(Self.runRecord)
+            guard let run = try Self.run(id, db) else { return nil }
+            return RunDetailRecord(run: run, steps: try Self.steps(ofRun: id, db), items: try Self.items(runID: id, db),
+                                   progress: try Self.latestProgress(runID: id, db))
         }
     }
 
@@ -237,12 +248,14 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     public func steps(ofRun runID: String) throws -> [StepRecord] {
-        try read { db in
-            var steps: [StepRecord] = []
-            try db.cachedStatement(sql: "SELECT \(Self.stepColumns) FROM steps WHERE run_id = ?")
-                .forEachRow({ $0.add(runID) }) { steps.append(Self.stepRecord($0)) }
-            return steps
-        }
+        try read { db in try Self.steps(ofRun: runID, db) }
+    }
+
+    private static func steps(ofRun runID: String, _ db: Database) throws -> [StepRecord] {
+        var steps: [StepRecord] = []
+        try db.cachedStatement(sql: "SELECT \(stepColumns) FROM steps WHERE run_id = ?")
+            .forEachRow({ $0.add(runID) }) { steps.append(stepRecord($0)) }
+        return steps
     }
 
     // MARK: Checkpoints
@@ -327,13 +340,32 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     public func latestProgress(runID: String) throws -> [EventRecord] {
-        try read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT * FROM events WHERE seq IN (
-                    SELECT MAX(seq) FROM events WHERE run_id = ? AND type = 'step.progress' GROUP BY step)
-                ORDER BY seq
-                """, arguments: [runID]).map(Self.eventRecord)
+        try read { db in try Self.latestProgress(runID: runID, db) }
+    }
+
+    public func latestProgress(runIDs: [String]) throws -> [String: [EventRecord]] {
+        // Ids bound a few hundred at a time: a `list` of every run may name more than SQLite
+        // takes variables in one statement.
+        let events = try read { db in
+            try stride(from: 0, to: runIDs.count, by: 500).flatMap { start in
+                let ids = Array(runIDs[start..<min(start + 500, runIDs.count)])
+                return try Row.fetchAll(db, sql: """
+                    SELECT * FROM events WHERE seq IN (
+                        SELECT MAX(seq) FROM events WHERE run_id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ",")))
+                        AND type = 'step.progress' GROUP BY run_id, step)
+                    ORDER BY seq
+                    """, arguments: StatementArguments(ids)).map(Self.eventRecord)
+            }
         }
+        return Dictionary(grouping: events) { $0.runID ?? "" }
+    }
+
+    private static func latestProgress(runID: String, _ db: Database) throws -> [EventRecord] {
+        try Row.fetchAll(db, sql: """
+            SELECT * FROM events WHERE seq IN (
+                SELECT MAX(seq) FROM events WHERE run_id = ? AND type = 'step.progress' GROUP BY step)
+            ORDER BY seq
+            """, arguments: [runID]).map(eventRecord)
     }
 
     // MARK: Items
@@ -361,10 +393,12 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     public func items(runID: String) throws -> [ItemRecord] {
-        try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM items WHERE run_id = ? ORDER BY step_id, seq", arguments: [runID])
-                .map(Self.itemRecord)
-        }
+        try read { db in try Self.items(runID: runID, db) }
+    }
+
+    private static func items(runID: String, _ db: Database) throws -> [ItemRecord] {
+        try Row.fetchAll(db, sql: "SELECT * FROM items WHERE run_id = ? ORDER BY step_id, seq", arguments: [runID])
+            .map(itemRecord)
     }
 
     public func nextQueuedItem(runID: String, stepID: String, after seq: Int64) throws -> ItemRecord? {

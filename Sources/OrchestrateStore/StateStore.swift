@@ -95,6 +95,12 @@ public protocol StateStore: AnyObject, Sendable {
     func run(_ id: String) throws -> RunRecord?
     /// The runs matching `filter`, oldest first.
     func listRuns(_ filter: RunFilter) throws -> [RunRecord]
+    /// The run with its steps, its items and the latest progress of each step, or nil: what
+    /// `run`, `steps(ofRun:)`, `items(runID:)` and `latestProgress` return, read together from
+    /// one snapshot (so the parts agree) and in one trip to the store. A run's detail is the
+    /// HTTP API's most frequent read (a dashboard polls it), and four trips cost four hand-overs
+    /// to a reader connection (bench/api).
+    func runDetail(_ id: String) throws -> RunDetailRecord?
 
     /// Makes `owner` the owner of run `id` for `lease` seconds, unless another live owner holds
     /// it. Returns false if one does (or there is no such run).
@@ -145,6 +151,10 @@ public protocol StateStore: AnyObject, Sendable {
     func events(runID: String?, afterSeq: Int64, limit: Int) throws -> [EventRecord]
     /// The latest `step.progress` event of each step of a run (for transfer statistics).
     func latestProgress(runID: String) throws -> [EventRecord]
+    /// `latestProgress(runID:)` of each of these runs, in one read (a run list's transfer
+    /// figures: one read per listed run cost more than the list); a run without progress events
+    /// (or unknown) is absent.
+    func latestProgress(runIDs: [String]) throws -> [String: [EventRecord]]
 
     // MARK: The queue (`submit`, `serve`, control verbs)
 

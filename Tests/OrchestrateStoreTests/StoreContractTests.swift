@@ -192,6 +192,18 @@ func deadOwner() throws -> OwnerIdentity {
             EventRecord(runID: "r1", time: 4, type: .stepProgress, step: "other", data: ["bytes_done": 9]),
         ])
         #expect(try t.store.latestProgress(runID: "r1").map { $0.data["bytes_done"] } == [2, 9])
+        // Of several runs in one read: the same events, by run; runs without progress absent.
+        try t.makeRun("r2")
+        try t.makeRun("quiet")
+        try t.store.appendEvents([EventRecord(runID: "r2", time: 5, type: .stepProgress, step: "upload", data: ["bytes_done": 4])])
+        let byRun = try t.store.latestProgress(runIDs: ["r1", "r2", "quiet", "nope"])
+        #expect(byRun.keys.sorted() == ["r1", "r2"])
+        #expect(byRun["r1"]?.map(\.seq) == (try t.store.latestProgress(runID: "r1")).map(\.seq))
+        #expect(byRun["r2"]?.map { $0.data["bytes_done"] } == [4])
+        #expect(try t.store.latestProgress(runIDs: []).isEmpty)
+        // More runs than SQLite binds in one statement.
+        let many = (0..<1200).map { "x\($0)" } + ["r2"]
+        #expect(try t.store.latestProgress(runIDs: many).keys.sorted() == ["r2"])
     }
 
     /// A fan-out's round: more steps and events than one multi-row statement takes (SQLite writes
@@ -433,6 +445,46 @@ func deadOwner() throws -> OwnerIdentity {
         try t.store.addItem(runID: "r1", stepID: "a-first", id: "i3", json: "{}", event: nil)
         #expect(try t.store.items(runID: "r1").map { "\($0.stepID)/\($0.id)" } == ["a-first/i3", "accept/i1", "accept/i2"])
         #expect(try t.store.items(runID: "other").isEmpty)
+    }
+
+    /// `runDetail` is `run`, `steps(ofRun:)`, `items(runID:)` and `latestProgress` in one read:
+    /// the same records, of that run only; nil for a run that does not exist.
+    @Test(arguments: StoreKind.allCases)
+    func runDetailHoldsTheRunItsStepsItemsAndLatestProgress(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        try t.makeRun("r2")
+        var batch = JournalBatch()
+        var upload = StepRecord(runID: "r1", id: "upload", step: "upload", kind: .step, status: .running)
+        upload.attempt = 2
+        upload.startedAt = 5
+        batch.stepUpserts = [upload, StepRecord(runID: "r1", id: "notify", step: "notify", kind: .step, status: .pending),
+                             StepRecord(runID: "r2", id: "elsewhere", step: "elsewhere", kind: .step, status: .pending)]
+        batch.events = [
+            EventRecord(runID: "r1", time: 3, type: .stepProgress, step: "upload", data: ["bytes_done": 1]),
+            EventRecord(runID: "r1", time: 4, type: .stepProgress, step: "upload", data: ["bytes_done": 7]),
+            EventRecord(runID: "r2", time: 4, type: .stepProgress, step: "elsewhere", data: ["bytes_done": 3]),
+        ]
+        try t.store.commit(batch)
+        try t.store.addItem(runID: "r1", stepID: "accept", id: "i2", json: #"{"source":"/b"}"#, event: nil)
+        try t.store.addItem(runID: "r1", stepID: "a-first", id: "i1", json: "{}", event: nil)
+        try t.store.addItem(runID: "r2", stepID: "accept", id: "i9", json: "{}", event: nil)
+
+        let detail = try #require(try t.store.runDetail("r1"))
+        #expect(detail.run.id == "r1" && detail.run.labels == ["team": "media"] && detail.run.inputs == ["a": 1])
+        #expect(detail.steps.map(\.id).sorted() == ["notify", "upload"])
+        let readAlone = try #require(try t.store.steps(ofRun: "r1").first { $0.id == "upload" })
+        let readTogether = try #require(detail.steps.first { $0.id == "upload" })
+        #expect(readTogether.attempt == readAlone.attempt && readTogether.startedAt == 5 && readTogether.status == .running)
+        #expect(detail.items.map { "\($0.stepID)/\($0.id)" } == ["a-first/i1", "accept/i2"])
+        #expect(detail.items.map(\.json) == (try t.store.items(runID: "r1")).map(\.json))
+        #expect(detail.progress.map { $0.data["bytes_done"] } == [7])
+        #expect(detail.progress.map(\.seq) == (try t.store.latestProgress(runID: "r1")).map(\.seq))
+        #expect(try t.store.runDetail("nope") == nil)
+        // A run with nothing but its record.
+        try t.makeRun("bare")
+        let bare = try #require(try t.store.runDetail("bare"))
+        #expect(bare.steps.isEmpty && bare.items.isEmpty && bare.progress.isEmpty)
     }
 
     @Test(arguments: StoreKind.allCases)

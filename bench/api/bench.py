@@ -8,19 +8,33 @@ runs at once, twice per round, on a fresh state directory each time:
 - loaded: 50 Server-Sent-Event clients follow `/api/events` (every event of every run) and
   200 API requests per second are made (run list, run detail, queues, nodes, metrics: what a
   dashboard and Prometheus ask), from before the runs are submitted until they all finish.
-Each run is a chain of no-op steps and two metered transfers (progress events), so it is
-bound by the engine and the store, not by sleeping. Reported: the makespan (first start to
-last finish) and the per-run duration p50 / max in each phase, their ratios (loaded / quiet;
-the goal is ≤ 1.10), serve's peak RSS (VmHWM; the goal is ≤ 200 MiB), the request rate
-achieved with its latency p50 / p99, and events received per SSE client. Because the machine
-may be shared, also the CPU seconds `serve` used in each phase for the same 32 runs (steadier
-than wall-clock time under other load), what the load cost it per API request, and the load
-generator's own CPU (it runs on the same cores).
+Two workloads, two questions (the goal, no run slowed by more than 10 %, is read in both):
+- `--workload cpu` (the default): each run is two 64 MiB metered transfers (the test plugin's
+  `test.metered`, uncapped) around a chain of 200 no-op steps, so the runs are bound by CPU:
+  on a 2-core machine they keep the cores busy, and every CPU-second the API and the load
+  generator (same machine) take comes out of them. The slowdown then measures CPU
+  competition; the bench prints the floor that the load's CPU alone sets: taking r of C
+  saturated cores leaves the runs C - r, so they take C / (C - r) as long.
+- `--workload transfers`: each run is two metered transfers held to a per-run bandwidth cap
+  (`submit --max-rate`, default 8M: 16 MiB each, so 4 s per run) around 20 no-op steps, as
+  the product's real runs are bound by the network, not by the CPU. The cores have room to
+  spare, so the slowdown measures interference: store contention, locks, latency the API
+  adds to the runs' steps and commits.
+Reported: the makespan (first start to last finish) and the per-run duration p50 / max in
+each phase, their ratios (loaded / quiet), serve's peak RSS (VmHWM; the goal is ≤ 200 MiB),
+the request rate achieved with its latency p50 / p99, and events received per SSE client.
+Because the machine may be shared, also the CPU seconds `serve` used in each phase for the
+same 32 runs (steadier than wall-clock time under other load), what the load cost it per API
+request, the load generator's own CPU (it runs on the same cores), the share of the machine's
+cores that were busy and the load average. `--mix KIND` sends one kind of load alone (only
+the SSE clients, or 200/s of run details, lists, metrics, or queues and nodes), to tell what
+each costs.
 
 The requests go over a few kept-alive connections (HTTP/1.1, as a browser or Prometheus
 makes them); `--connection-per-request` opens a new connection for each instead.
 
-    swift build -c release && python3 bench/api/bench.py [--rounds 2] [--steps 200]
+    swift build -c release --scratch-path .build-release
+    python3 bench/api/bench.py --bin .build-release/release [--rounds 2] [--workload cpu|transfers] [--mix KIND]
 """
 import argparse
 import asyncio
@@ -36,24 +50,68 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import ROOT, build_test_plugin, free_port, process_cpu_seconds  # noqa: E402
+from benchlib import ROOT, build_test_plugin, free_port, parse_rate, process_cpu_seconds  # noqa: E402
 
 RUNS = 32
 SSE_CLIENTS = 50
 REQUESTS_PER_SECOND = 200
+# The requests of the default mix, by kind (`--mix KIND` sends only one kind, for its CPU cost);
+# run details (`/api/runs/ID` of the runs the last list showed) are every other request.
+REQUEST_KINDS = {
+    "list": ["/api/runs?limit=50", "/api/runs?status=running"],
+    "small": ["/api/queues", "/api/nodes"],
+    "metrics": ["/metrics"],
+}
+LIST_PATH = REQUEST_KINDS["list"][0]
+MIX = "all"  # set by --mix before the load processes start
 MAX_IN_FLIGHT = 256  # requests not answered yet; past it a request is counted as an error, not sent
 CONNECTIONS = 32  # kept-alive connections the requests share (a few dashboards and scrapers)
 
 
-def workflow(steps):
+# What each workload's runs are: no-op steps between the two transfers, bytes per transfer,
+# and the per-run bandwidth cap (`submit --max-rate`; None: uncapped).
+WORKLOADS = {
+    "cpu": {"steps": 200, "bytes": 64 << 20, "max_rate": None},
+    "transfers": {"steps": 20, "bytes": 16 << 20, "max_rate": "8M"},
+}
+
+
+def workflow(steps, transfer_bytes):
     lines = ["version: 1", "name: bench-api", "steps:",
-             "  m0: { uses: test.metered, with: { bytes: 67108864, chunk: 65536 } }"]
+             f"  m0: {{ uses: test.metered, with: {{ bytes: {transfer_bytes}, chunk: 65536 }} }}"]
     previous = "m0"
     for i in range(steps):
         lines.append(f"  s{i}: {{ uses: test.noop, needs: [{previous}] }}")
         previous = f"s{i}"
-    lines.append(f"  m1: {{ uses: test.metered, with: {{ bytes: 67108864, chunk: 65536 }}, needs: [{previous}] }}")
+    lines.append(f"  m1: {{ uses: test.metered, with: {{ bytes: {transfer_bytes}, chunk: 65536 }}, needs: [{previous}] }}")
     return "\n".join(lines) + "\n"
+
+
+def machine_cpu():
+    """(busy, total) jiffies of all cores since boot, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+class Window:
+    """From the submit to the last run's end: wall time, the machine's busy jiffies, and the CPU
+    seconds of serve and of the load generator's processes in that window alone (their totals
+    also hold the second before the submit and the shutdown)."""
+
+    def __init__(self, serve_pid, load):
+        self.pids = [serve_pid] + ([p.pid for p in load.processes] if load else [])
+        self.start = self.sample()
+
+    def sample(self):
+        return (time.monotonic(), machine_cpu(), [process_cpu_seconds(pid) for pid in self.pids])
+
+    def close(self):
+        (t0, (busy0, total0), cpu0), (t1, (busy1, total1), cpu1) = self.start, self.sample()
+        return {"window": t1 - t0, "machine_busy": (busy1 - busy0) / max(total1 - total0, 1),
+                "window_serve_cpu": cpu1[0] - cpu0[0], "window_load_cpu": sum(cpu1[1:]) - sum(cpu0[1:]),
+                "loadavg": os.getloadavg()[0]}
 
 
 def percentile(values, p):
@@ -149,7 +207,8 @@ def cpu_seconds():
 def followers(port, token, stop, results):
     """SSE_CLIENTS followers of /api/events; puts the events each received. Reads in large
     chunks and counts `id:` lines without parsing, to keep the load generator's own CPU low."""
-    counts = [0] * SSE_CLIENTS
+    clients = SSE_CLIENTS if MIX in ("all", "sse") else 0
+    counts = [0] * clients
 
     async def follow(index):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -166,7 +225,7 @@ def followers(port, token, stop, results):
         writer.close()
 
     async def main():
-        tasks = [asyncio.create_task(follow(i)) for i in range(SSE_CLIENTS)]
+        tasks = [asyncio.create_task(follow(i)) for i in range(clients)]
         while not stop.is_set():
             await asyncio.sleep(0.1)
         for task in tasks:
@@ -183,7 +242,17 @@ def caller(port, token, stop, results, connection_per_request):
     connection included), errors, count sent, duration and CPU seconds."""
     latencies, errors, detail, skipped, busy = [], [0], [], [0], [0]
     connections = None
-    paths = ["/api/runs?limit=50", "/api/queues", "/api/nodes", "/metrics", "/api/runs?status=running"]
+    if MIX == "all":
+        paths = [LIST_PATH, "/api/queues", "/api/nodes", "/metrics", "/api/runs?status=running"]
+    else:
+        paths = REQUEST_KINDS.get(MIX, [])
+
+    def next_path(n):
+        if MIX == "all":
+            return f"/api/runs/{detail[n % len(detail)]}" if detail and n % 2 else paths[n % len(paths)]
+        if MIX == "detail":  # a list now and then, for the ids
+            return f"/api/runs/{detail[n % len(detail)]}" if detail and n % 50 else LIST_PATH
+        return paths[n % len(paths)]
 
     async def one(path):
         start = time.monotonic()
@@ -193,7 +262,7 @@ def caller(port, token, stop, results, connection_per_request):
                 busy[0] += 1
             elif status != 200:
                 errors[0] += 1
-            elif path == "/api/runs?limit=50":
+            elif path == LIST_PATH:
                 detail[:] = [r["id"] for r in json.loads(body)["runs"]]
         except (OSError, ValueError, KeyError, IndexError, asyncio.IncompleteReadError) as e:
             if os.environ.get("BENCH_DEBUG"):
@@ -206,8 +275,10 @@ def caller(port, token, stop, results, connection_per_request):
         connections = KeptAliveConnections(port, token)
         interval, n, tasks = 1 / REQUESTS_PER_SECOND, 0, set()
         begin = time.monotonic()
+        while not stop.is_set() and MIX == "sse":  # no requests, only the followers
+            await asyncio.sleep(0.1)
         while not stop.is_set():
-            path = f"/api/runs/{detail[n % len(detail)]}" if detail and n % 2 else paths[n % len(paths)]
+            path = next_path(n)
             n += 1
             if len(tasks) >= MAX_IN_FLIGHT:  # the server is not keeping up: count it, do not pile up
                 skipped[0] += 1
@@ -254,7 +325,7 @@ class Load:
             process.join()
 
 
-def phase(orchestrate, plugins, work, yaml, loaded, connection_per_request=False):
+def phase(orchestrate, plugins, work, yaml, loaded, connection_per_request=False, max_rate=None):
     state = tempfile.mkdtemp(prefix="state-", dir=work)
     port = free_port()
     base = ["--state", state, "--plugin-path", plugins]
@@ -277,13 +348,16 @@ def phase(orchestrate, plugins, work, yaml, loaded, connection_per_request=False
         if load:
             load.__enter__()
             time.sleep(1)  # the followers are connected and the requests flowing
-        subprocess.run([orchestrate, "submit", wf, "--batch", batch] + base, check=True, capture_output=True)
+        window = Window(serve.pid, load)
+        rate = ["--max-rate", max_rate] if max_rate else []
+        subprocess.run([orchestrate, "submit", wf, "--batch", batch] + rate + base, check=True, capture_output=True)
         db = sqlite3.connect(os.path.join(state, "state.sqlite"), timeout=30)
         deadline = time.monotonic() + 1800
         while db.execute("SELECT COUNT(*) FROM runs WHERE status IN ('succeeded','failed','cancelled')").fetchone()[0] < RUNS:
             if time.monotonic() > deadline:
                 sys.exit("timed out")
             time.sleep(0.2)
+        window = window.close()
     finally:
         if load:
             load.__exit__(None, None, None)
@@ -297,12 +371,12 @@ def phase(orchestrate, plugins, work, yaml, loaded, connection_per_request=False
     durations = [f - s for s, f in rows]
     result = {"makespan": max(f for _, f in rows) - min(s for s, _ in rows), "p50": percentile(durations, 50),
               "max": max(durations), "rss": rss, "failed": failed, "serve_cpu": serve_cpu,
-              "journal_events": db.execute("SELECT COUNT(*) FROM events").fetchone()[0]}
+              "journal_events": db.execute("SELECT COUNT(*) FROM events").fetchone()[0], **window}
     if load:
         result.update(requests=len(load.latencies), rate=load.sent / load.duration, errors=load.errors,
                       skipped=load.skipped, busy=load.busy,
                       lat50=percentile(load.latencies, 50) * 1000, lat99=percentile(load.latencies, 99) * 1000,
-                      events_min=min(load.events), events_max=max(load.events), load_cpu=load.cpu)
+                      events_min=min(load.events, default=0), events_max=max(load.events, default=0), load_cpu=load.cpu)
     shutil.rmtree(state, ignore_errors=True)
     return result
 
@@ -312,35 +386,62 @@ def main():
     parser.add_argument("--bin", default=os.path.join(ROOT, ".build/release"),
                         help="where the release orchestrate is (.build-release/release with --scratch-path .build-release)")
     parser.add_argument("--rounds", type=int, default=2, help="quiet/loaded pairs (alternated)")
-    parser.add_argument("--steps", type=int, default=200, help="no-op steps per run, between the transfers")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="cpu",
+                        help="cpu: uncapped transfers and 200 no-op steps (CPU-bound runs); transfers: transfers "
+                             "held to a per-run --max-rate and 20 no-op steps (rate-bound runs)")
+    parser.add_argument("--steps", type=int, help="no-op steps per run, between the transfers (cpu 200, transfers 20)")
+    parser.add_argument("--transfer-mib", type=int, help="MiB per transfer (cpu 64, transfers 16)")
+    parser.add_argument("--max-rate", help="each run's bandwidth cap, as submit --max-rate takes it "
+                                           "(transfers: 8M; cpu: none; 0 for none)")
+    parser.add_argument("--mix", choices=["all", "sse", "detail", "list", "metrics", "small"], default="all",
+                        help="all: the SSE clients and the request mix; sse: only the SSE clients; detail, list, "
+                             "metrics, small (queues, nodes): only that kind of request, 200/s, no SSE (its CPU cost)")
     parser.add_argument("--connection-per-request", action="store_true",
                         help="a new connection for each API request instead of kept-alive ones")
     args = parser.parse_args()
+    global MIX
+    MIX = args.mix  # before the load processes fork
+    shape = dict(WORKLOADS[args.workload])
+    if args.steps is not None:
+        shape["steps"] = args.steps
+    if args.transfer_mib is not None:
+        shape["bytes"] = args.transfer_mib << 20
+    if args.max_rate is not None:
+        shape["max_rate"] = None if args.max_rate in ("0", "off") else args.max_rate
     orchestrate = os.path.join(args.bin, "orchestrate")
     work = tempfile.mkdtemp(prefix="orchestrate-bench-api-")
     plugins = build_test_plugin(os.path.join(work, "plugins"))
-    yaml = workflow(args.steps)
+    yaml = workflow(shape["steps"], shape["bytes"])
     quiet, loaded = [], []
     for round_ in range(args.rounds):
-        quiet.append(phase(orchestrate, plugins, work, yaml, loaded=False))
+        quiet.append(phase(orchestrate, plugins, work, yaml, loaded=False, max_rate=shape["max_rate"]))
         print(f"round {round_ + 1} quiet:  {json.dumps(quiet[-1])}", flush=True)
         loaded.append(phase(orchestrate, plugins, work, yaml, loaded=True,
-                            connection_per_request=args.connection_per_request))
+                            connection_per_request=args.connection_per_request, max_rate=shape["max_rate"]))
         print(f"round {round_ + 1} loaded: {json.dumps(loaded[-1])}", flush=True)
     shutil.rmtree(work, ignore_errors=True)
 
     def mean(rows, key):
         return sum(r[key] for r in rows) / len(rows)
 
-    print(f"\n{RUNS} runs of 2 x 64 MiB metered transfers + {args.steps} no-op steps, serve --max-parallel {RUNS}, "
-          f"{args.rounds} round(s); load = {SSE_CLIENTS} SSE clients + {REQUESTS_PER_SECOND} requests/s")
-    print("| phase | makespan | run p50 | run max | serve peak RSS | failed runs |")
-    print("|---|---|---|---|---|---|")
+    cap = f", each run capped at {shape['max_rate']}/s" if shape["max_rate"] else ", uncapped"
+    print(f"\nworkload {args.workload}: {RUNS} runs of 2 x {shape['bytes'] >> 20} MiB metered transfers{cap} + "
+          f"{shape['steps']} no-op steps, serve --max-parallel {RUNS}, "
+          f"{args.rounds} round(s); load = "
+          + {"all": f"{SSE_CLIENTS} SSE clients + {REQUESTS_PER_SECOND} requests/s", "sse": f"{SSE_CLIENTS} SSE clients only"}
+          .get(args.mix, f"{REQUESTS_PER_SECOND} {args.mix} requests/s only"))
+    print("| phase | makespan | run p50 | run max | serve peak RSS | failed runs | machine busy | load average |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, rows in (("quiet", quiet), ("loaded", loaded)):
         print(f"| {name} | {mean(rows, 'makespan'):.2f} s | {mean(rows, 'p50'):.2f} s | {mean(rows, 'max'):.2f} s | "
-              f"{max(r['rss'] for r in rows):.0f} MiB | {sum(r['failed'] for r in rows)} |")
+              f"{max(r['rss'] for r in rows):.0f} MiB | {sum(r['failed'] for r in rows)} | "
+              f"{mean(rows, 'machine_busy') * 100:.0f} % | {min(r['loadavg'] for r in rows):.1f}-{max(r['loadavg'] for r in rows):.1f} |")
     print(f"slowdown (loaded / quiet): makespan {mean(loaded, 'makespan') / mean(quiet, 'makespan'):.3f}, "
           f"run p50 {mean(loaded, 'p50') / mean(quiet, 'p50'):.3f}, run max {mean(loaded, 'max') / mean(quiet, 'max'):.3f}")
+    if shape["max_rate"]:
+        capped = 2 * shape["bytes"] / parse_rate(shape["max_rate"])
+        print(f"the caps alone make a run take {capped:.2f} s (less up to a quarter second of burst per transfer); "
+              f"run p50 above that: quiet {mean(quiet, 'p50') - capped:.2f} s, loaded {mean(loaded, 'p50') - capped:.2f} s")
     print(f"API under load: {mean(loaded, 'rate'):.0f} requests/s sent and answered, latency p50 {mean(loaded, 'lat50'):.1f} ms / "
           f"p99 {mean(loaded, 'lat99'):.1f} ms, {sum(r['busy'] for r in loaded)} answered 503 (busy), "
           f"{sum(r['errors'] for r in loaded)} errors, {sum(r['skipped'] for r in loaded)} not sent "
@@ -348,10 +449,25 @@ def main():
           f"{min(r['events_min'] for r in loaded)}-{max(r['events_max'] for r in loaded)} "
           f"(the journal had {max(r['journal_events'] for r in loaded)})")
     quiet_cpu, loaded_cpu = mean(quiet, "serve_cpu"), mean(loaded, "serve_cpu")
+    generator_cpu = mean(loaded, "load_cpu")
     print(f"serve CPU: quiet {quiet_cpu:.2f} s, loaded {loaded_cpu:.2f} s (ratio {loaded_cpu / quiet_cpu:.2f}); "
-          f"the load cost it {(loaded_cpu - quiet_cpu) / mean(loaded, 'requests') * 1000:.2f} ms of CPU per API request "
-          f"(SSE included); the load generator used {mean(loaded, 'load_cpu'):.2f} s; "
+          + (f"the load cost it {(loaded_cpu - quiet_cpu) / mean(loaded, 'requests') * 1000:.2f} ms of CPU per API request "
+             f"({'SSE included' if args.mix == 'all' else 'no SSE'}; " if args.mix != "sse" else "the SSE clients alone cost it (")
+          + f"per second of the loaded makespan: "
+          f"{(loaded_cpu - quiet_cpu) / mean(loaded, 'makespan'):.2f} s); the load generator used {generator_cpu:.2f} s; "
           f"{'a connection per request' if args.connection_per_request else f'{CONNECTIONS} kept-alive connections'}")
+    # The CPU floor. Were the cores saturated by the runs, the load's CPU (serve's extra and the
+    # generator's, on the same cores) would come out of them: taking r of C cores leaves the runs
+    # C - r, so they take C / (C - r) as long. r is measured from the submit to the last run's end.
+    cores = os.cpu_count()
+    window_added = max(mean(loaded, "window_serve_cpu") - mean(quiet, "window_serve_cpu"), 0)
+    window_load = mean(loaded, "window_load_cpu")
+    taken = (window_added + window_load) / mean(loaded, "window")
+    print(f"CPU floor: while the runs ran, the load took {taken:.2f} of {cores} cores ({window_added:.2f} s serve CPU "
+          f"above quiet + {window_load:.2f} s generator in {mean(loaded, 'window'):.2f} s); on saturated cores that "
+          f"alone means a slowdown of {cores / max(cores - taken, 0.01):.3f}; the cores were "
+          f"{mean(quiet, 'machine_busy') * 100:.0f} % busy quiet and {mean(loaded, 'machine_busy') * 100:.0f} % loaded "
+          f"(the whole machine, other processes included)")
 
 
 if __name__ == "__main__":

@@ -99,10 +99,39 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     }
 
     public func run(_ id: String) throws -> RunRecord? {
-        try pool.withConnection { conn in
-            let rows = try conn.execute("SELECT *, \(Self.leaseValid) FROM runs WHERE id = $1", [id])
-            return rows.count == 0 ? nil : Self.runRecord(rows[0])
+        try pool.withConnection { conn in try Self.run(id, conn) }
+    }
+
+    private static func run(_ id: String, _ conn: PGConnection) throws -> RunRecord? {
+        let rows = try conn.execute(runByID, [id])
+        return rows.count == 0 ? nil : runRecord(rows[0])
+    }
+
+    // The reads of a run's detail (`runDetail` sends them together).
+    private static let runByID = "SELECT *, \(leaseValid) FROM runs WHERE id = $1"
+    private static let stepsOfRun = "SELECT * FROM steps WHERE run_id = $1"
+    private static let itemsOfRun = "SELECT * FROM items WHERE run_id = $1 ORDER BY step_id, seq"
+    private static let latestProgressOfRun = """
+        SELECT * FROM (SELECT DISTINCT ON (step) * FROM events WHERE run_id = $1 AND type = $2 ORDER BY step, seq DESC) latest
+        ORDER BY seq
+        """
+
+    /// The four reads in one round trip (a pipeline), in a REPEATABLE READ transaction so they
+    /// see one snapshot, as SQLite's single read transaction does.
+    public func runDetail(_ id: String) throws -> RunDetailRecord? {
+        let results = try pool.withConnection { conn in
+            try conn.executePipeline([
+                PGStatement("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+                PGStatement(Self.runByID, [id]),
+                PGStatement(Self.stepsOfRun, [id]),
+                PGStatement(Self.itemsOfRun, [id]),
+                PGStatement(Self.latestProgressOfRun, [id, EventType.stepProgress.rawValue]),
+                PGStatement("COMMIT"),
+            ])
         }
+        guard results.count == 6, results[1].count == 1 else { return nil }
+        return RunDetailRecord(run: Self.runRecord(results[1][0]), steps: results[2].all.map(Self.stepRecord),
+                               items: results[3].all.map(Self.itemRecord), progress: results[4].all.map(Self.eventRecord))
     }
 
     public func listRuns(_ filter: RunFilter) throws -> [RunRecord] {
@@ -293,9 +322,11 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     }
 
     public func steps(ofRun runID: String) throws -> [StepRecord] {
-        try pool.withConnection { conn in
-            try conn.execute("SELECT * FROM steps WHERE run_id = $1", [runID]).all.map(Self.stepRecord)
-        }
+        try pool.withConnection { conn in try Self.steps(ofRun: runID, conn) }
+    }
+
+    private static func steps(ofRun runID: String, _ conn: PGConnection) throws -> [StepRecord] {
+        try conn.execute(stepsOfRun, [runID]).all.map(stepRecord)
     }
 
     // MARK: Checkpoints
@@ -384,12 +415,23 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     }
 
     public func latestProgress(runID: String) throws -> [EventRecord] {
-        try pool.withConnection { conn in
+        try pool.withConnection { conn in try Self.latestProgress(runID: runID, conn) }
+    }
+
+    public func latestProgress(runIDs: [String]) throws -> [String: [EventRecord]] {
+        guard !runIDs.isEmpty else { return [:] }
+        let events = try pool.withConnection { conn in
             try conn.execute("""
-                SELECT * FROM (SELECT DISTINCT ON (step) * FROM events WHERE run_id = $1 AND type = $2 ORDER BY step, seq DESC) latest
+                SELECT * FROM (SELECT DISTINCT ON (run_id, step) * FROM events WHERE run_id = ANY($1::text[]) AND type = $2
+                               ORDER BY run_id, step, seq DESC) latest
                 ORDER BY seq
-                """, [runID, EventType.stepProgress.rawValue]).all.map(Self.eventRecord)
+                """, [PGText.array(runIDs), EventType.stepProgress.rawValue]).all.map(Self.eventRecord)
         }
+        return Dictionary(grouping: events) { $0.runID ?? "" }
+    }
+
+    private static func latestProgress(runID: String, _ conn: PGConnection) throws -> [EventRecord] {
+        try conn.execute(latestProgressOfRun, [runID, EventType.stepProgress.rawValue]).all.map(eventRecord)
     }
 
     // MARK: Items
@@ -421,9 +463,11 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     }
 
     public func items(runID: String) throws -> [ItemRecord] {
-        try pool.withConnection { conn in
-            try conn.execute("SELECT * FROM items WHERE run_id = $1 ORDER BY step_id, seq", [runID]).all.map(Self.itemRecord)
-        }
+        try pool.withConnection { conn in try Self.items(runID: runID, conn) }
+    }
+
+    private static func items(runID: String, _ conn: PGConnection) throws -> [ItemRecord] {
+        try conn.execute(itemsOfRun, [runID]).all.map(itemRecord)
     }
 
     public func nextQueuedItem(runID: String, stepID: String, after seq: Int64) throws -> ItemRecord? {
