@@ -89,9 +89,9 @@ def strace_calls(trace):
     """(call, file, seconds) of each call in an `strace -f -y -T` log: `123 fsync(7</a/b>) = 0 <0.12>`,
     or split in two when another thread's call came between (`<unfinished ...>`, `<... fsync resumed>`)."""
     import re
-    whole = re.compile(r"^(\d+) (\w+)\(\d+<([^>]*)>.*<([\d.]+)>$")
-    started = re.compile(r"^(\d+) (\w+)\(\d+<([^>]*)>.*<unfinished \.\.\.>$")
-    resumed = re.compile(r"^(\d+) <\.\.\. (\w+) resumed>.*<([\d.]+)>$")
+    whole = re.compile(r"^(\d+)\s+(\w+)\(\d+<([^>]*)>.*<([\d.]+)>$")
+    started = re.compile(r"^(\d+)\s+(\w+)\(\d+<([^>]*)>.*<unfinished \.\.\.>$")
+    resumed = re.compile(r"^(\d+)\s+<\.\.\. (\w+) resumed>.*<([\d.]+)>$")
     calls, pending = [], {}
     for line in open(trace):
         line = line.rstrip()

@@ -12,7 +12,8 @@ In one run, over loopback, to one OpenSSH sshd started here (own host key, user 
 Every upload anchor runs twice: `put` as is, and `put -f`, which asks the server to fsync each
 file when it is written (`fsync@openssh.com`), as the plugin does before its atomic rename: a
 file it reports done is on the server's disk. `put -f` is the durable reference, as
-`curl -o && sync` is for the HTTP download.
+`curl -o && sync` is for the HTTP download; `sftp get && sync FILE` is the download's (the plugin
+fsyncs the file before its rename).
 
 orchestrate runs once per --transports entry (libssh2: the plugin's own SSH; openssh: the system's
 `ssh -s sftp` under the plugin's SFTP client, as `sftp` itself runs it), side by side in one run.
@@ -30,6 +31,7 @@ system) and peak RSS are reported with orchestrate/OpenSSH ratios (goal: <= 1.0,
 import argparse
 import json
 import os
+import shlex
 import shutil
 import socket
 import statistics
@@ -204,7 +206,10 @@ steps:
              [("sftp put", lambda: sftp + ["-b", batch(f"put {big} {remote}/big.bin\n"), f"{user}@127.0.0.1"]),
               ("sftp put -f", lambda: sftp + ["-b", batch(f"put -f {big} {remote}/big.bin\n"), f"{user}@127.0.0.1"])]),
             ("download", "download 1 file", each_transport("down", "sftp.download", "src.bin", f"{work}/down.bin"),
-             [("sftp get", lambda: sftp + ["-b", batch(f"get {remote}/src.bin {work}/down-ssh.bin\n"), f"{user}@127.0.0.1"])]),
+             [("sftp get", lambda: sftp + ["-b", batch(f"get {remote}/src.bin {work}/down-ssh.bin\n"), f"{user}@127.0.0.1"]),
+              ("sftp get && sync", lambda: ["sh", "-c", " ".join(shlex.quote(a) for a in sftp + [
+                  "-b", batch(f"get {remote}/src.bin {work}/down-ssh.bin\n"), f"{user}@127.0.0.1"])
+                  + f" && sync {shlex.quote(work + '/down-ssh.bin')}"])]),
             ("tree", f"{args.files} small files", each_transport("tree", "sftp.upload", tree, "tree"),
              [("sftp -b put -r", lambda: sftp + ["-b", batch(f"put -r {tree} {remote}/tree\n"), f"{user}@127.0.0.1"]),
               ("sftp -b put -rf", lambda: sftp + ["-b", batch(f"put -r -f {tree} {remote}/tree\n"), f"{user}@127.0.0.1"]),
