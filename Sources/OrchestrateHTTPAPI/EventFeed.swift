@@ -12,10 +12,19 @@ import OrchestrateStore
 /// after the last seq it saw, and the store makes events visible in seq order, so nothing is
 /// skipped; a stream takes only seqs above its own last one, so nothing is repeated.
 final class EventFeed: @unchecked Sendable {
+    /// One event of the feed: where its SSE text lies in the buffer of the page it was read in.
+    /// A page's events are encoded once, into one buffer that every stream's slice shares:
+    /// fifty followers polling at their own moments ask for fifty different ranges, and copying
+    /// each range out event by event cost serve more than the runs' own journal (bench/api).
     struct Entry {
         let seq: Int64
         let runID: String?
-        let text: String
+        /// The page's buffer (shared storage: one per refresh, not per event).
+        let page: ByteBuffer
+        /// Which refresh read it: entries of one page are contiguous in `page`.
+        let pageNumber: Int
+        let start: Int
+        let end: Int
     }
 
     let capacity: Int
@@ -28,10 +37,10 @@ final class EventFeed: @unchecked Sendable {
     private var lastSeq: Int64 = 0
     private var refreshing = false
     private var lastRefresh = -Double.infinity
-    /// The latest answer of `entries`: after each refresh the streams that follow everything
-    /// are at the same seq and ask for the same text, which is built once and its buffer shared
-    /// (NIO writes it to each connection without copying it).
-    private var lastAnswer: (after: Int64, runID: String?, lastSeq: Int64, text: ByteBuffer)?
+    private var pages = 0
+    /// The latest answer of `entries`: streams that follow everything and polled at the same
+    /// point get the same slices.
+    private var lastAnswer: (after: Int64, runID: String?, lastSeq: Int64, text: [ByteBuffer])?
 
     init(capacity: Int = 20_000, minInterval: Double = 0.1) {
         self.capacity = capacity
@@ -50,18 +59,27 @@ final class EventFeed: @unchecked Sendable {
             return coveredFrom == nil ? after : lastSeq
         }
         guard let from else { return }
-        var fresh: [Entry] = []
+        var fresh: [EventRecord] = []
         do {
             var cursor = from
             while fresh.count < capacity {
                 let page = try await services.blocking { [cursor] in try services.store.events(runID: nil, afterSeq: cursor, limit: 500) }
-                fresh += page.map { Entry(seq: $0.seq, runID: $0.runID, text: Self.text($0)) }
+                fresh += page
                 guard page.count == 500, let last = page.last?.seq else { break }
                 cursor = last
             }
         } catch {
             lock.withLock { refreshing = false }
             throw error
+        }
+        // Encoded outside the lock, into one buffer for the whole page.
+        var buffer = ByteBufferAllocator().buffer(capacity: fresh.count * 192)
+        var bounds: [(start: Int, end: Int)] = []
+        bounds.reserveCapacity(fresh.count)
+        for event in fresh {
+            let start = buffer.writerIndex
+            buffer.writeString(Self.text(event))
+            bounds.append((start, buffer.writerIndex))
         }
         lock.withLock {
             refreshing = false
@@ -73,7 +91,11 @@ final class EventFeed: @unchecked Sendable {
                 coveredFrom = from
                 lastSeq = from
             }
-            entries += fresh
+            pages += 1
+            for (event, bound) in zip(fresh, bounds) {
+                entries.append(Entry(seq: event.seq, runID: event.runID, page: buffer, pageNumber: pages,
+                                     start: bound.start, end: bound.end))
+            }
             lastSeq = max(lastSeq, fresh.last?.seq ?? lastSeq)
             if entries.count > capacity {
                 let dropped = entries.count - capacity
@@ -83,9 +105,10 @@ final class EventFeed: @unchecked Sendable {
         }
     }
 
-    /// The SSE text of the events after `after` (of run `runID`, when given) and the seq the
-    /// stream is at afterwards; nil when the feed does not reach back to `after`.
-    func entries(after: Int64, runID: String?) -> (text: ByteBuffer, last: Int64)? {
+    /// The SSE text of the events after `after` (of run `runID`, when given), as slices of the
+    /// pages' buffers to write in order, and the seq the stream is at afterwards; nil when the
+    /// feed does not reach back to `after`.
+    func entries(after: Int64, runID: String?) -> (text: [ByteBuffer], last: Int64)? {
         lock.withLock {
             guard let coveredFrom, after >= coveredFrom else { return nil }
             if let answer = lastAnswer, answer.after == after, answer.runID == runID, answer.lastSeq == lastSeq {
@@ -97,11 +120,27 @@ final class EventFeed: @unchecked Sendable {
                 let middle = (low + high) / 2
                 if entries[middle].seq <= after { low = middle + 1 } else { high = middle }
             }
-            var text = ""
-            for entry in entries[low...] where runID == nil || entry.runID == runID { text += entry.text }
-            let buffer = ByteBuffer(string: text)
-            lastAnswer = (after, runID, lastSeq, buffer)
-            return (buffer, max(after, lastSeq))
+            var slices: [ByteBuffer] = []
+            if runID == nil {
+                // Every event: one slice per page, from the first wanted event to the page's end.
+                var index = low
+                while index < entries.count {
+                    let first = entries[index]
+                    var last = index
+                    while last + 1 < entries.count && entries[last + 1].pageNumber == first.pageNumber { last += 1 }
+                    slices.append(first.page.getSlice(at: first.start, length: entries[last].end - first.start)!)
+                    index = last + 1
+                }
+            } else {
+                var text = ByteBuffer()
+                for entry in entries[low...] where entry.runID == runID {
+                    var piece = entry.page.getSlice(at: entry.start, length: entry.end - entry.start)!
+                    text.writeBuffer(&piece)
+                }
+                if text.readableBytes > 0 { slices.append(text) }
+            }
+            lastAnswer = (after, runID, lastSeq, slices)
+            return (slices, max(after, lastSeq))
         }
     }
 

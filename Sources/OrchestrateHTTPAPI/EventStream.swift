@@ -80,7 +80,7 @@ enum EventStream {
             try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
             while !Task.isCancelled {
                 try await feed.refresh(services, startingAfter: last)
-                var text = ByteBuffer()
+                var text: [ByteBuffer] = []
                 var more = false
                 if let shared = feed.entries(after: last, runID: runID) {
                     text = shared.text
@@ -89,15 +89,15 @@ enum EventStream {
                     // Older than the feed reaches: read the store until caught up.
                     let mark = feed.mark()
                     let events = try await services.blocking { [last] in try services.store.events(runID: runID, afterSeq: last, limit: 500) }
-                    text = ByteBuffer(string: events.map(EventFeed.text).joined())
+                    text = [ByteBuffer(string: events.map(EventFeed.text).joined())]
                     last = events.last?.seq ?? last
                     more = events.count == 500
                     // Everything up to the feed's mark was visible before this read: a stream
                     // that got all of it (not a full page) may move there and join the feed.
                     if !more, let mark { last = max(last, mark) }
                 }
-                if text.readableBytes > 0 {
-                    try await writer.write(text)
+                if text.contains(where: { $0.readableBytes > 0 }) {
+                    for piece in text where piece.readableBytes > 0 { try await writer.write(piece) }
                     lastWrite = Date()
                 } else if Date().timeIntervalSince(lastWrite) >= keepAliveInterval {
                     try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
