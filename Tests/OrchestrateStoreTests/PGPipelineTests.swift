@@ -50,6 +50,28 @@ import Testing
         #expect(try ids(conn) == [4, 5])
     }
 
+    /// A pipeline with its own BEGIN … COMMIT (a run's detail reads in one REPEATABLE READ
+    /// snapshot) that fails inside the block must not leave the session in the aborted block.
+    @Test func aFailureInsideAnExplicitBlockEndsTheBlock() throws {
+        let conn = try connection()
+        try conn.execute("INSERT INTO t VALUES ($1, $2)", ["1", "one"])
+        do {
+            try conn.executePipeline([
+                PGStatement("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", []),
+                PGStatement("SELECT id FROM t WHERE id = $1", ["1"]),
+                PGStatement("SELECT 1 / (id - 1) AS boom FROM t WHERE id = $1", ["1"]),
+                PGStatement("COMMIT", []),
+            ])
+            Issue.record("a division by zero must fail the pipeline")
+        } catch let failure as PGConnection.Failure {
+            #expect(failure.sqlState == "22012")
+        }
+        #expect(conn.isHealthy)
+        #expect(conn.isOutsideTransaction)
+        try conn.execute("INSERT INTO t VALUES ($1, $2)", ["2", "after"])
+        #expect(try ids(conn) == [1, 2])
+    }
+
     @Test func theFenceFailsWithItsOwnStateUnlessEveryRunIsHeld() throws {
         let url = try PostgresServer.shared().createDatabase()
         let store = try PostgresStateStore(connection: url)

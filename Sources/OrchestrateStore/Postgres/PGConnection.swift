@@ -82,7 +82,7 @@ final class PGConnection: @unchecked Sendable {  // used by one thread at a time
         do {
             return try executePipelineOnce(statements)
         } catch let failure as Failure where failure.sqlState == "0A000" && !failure.connectionLost {
-            forgetPreparedStatements()  // nothing was written: the failure rolled it all back
+            forgetPreparedStatements()  // nothing was written: the failure rolled it all back (and ended a block it opened)
             return try executePipelineOnce(statements)
         }
     }
@@ -124,8 +124,25 @@ final class PGConnection: @unchecked Sendable {  // used by one thread at a time
         PQclear(sync)
         guard synced, PQexitPipelineMode(handle) == 1 else { throw failure(nil) }
         abandoned = false
-        if let firstFailure { throw firstFailure }
+        if let firstFailure {
+            endAbortedTransactionBlock()
+            throw firstFailure
+        }
         return results
+    }
+
+    /// Whether no transaction block is open: a connection handed back to the pool must be.
+    var isOutsideTransaction: Bool { PQtransactionStatus(handle) == PQTRANS_IDLE }
+
+    /// A pipeline that opens its own block (`BEGIN … COMMIT`, as a run's detail does) and fails
+    /// inside it leaves the session in that aborted block: every later statement on this
+    /// connection would fail (25P02) until a ROLLBACK. The implicit transaction of a pipeline
+    /// without BEGIN has already been rolled back by the server.
+    private func endAbortedTransactionBlock() {
+        guard !isOutsideTransaction else { return }
+        let result = PQexec(handle, "ROLLBACK")
+        if PQresultStatus(result) != PGRES_COMMAND_OK || !isOutsideTransaction { abandoned = true }
+        PQclear(result)
     }
 
     /// Statement names by SQL text; at most `maxPrepared` (statements with many `VALUES` rows

@@ -91,7 +91,8 @@ final class PGPool: @unchecked Sendable {
 
     private func giveBack(_ conn: PGConnection, healthy: Bool) {
         condition.withLock {
-            if healthy && conn.isHealthy { idle.append(conn) } else { open -= 1 }
+            // A connection left inside a transaction block would start the next user's work in it.
+            if healthy && conn.isHealthy && conn.isOutsideTransaction { idle.append(conn) } else { open -= 1 }
             condition.signal()
         }
     }
