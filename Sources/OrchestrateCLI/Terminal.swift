@@ -11,17 +11,19 @@ enum Terminal {
         return stdoutIsTTY && env["NO_COLOR"].map(\.isEmpty) ?? true && env["TERM"] != "dumb"
     }()
 
-    private static let lock = NSLock()
+    /// One lock per stream, so lines are never interleaved within a stream, and a stdout that
+    /// blocks (a pipe nobody reads, Ctrl-S) cannot hold up stderr: the signal handler's
+    /// messages and a second Ctrl-C's exit go through.
+    private static let stdoutLock = NSLock()
+    private static let stderrLock = NSLock()
 
     static func line(_ text: String, to stream: Stream = .standardOutput) {
         write(text + "\n", to: stream)
     }
 
     static func write(_ text: String, to stream: Stream = .standardOutput) {
-        lock.withLock {
-            let handle = stream == .standardOutput ? FileHandle.standardOutput : FileHandle.standardError
-            handle.write(Data(text.utf8))
-        }
+        let (lock, handle) = stream == .standardOutput ? (stdoutLock, FileHandle.standardOutput) : (stderrLock, FileHandle.standardError)
+        lock.withLock { handle.write(Data(text.utf8)) }
     }
 
     static func error(_ message: String) { line("error: \(message)", to: .standardError) }

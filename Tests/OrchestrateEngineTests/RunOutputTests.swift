@@ -65,4 +65,34 @@ import Testing
         #expect(child.wait(timeout: 30) == 0)
         #expect(h.read("stdout").contains("slow           succeeded"))
     }
+
+    /// A stdout nobody reads (a pipe whose reader stopped, Ctrl-S on a terminal) blocks the
+    /// writer thread in write(2); Ctrl-C twice must still exit (130), not wait on it forever.
+    @Test func twoInterruptsExitWhileStdoutIsBlocked() throws {
+        var lines = ["version: 1", "name: chatty", "steps:", "  s0: { uses: test.noop }"]
+        for i in 1..<2000 { lines.append("  s\(i): { uses: test.noop, needs: [s\(i - 1)] }") }
+        lines.append("  last: { uses: test.sleep, needs: [s1999], with: { ms: 60000 } }")
+        let file = h.workflow(lines.joined(separator: "\n") + "\n")
+        let fifo = h.path("stdout.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // The read end stays open and is never read: 4,000 lines fill the pipe's 64 KiB.
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+        #expect(reader >= 0)
+        defer { close(reader) }
+        let child = try SpawnedChild([TestPaths.orchestrate.path, "run", file] + h.baseArguments,
+                                     stdout: fifo, stderr: h.path("stderr"))
+        // The run is at its last step (the journal shows it started), with the output blocked.
+        #expect(h.waitFor(60) { Self.lastStarted(h) }, "stderr: \(h.read("stderr"))")
+        kill(child.pid, SIGINT)
+        Thread.sleep(forTimeInterval: 0.5)
+        kill(child.pid, SIGINT)
+        #expect(child.wait(timeout: 15) == 130, "stderr: \(h.read("stderr"))")
+    }
+
+    static func lastStarted(_ h: Harness) -> Bool {
+        guard let result = try? h.orchestrate(["list", "--json"]),
+              let id = result.stdout.split(separator: "\n").first.flatMap({ try? JSONValue(parsing: String($0)) })?["id"]?.stringValue,
+              let events = try? h.orchestrate(["events", id, "--json"]) else { return false }
+        return Harness.events(events).contains { $0["type"]?.stringValue == "step.started" && $0["step"]?.stringValue == "last" }
+    }
 }
