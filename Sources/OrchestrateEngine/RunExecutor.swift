@@ -320,8 +320,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         released = true
     }
 
-    /// Commits the round's journal, starts the attempts it journaled, then tells the observer:
-    /// nothing is acted on before it is durable, and the round's lines are printed while its
+    /// Commits the round's journal, tells the observer, then starts the attempts it journaled:
+    /// nothing is acted on before it is durable. The observer hears of the round before its
+    /// attempts start, so an attempt's own events (an item finished) never come before its
+    /// `step.started`; the printer only queues them here, its lines are written while the
     /// attempts run.
     private func flush() throws {
         var committed: JournalBatch?
@@ -334,10 +336,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             observer?.storeCommitted(seconds: Monotonic.now() - started)
             committed = round
         }
-        launch(inFlight.takeToLaunch())
         if let observer, let committed {
             for event in committed.events { observer.runEvent(event) }
         }
+        launch(inFlight.takeToLaunch())
     }
 
     private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, Bool)]) {
