@@ -155,7 +155,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try read { db in
             guard let run = try Self.run(id, db) else { return nil }
             return RunDetailRecord(run: run, steps: try Self.steps(ofRun: id, db), items: try Self.items(runID: id, db),
-                                   progress: try Self.latestProgress(runID: id, db))
+                                   progress: try Self.latestProgress(runIDs: [id], db))
         }
     }
 
@@ -340,32 +340,26 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     public func latestProgress(runID: String) throws -> [EventRecord] {
-        try read { db in try Self.latestProgress(runID: runID, db) }
+        try read { db in try Self.latestProgress(runIDs: [runID], db) }
     }
 
     public func latestProgress(runIDs: [String]) throws -> [String: [EventRecord]] {
-        // Ids bound a few hundred at a time: a `list` of every run may name more than SQLite
-        // takes variables in one statement.
-        let events = try read { db in
-            try stride(from: 0, to: runIDs.count, by: 500).flatMap { start in
-                let ids = Array(runIDs[start..<min(start + 500, runIDs.count)])
-                return try Row.fetchAll(db, sql: """
-                    SELECT * FROM events WHERE seq IN (
-                        SELECT MAX(seq) FROM events WHERE run_id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ",")))
-                        AND type = 'step.progress' GROUP BY run_id, step)
-                    ORDER BY seq
-                    """, arguments: StatementArguments(ids)).map(Self.eventRecord)
-            }
-        }
-        return Dictionary(grouping: events) { $0.runID ?? "" }
+        Dictionary(grouping: try read { db in try Self.latestProgress(runIDs: runIDs, db) }) { $0.runID ?? "" }
     }
 
-    private static func latestProgress(runID: String, _ db: Database) throws -> [EventRecord] {
-        try Row.fetchAll(db, sql: """
-            SELECT * FROM events WHERE seq IN (
-                SELECT MAX(seq) FROM events WHERE run_id = ? AND type = 'step.progress' GROUP BY step)
-            ORDER BY seq
-            """, arguments: [runID]).map(eventRecord)
+    /// Each step's newest `step.progress` of the runs, in seq order within each run. Ids are
+    /// bound a few hundred at a time: a `list` of every run may name more than SQLite takes
+    /// variables in one statement.
+    private static func latestProgress(runIDs: [String], _ db: Database) throws -> [EventRecord] {
+        try stride(from: 0, to: runIDs.count, by: 500).flatMap { start in
+            let ids = Array(runIDs[start..<min(start + 500, runIDs.count)])
+            return try Row.fetchAll(db, sql: """
+                SELECT * FROM events WHERE seq IN (
+                    SELECT MAX(seq) FROM events WHERE run_id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ",")))
+                    AND type = 'step.progress' GROUP BY run_id, step)
+                ORDER BY seq
+                """, arguments: StatementArguments(ids)).map(eventRecord)
+        }
     }
 
     // MARK: Items

@@ -111,8 +111,10 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     private static let runByID = "SELECT *, \(leaseValid) FROM runs WHERE id = $1"
     private static let stepsOfRun = "SELECT * FROM steps WHERE run_id = $1"
     private static let itemsOfRun = "SELECT * FROM items WHERE run_id = $1 ORDER BY step_id, seq"
-    private static let latestProgressOfRun = """
-        SELECT * FROM (SELECT DISTINCT ON (step) * FROM events WHERE run_id = $1 AND type = $2 ORDER BY step, seq DESC) latest
+    /// Each step's newest `step.progress` of the runs in $1 (a text array), in seq order.
+    private static let latestProgressOfRuns = """
+        SELECT * FROM (SELECT DISTINCT ON (run_id, step) * FROM events WHERE run_id = ANY($1::text[]) AND type = $2
+                       ORDER BY run_id, step, seq DESC) latest
         ORDER BY seq
         """
 
@@ -125,7 +127,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
                 PGStatement(Self.runByID, [id]),
                 PGStatement(Self.stepsOfRun, [id]),
                 PGStatement(Self.itemsOfRun, [id]),
-                PGStatement(Self.latestProgressOfRun, [id, EventType.stepProgress.rawValue]),
+                PGStatement(Self.latestProgressOfRuns, [PGText.array([id]), EventType.stepProgress.rawValue]),
                 PGStatement("COMMIT"),
             ])
         }
@@ -415,23 +417,17 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     }
 
     public func latestProgress(runID: String) throws -> [EventRecord] {
-        try pool.withConnection { conn in try Self.latestProgress(runID: runID, conn) }
+        try pool.withConnection { conn in try Self.latestProgress(runIDs: [runID], conn) }
     }
 
     public func latestProgress(runIDs: [String]) throws -> [String: [EventRecord]] {
         guard !runIDs.isEmpty else { return [:] }
-        let events = try pool.withConnection { conn in
-            try conn.execute("""
-                SELECT * FROM (SELECT DISTINCT ON (run_id, step) * FROM events WHERE run_id = ANY($1::text[]) AND type = $2
-                               ORDER BY run_id, step, seq DESC) latest
-                ORDER BY seq
-                """, [PGText.array(runIDs), EventType.stepProgress.rawValue]).all.map(Self.eventRecord)
-        }
+        let events = try pool.withConnection { conn in try Self.latestProgress(runIDs: runIDs, conn) }
         return Dictionary(grouping: events) { $0.runID ?? "" }
     }
 
-    private static func latestProgress(runID: String, _ conn: PGConnection) throws -> [EventRecord] {
-        try conn.execute(latestProgressOfRun, [runID, EventType.stepProgress.rawValue]).all.map(eventRecord)
+    private static func latestProgress(runIDs: [String], _ conn: PGConnection) throws -> [EventRecord] {
+        try conn.execute(latestProgressOfRuns, [PGText.array(runIDs), EventType.stepProgress.rawValue]).all.map(eventRecord)
     }
 
     // MARK: Items
