@@ -47,7 +47,15 @@ final class EventFeed: @unchecked Sendable {
         self.minInterval = minInterval
     }
 
-    static func text(_ event: EventRecord) -> String { "id: \(event.seq)\ndata: \(event.json.jsonText)\n\n" }
+    /// Appends an event's SSE text (`id: SEQ`, `data: {JSON}`, a blank line) to `buffer`; the
+    /// event's data is copied as journaled, not parsed and written again.
+    static func write(_ event: StoredEvent, to buffer: inout ByteBuffer) {
+        buffer.writeStaticString("id: ")
+        buffer.writeString(String(event.seq))
+        buffer.writeStaticString("\ndata: ")
+        buffer.writeBytes(event.jsonBytes)
+        buffer.writeStaticString("\n\n")
+    }
 
     /// Reads what is new in the store, at most once per `minInterval` and by one caller at a
     /// time (the others go on with what the feed has). The first read starts after `after`.
@@ -59,11 +67,11 @@ final class EventFeed: @unchecked Sendable {
             return coveredFrom == nil ? after : lastSeq
         }
         guard let from else { return }
-        var fresh: [EventRecord] = []
+        var fresh: [StoredEvent] = []
         do {
             var cursor = from
             while fresh.count < capacity {
-                let page = try await services.blocking { [cursor] in try services.store.events(runID: nil, afterSeq: cursor, limit: 500) }
+                let page = try await services.blocking { [cursor] in try services.store.storedEvents(runID: nil, afterSeq: cursor, limit: 500) }
                 fresh += page
                 guard page.count == 500, let last = page.last?.seq else { break }
                 cursor = last
@@ -78,7 +86,7 @@ final class EventFeed: @unchecked Sendable {
         bounds.reserveCapacity(fresh.count)
         for event in fresh {
             let start = buffer.writerIndex
-            buffer.writeString(Self.text(event))
+            Self.write(event, to: &buffer)
             bounds.append((start, buffer.writerIndex))
         }
         lock.withLock {

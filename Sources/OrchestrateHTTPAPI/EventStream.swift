@@ -88,8 +88,10 @@ enum EventStream {
                 } else {
                     // Older than the feed reaches: read the store until caught up.
                     let mark = feed.mark()
-                    let events = try await services.blocking { [last] in try services.store.events(runID: runID, afterSeq: last, limit: 500) }
-                    text = [ByteBuffer(string: events.map(EventFeed.text).joined())]
+                    let events = try await services.blocking { [last] in try services.store.storedEvents(runID: runID, afterSeq: last, limit: 500) }
+                    var page = ByteBuffer()
+                    for event in events { EventFeed.write(event, to: &page) }
+                    text = [page]
                     last = events.last?.seq ?? last
                     more = events.count == 500
                     // Everything up to the feed's mark was visible before this read: a stream

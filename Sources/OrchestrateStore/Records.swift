@@ -212,6 +212,46 @@ public struct EventRecord: Sendable {
     }
 }
 
+/// An event as the store holds it, its data still the JSON text it was journaled as (the
+/// stores write `data_json` only from `EventRecord.data.jsonText`: compact, keys sorted). An
+/// event stream sends it on with `jsonBytes` without parsing the data only to write it again;
+/// `record` parses it.
+public struct StoredEvent: Sendable {
+    public var seq: Int64
+    public var runID: String?
+    public var time: Double
+    public var type: EventType
+    public var step: String?
+    public var dataText: String
+
+    public init(seq: Int64, runID: String?, time: Double, type: EventType, step: String?, dataText: String) {
+        self.seq = seq
+        self.runID = runID
+        self.time = time
+        self.type = type
+        self.step = step
+        self.dataText = dataText
+    }
+
+    /// The event with its data parsed (an unreadable data text reads as no data).
+    public var record: EventRecord {
+        EventRecord(seq: seq, runID: runID, time: time, type: type, step: step,
+                    data: (try? JSONValue(parsing: dataText)) ?? [:])
+    }
+
+    /// `record.json.jsonText` as UTF-8 bytes, with the data text copied in as it is.
+    public var jsonBytes: [UInt8] {
+        var object = JSONObjectText()  // keys in sorted order, as jsonText writes them
+        if dataText.utf8.first == UInt8(ascii: "{") && dataText != "{}" { object.add("data", jsonText: dataText) }
+        if let runID { object.add("run", .string(runID)) }
+        object.add("seq", .int(seq))
+        if let step { object.add("step", .string(step)) }
+        object.add("time", .double(time))
+        object.add("type", .string(type.rawValue))
+        return object.finish()
+    }
+}
+
 /// One item added to a long-lived step (e.g. a path for `sftp.accept-paths`).
 public struct ItemRecord: Sendable {
     public enum Status: String, Sendable, CaseIterable { case queued, done, failed }

@@ -325,7 +325,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try write { db in try Self.insertEvents(events, db) }
     }
 
-    public func events(runID: String?, afterSeq: Int64, limit: Int) throws -> [EventRecord] {
+    public func storedEvents(runID: String?, afterSeq: Int64, limit: Int) throws -> [StoredEvent] {
         try read { db in
             let rows: [Row]
             if let runID {
@@ -335,7 +335,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                 rows = try Row.fetchAll(db, sql: "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
                                         arguments: [afterSeq, limit])
             }
-            return rows.map(Self.eventRecord)
+            return rows.map(Self.storedEvent)
         }
     }
 
@@ -440,10 +440,12 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     // MARK: Row mapping
 
-    static func eventRecord(_ row: Row) -> EventRecord {
-        EventRecord(seq: row["seq"], runID: row["run_id"], time: row["time"], type: EventType(rawValue: row["type"]),
-                    step: row["step"], data: (try? JSONValue(parsing: row["data_json"] as String)) ?? [:])
+    static func storedEvent(_ row: Row) -> StoredEvent {
+        StoredEvent(seq: row["seq"], runID: row["run_id"], time: row["time"], type: EventType(rawValue: row["type"]),
+                    step: row["step"], dataText: row["data_json"])
     }
+
+    static func eventRecord(_ row: Row) -> EventRecord { storedEvent(row).record }
 
     static func insertEvents(_ events: [EventRecord], _ db: Database) throws {
         guard !events.isEmpty else { return }

@@ -147,8 +147,9 @@ public protocol StateStore: AnyObject, Sendable {
 
     func appendEvents(_ events: [EventRecord]) throws
     /// Up to `limit` events with a seq above `afterSeq`, in seq order; of one run, or of all
-    /// runs and the queue when `runID` is nil. See "Event order" above.
-    func events(runID: String?, afterSeq: Int64, limit: Int) throws -> [EventRecord]
+    /// runs and the queue when `runID` is nil, with their data as the JSON text journaled (for
+    /// sending on unparsed; `events` parses it). See "Event order" above.
+    func storedEvents(runID: String?, afterSeq: Int64, limit: Int) throws -> [StoredEvent]
     /// The latest `step.progress` event of each step of a run (for transfer statistics).
     func latestProgress(runID: String) throws -> [EventRecord]
     /// `latestProgress(runID:)` of each of these runs, in one read (a run list's transfer
@@ -255,6 +256,11 @@ public protocol StateStore: AnyObject, Sendable {
 
 /// A subscription made by `StateStore.watchForWork`.
 extension StateStore {
+    /// `storedEvents` with each event's data parsed.
+    public func events(runID: String?, afterSeq: Int64, limit: Int) throws -> [EventRecord] {
+        try storedEvents(runID: runID, afterSeq: afterSeq, limit: limit).map(\.record)
+    }
+
     /// Journals one new run with its first events (see `createRuns`).
     public func createRun(_ run: RunRecord, events: [EventRecord]) throws {
         try createRuns([(run, events)])

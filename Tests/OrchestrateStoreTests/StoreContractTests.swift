@@ -206,6 +206,29 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try t.store.latestProgress(runIDs: many).keys.sorted() == ["r2"])
     }
 
+    /// An event read with its data as journaled text is written out (`jsonBytes`, what the event
+    /// streams send) exactly as the parsed event is (`json.jsonText`, what `events --json`
+    /// prints): hostile strings, no run, no step, no data, nested data, whole and fractional times.
+    @Test(arguments: StoreKind.allCases)
+    func storedEventsWriteTheSameJSONAsParsedOnes(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        try t.store.appendEvents([
+            EventRecord(runID: "r1", time: 1795519605.1051953, type: .stepSucceeded, step: "s\"2</script>",
+                        data: ["attempt": 1, "duration_ms": 0, "error": "quote \" back\\slash \n\t\u{01} é 😀"]),
+            EventRecord(runID: nil, time: 7, type: .queuePreempted),
+            EventRecord(runID: "r1", time: 8.5, type: .stepProgress, step: "up",
+                        data: ["files": ["a.mov", "b c.mov"], "rate": 1.5e-9, "nested": ["deep": ["x": .null, "y": false]]]),
+            EventRecord(runID: "r1", time: -0.25, type: .runFinished, data: [:]),
+        ])
+        let stored = try t.store.storedEvents(runID: nil, afterSeq: 0, limit: 100)
+        let parsed = try t.store.events(runID: nil, afterSeq: 0, limit: 100)
+        #expect(stored.count == 5)
+        #expect(stored.map { String(decoding: $0.jsonBytes, as: UTF8.self) } == parsed.map(\.json.jsonText))
+        #expect(stored.map { $0.record.json.jsonText } == parsed.map(\.json.jsonText))
+        #expect(String(decoding: try #require(stored.last).jsonBytes, as: UTF8.self).hasPrefix("{\"run\":"))  // empty data left out
+    }
+
     /// A fan-out's round: more steps and events than one multi-row statement takes (SQLite writes
     /// 16 rows a statement), a step written twice across statements, events in the order given.
     @Test(arguments: StoreKind.allCases)

@@ -64,6 +64,8 @@ REQUEST_KINDS = {
 }
 LIST_PATH = REQUEST_KINDS["list"][0]
 MIX = "all"  # set by --mix before the load processes start
+GENERATOR = "c"  # set by --generator: loadgen.c, or the Python processes below
+LOADGEN = None  # the compiled loadgen.c
 MAX_IN_FLIGHT = 256  # requests not answered yet; past it a request is counted as an error, not sent
 CONNECTIONS = 32  # kept-alive connections the requests share (a few dashboards and scrapers)
 
@@ -325,6 +327,38 @@ class Load:
             process.join()
 
 
+class CLoad:
+    """The same load made by loadgen.c (the default): the followers and the paced requests in
+    one C process on epoll. The Python generator above took 0.12-0.19 of the two cores the runs
+    use, most of it reading the followers' 2 MB of events fifty times over; this one takes a
+    tenth of that, so the slowdown measures `serve`, not the tool measuring it."""
+
+    def __init__(self, port, token, connection_per_request):
+        self.command = [LOADGEN, str(port), token, MIX, str(SSE_CLIENTS if MIX in ("all", "sse") else 0),
+                        str(REQUESTS_PER_SECOND), str(CONNECTIONS), "1" if connection_per_request else "0"]
+
+    def __enter__(self):
+        self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE)
+        self.processes = [self.process]
+        return self
+
+    def __exit__(self, *exc):
+        self.process.send_signal(signal.SIGTERM)
+        out, _ = self.process.communicate()
+        result = json.loads(out)
+        self.events, self.latencies = result["events"], result["latencies"]
+        self.errors, self.skipped, self.busy = result["errors"], result["skipped"], result["busy"]
+        self.sent, self.duration, self.cpu = result["sent"], result["duration"], result["cpu"]
+
+
+def build_loadgen(directory):
+    """Compiles loadgen.c into DIRECTORY; returns the executable's path."""
+    path = os.path.join(directory, "loadgen")
+    subprocess.run(["cc", "-O2", "-o", path, os.path.join(os.path.dirname(os.path.abspath(__file__)), "loadgen.c")],
+                   check=True)
+    return path
+
+
 def phase(orchestrate, plugins, work, yaml, loaded, connection_per_request=False, max_rate=None):
     state = tempfile.mkdtemp(prefix="state-", dir=work)
     port = free_port()
@@ -343,7 +377,8 @@ def phase(orchestrate, plugins, work, yaml, loaded, connection_per_request=False
     batch = os.path.join(work, "batch.jsonl")
     with open(batch, "w") as f:
         f.write("{}\n" * RUNS)
-    load = Load(port, token, connection_per_request) if loaded else None
+    generator = CLoad if GENERATOR == "c" else Load
+    load = generator(port, token, connection_per_request) if loaded else None
     try:
         if load:
             load.__enter__()
@@ -398,9 +433,13 @@ def main():
                              "metrics, small (queues, nodes): only that kind of request, 200/s, no SSE (its CPU cost)")
     parser.add_argument("--connection-per-request", action="store_true",
                         help="a new connection for each API request instead of kept-alive ones")
+    parser.add_argument("--generator", choices=["c", "python"], default="c",
+                        help="c: loadgen.c, one process on epoll (cheap: the load generator shares the runs' cores); "
+                             "python: the asyncio processes of earlier sessions, for comparison")
     args = parser.parse_args()
-    global MIX
+    global MIX, GENERATOR, LOADGEN
     MIX = args.mix  # before the load processes fork
+    GENERATOR = args.generator
     shape = dict(WORKLOADS[args.workload])
     if args.steps is not None:
         shape["steps"] = args.steps
@@ -411,6 +450,7 @@ def main():
     orchestrate = os.path.join(args.bin, "orchestrate")
     work = tempfile.mkdtemp(prefix="orchestrate-bench-api-")
     plugins = build_test_plugin(os.path.join(work, "plugins"))
+    LOADGEN = build_loadgen(work)
     yaml = workflow(shape["steps"], shape["bytes"])
     quiet, loaded = [], []
     for round_ in range(args.rounds):
@@ -455,7 +495,8 @@ def main():
              f"({'SSE included' if args.mix == 'all' else 'no SSE'}; " if args.mix != "sse" else "the SSE clients alone cost it (")
           + f"per second of the loaded makespan: "
           f"{(loaded_cpu - quiet_cpu) / mean(loaded, 'makespan'):.2f} s); the load generator used {generator_cpu:.2f} s; "
-          f"{'a connection per request' if args.connection_per_request else f'{CONNECTIONS} kept-alive connections'}")
+          f"{'a connection per request' if args.connection_per_request else f'{CONNECTIONS} kept-alive connections'}, "
+          f"{'loadgen.c' if args.generator == 'c' else 'the Python generator'}")
     # The CPU floor. Were the cores saturated by the runs, the load's CPU (serve's extra and the
     # generator's, on the same cores) would come out of them: taking r of C cores leaves the runs
     # C - r, so they take C / (C - r) as long. r is measured from the submit to the last run's end.

@@ -402,7 +402,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         try pool.transaction { conn in try Self.insertEvents(events, conn) }
     }
 
-    public func events(runID: String?, afterSeq: Int64, limit: Int) throws -> [EventRecord] {
+    public func storedEvents(runID: String?, afterSeq: Int64, limit: Int) throws -> [StoredEvent] {
         try pool.withConnection { conn in
             let rows: PGRows
             if let runID {
@@ -412,7 +412,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
                 rows = try conn.execute("SELECT * FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
                                         [PGText.of(afterSeq), PGText.of(limit)])
             }
-            return rows.all.map(Self.eventRecord)
+            return rows.all.map(Self.storedEvent)
         }
     }
 
@@ -702,11 +702,13 @@ extension PostgresStateStore {
         return s
     }
 
-    static func eventRecord(_ row: PGRow) -> EventRecord {
-        EventRecord(seq: row.int64("seq") ?? 0, runID: row.string("run_id"), time: row.double("time") ?? 0,
+    static func storedEvent(_ row: PGRow) -> StoredEvent {
+        StoredEvent(seq: row.int64("seq") ?? 0, runID: row.string("run_id"), time: row.double("time") ?? 0,
                     type: EventType(rawValue: row.string("type") ?? ""), step: row.string("step"),
-                    data: json(row.string("data_json")) ?? [:])
+                    dataText: row.string("data_json") ?? "{}")
     }
+
+    static func eventRecord(_ row: PGRow) -> EventRecord { storedEvent(row).record }
 
     static func itemRecord(_ row: PGRow) -> ItemRecord {
         ItemRecord(runID: row.string("run_id") ?? "", stepID: row.string("step_id") ?? "", id: row.string("id") ?? "",

@@ -1,0 +1,47 @@
+/// Writes one compact JSON object member by member, for a caller that holds some member values
+/// as JSON text already (an event's data as the store keeps it) and should not parse them only
+/// to write them again (bench/api: the event streams re-encoded every journaled event).
+///
+/// The caller adds the members in key order, so that the text is the same as `jsonText` of the
+/// same object (which sorts its keys):
+///
+/// ```swift
+/// var object = JSONObjectText()
+/// object.add("data", jsonText: storedText)   // copied as it is
+/// object.add("seq", .int(42))
+/// let bytes = object.finish()
+/// ```
+public struct JSONObjectText {
+    private var writer = JSONWriter(pretty: false)
+    private var empty = true
+
+    public init() {
+        writer.bytes.append(UInt8(ascii: "{"))
+    }
+
+    /// Adds `key: value`; keys must come in increasing order.
+    public mutating func add(_ key: String, _ value: JSONValue) {
+        writeKey(key)
+        writer.write(value, indent: 0)
+    }
+
+    /// Adds `key: text`, where `text` is one compact JSON value as `jsonText` writes it (it is
+    /// copied, not checked); keys must come in increasing order.
+    public mutating func add(_ key: String, jsonText text: String) {
+        writeKey(key)
+        writer.bytes.append(contentsOf: text.utf8)
+    }
+
+    /// The object's text as UTF-8 bytes.
+    public consuming func finish() -> [UInt8] {
+        writer.bytes.append(UInt8(ascii: "}"))
+        return writer.bytes
+    }
+
+    private mutating func writeKey(_ key: String) {
+        if !empty { writer.bytes.append(UInt8(ascii: ",")) }
+        empty = false
+        writer.writeString(key)
+        writer.bytes.append(UInt8(ascii: ":"))
+    }
+}
