@@ -147,7 +147,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     private static func run(_ id: String, _ db: Database) throws -> RunRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]).map(runRecord)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM runs WHERE id = ?"), arguments: [id]).map(runRecord)
     }
 
     /// One read transaction (one WAL snapshot) for the four parts.
@@ -172,7 +172,13 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             for q in queues.sorted() { arguments += [q] }
         }
         sql += " ORDER BY created_at, id"
-        let rows = try read { db in try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.runRecord) }
+        // Prepared once per connection, as the API's frequent reads are, unless it names queues
+        // (any number of any names: one statement each would grow the cache without bound).
+        let cached = filter.queues?.isEmpty ?? true
+        let rows = try read { db in
+            try Row.fetchAll(cached ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql), arguments: arguments)
+                .map(Self.runRecord)
+        }
         let matching = rows.filter { run in filter.labels.allSatisfy { run.labels[$0.key] == $0.value } }
         if let limit = filter.limit { return Array(matching.suffix(limit)) }
         return matching
@@ -329,10 +335,10 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try read { db in
             let rows: [Row]
             if let runID {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
                                         arguments: [runID, afterSeq, limit])
             } else {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?"),
                                         arguments: [afterSeq, limit])
             }
             return rows.map(Self.storedEvent)
@@ -347,19 +353,18 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         Dictionary(grouping: try read { db in try Self.latestProgress(runIDs: runIDs, db) }) { $0.runID ?? "" }
     }
 
-    /// Each step's newest `step.progress` of the runs, in seq order within each run. Ids are
-    /// bound a few hundred at a time: a `list` of every run may name more than SQLite takes
-    /// variables in one statement.
+    /// Each step's newest `step.progress` of the runs, in seq order within each run. The ids
+    /// are bound as one JSON array, so that one statement, prepared once per connection, serves
+    /// any number of them (a `list` of every run names more than SQLite takes variables).
     private static func latestProgress(runIDs: [String], _ db: Database) throws -> [EventRecord] {
-        try stride(from: 0, to: runIDs.count, by: 500).flatMap { start in
-            let ids = Array(runIDs[start..<min(start + 500, runIDs.count)])
-            return try Row.fetchAll(db, sql: """
-                SELECT * FROM events WHERE seq IN (
-                    SELECT MAX(seq) FROM events WHERE run_id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ",")))
-                    AND type = 'step.progress' GROUP BY run_id, step)
-                ORDER BY seq
-                """, arguments: StatementArguments(ids)).map(eventRecord)
-        }
+        guard !runIDs.isEmpty else { return [] }
+        let statement = try db.cachedStatement(sql: """
+            SELECT * FROM events WHERE seq IN (
+                SELECT MAX(seq) FROM events WHERE run_id IN (SELECT value FROM json_each(?))
+                AND type = 'step.progress' GROUP BY run_id, step)
+            ORDER BY seq
+            """)
+        return try Row.fetchAll(statement, arguments: [JSONValue.array(runIDs.map { .string($0) }).jsonText]).map(eventRecord)
     }
 
     // MARK: Items
@@ -391,7 +396,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     private static func items(runID: String, _ db: Database) throws -> [ItemRecord] {
-        try Row.fetchAll(db, sql: "SELECT * FROM items WHERE run_id = ? ORDER BY step_id, seq", arguments: [runID])
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM items WHERE run_id = ? ORDER BY step_id, seq"), arguments: [runID])
             .map(itemRecord)
     }
 

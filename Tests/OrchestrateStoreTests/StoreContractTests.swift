@@ -204,6 +204,11 @@ func deadOwner() throws -> OwnerIdentity {
         // More runs than SQLite binds in one statement.
         let many = (0..<1200).map { "x\($0)" } + ["r2"]
         #expect(try t.store.latestProgress(runIDs: many).keys.sorted() == ["r2"])
+        // Ids are data, whatever they hold.
+        let odd = "r\"3\\', [é"
+        try t.makeRun(odd)
+        try t.store.appendEvents([EventRecord(runID: odd, time: 6, type: .stepProgress, step: "s", data: ["bytes_done": 5])])
+        #expect(try t.store.latestProgress(runIDs: [odd, "r2"]).mapValues { $0.map { $0.data["bytes_done"] } } == [odd: [5], "r2": [4]])
     }
 
     /// An event read with its data as journaled text is written out (`jsonBytes`, what the event
