@@ -29,7 +29,12 @@ final class ReadCache: @unchecked Sendable {
     /// The JSON answer for `key` (the request's path and query), made by `make` unless an
     /// answer made less than `window` ago, or being made, exists.
     func json(_ key: String, _ make: @escaping @Sendable () async throws -> JSONValue) async throws -> Response {
-        let body = try await answer(key) { ByteBuffer(bytes: try await make().jsonBytes) }
+        try await jsonBytes(key) { try await make().jsonBytes }
+    }
+
+    /// `json` for an answer made as JSON text already (UTF-8).
+    func jsonBytes(_ key: String, _ make: @escaping @Sendable () async throws -> [UInt8]) async throws -> Response {
+        let body = try await answer(key) { ByteBuffer(bytes: try await make()) }
         var response = JSONResponse.make(body: body)
         response.headers[.cacheControl] = "no-store"
         return response

@@ -18,18 +18,20 @@ enum RunGraph {
         })
     }
 
-    /// Graphs by workflow text: parsing a workflow of hundreds of steps at every request for a
-    /// run's detail cost more than reading the run, and so did parsing it once per run when a
-    /// batch of runs shares one workflow (bench/api: 32 runs, one parse instead of 32). The
-    /// graph depends on nothing else, and a run's workflow text never changes.
+    /// Graphs by workflow text, as JSON text: parsing a workflow of hundreds of steps at every
+    /// request for a run's detail cost more than reading the run, and so did parsing it once per
+    /// run when a batch of runs shares one workflow (bench/api: 32 runs, one parse instead of
+    /// 32); encoding it at every request was a third of writing the detail. The graph depends
+    /// on nothing else, and a run's workflow text never changes.
     final class Cache: @unchecked Sendable {
         private let lock = NSLock()
-        private var graphs: [String: JSONValue?] = [:]  // by workflow source; guarded by lock
+        private var graphs: [String: String?] = [:]  // by workflow source; guarded by lock
         private let capacity = 512
 
-        func graph(_ run: RunRecord) -> JSONValue? {
+        /// The graph's compact JSON text (`jsonText`), nil when the workflow cannot be read.
+        func graphText(_ run: RunRecord) -> String? {
             if let known = lock.withLock({ graphs[run.workflowSource] }) { return known }
-            let graph = RunGraph.json(run)
+            let graph = RunGraph.json(run)?.jsonText
             lock.withLock {
                 if graphs.count >= capacity { graphs.removeAll() }
                 graphs[run.workflowSource] = graph

@@ -23,12 +23,12 @@ enum RunRoutes {
 
         router.get("/api/runs/{id}") { request, context in
             let id = try context.parameters.require("id")
-            return try await services.readCache.json(ReadCache.key(request)) {
-                let detail = try await services.blocking { () -> JSONValue? in
+            return try await services.readCache.jsonBytes(ReadCache.key(request)) {
+                let detail = try await services.blocking { () -> [UInt8]? in
                     guard let record = try services.store.runDetail(id) else { return nil }
-                    var detail = RunDocument.detail(record).objectValue ?? [:]
-                    detail["graph"] = services.graphs.graph(record.run)
-                    return .object(detail)
+                    let graph = services.graphs.graphText(record.run)
+                    return JSONObjectText.bytes(RunDocument.detail(record).objectValue ?? [:],
+                                                adding: graph.map { ["graph": $0] } ?? [:])
                 }
                 guard let detail else { throw Problem(.notFound, "no run \(id)") }
                 return detail

@@ -32,6 +32,16 @@ public struct JSONObjectText {
         writer.bytes.append(contentsOf: text.utf8)
     }
 
+    /// The text of `object` with `texts` added as members whose values are JSON text already
+    /// written (copied as they are): a run's detail with its graph encoded once per workflow.
+    public static func bytes(_ object: [String: JSONValue], adding texts: [String: String]) -> [UInt8] {
+        var writer = JSONObjectText()
+        for key in Set(object.keys).union(texts.keys).sorted() {
+            if let text = texts[key] { writer.add(key, jsonText: text) } else if let value = object[key] { writer.add(key, value) }
+        }
+        return writer.finish()
+    }
+
     /// The object's text as UTF-8 bytes.
     public consuming func finish() -> [UInt8] {
         writer.bytes.append(UInt8(ascii: "}"))

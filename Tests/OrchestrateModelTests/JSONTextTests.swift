@@ -57,4 +57,18 @@ import Testing
         #expect(value.jsonText == #"{"a":{"y":null,"z":true},"b":[3,1,2],"c":1.5}"#)
         #expect(try JSONValue(parsing: value.jsonText) == value)
     }
+
+    /// An object with members spliced in as text already written (a run detail's cached graph)
+    /// is the same text as the whole object written at once: sorted keys, the splice where its
+    /// key sorts, a spliced key replacing a member of the same name.
+    @Test func splicedMembersComeOutAsTheWholeObjectWould() throws {
+        let graph: JSONValue = [["id": "a\"</script>", "needs": []], ["id": "b", "needs": ["a"]]]
+        let object: JSONValue = ["status": "running", "id": "r1", "steps": [["id": "a"]], "zeta": 1.5, "graph": "stale"]
+        let spliced = JSONObjectText.bytes(object.objectValue!, adding: ["graph": graph.jsonText])
+        var whole = object.objectValue!
+        whole["graph"] = graph
+        #expect(String(decoding: spliced, as: UTF8.self) == JSONValue.object(whole).jsonText)
+        #expect(JSONObjectText.bytes([:], adding: [:]) == Array("{}".utf8))
+        #expect(try JSONValue(parsing: spliced) == .object(whole))
+    }
 }
