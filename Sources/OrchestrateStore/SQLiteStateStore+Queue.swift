@@ -9,7 +9,7 @@ extension SQLiteStateStore {
         return try write { db in
             let leaseUntil = try now() + lease
             let rows = try Row.fetchAll(db, sql: """
-                SELECT * FROM runs WHERE status IN (?, ?, ?) AND queue IN (\(queues.map { _ in "?" }.joined(separator: ",")))
+                SELECT \(Self.runColumns) FROM runs WHERE status IN (?, ?, ?) AND queue IN (\(queues.map { _ in "?" }.joined(separator: ",")))
                 ORDER BY CASE WHEN status = ? THEN 1 ELSE 0 END, run_now DESC, priority DESC, queue_order, created_at
                 """, arguments: StatementArguments([RunStatus.queued.rawValue, RunStatus.running.rawValue,
                                                     RunStatus.compensating.rawValue] + queues + [RunStatus.queued.rawValue]))
@@ -40,7 +40,7 @@ extension SQLiteStateStore {
             let leaseUntil = try now() + lease
             var claimed: [RunRecord] = []
             for row in try Row.fetchAll(db, sql: """
-                SELECT * FROM runs WHERE status = ? AND queue IN (\(queues.map { _ in "?" }.joined(separator: ","))) ORDER BY queue_order
+                SELECT \(Self.runColumns) FROM runs WHERE status = ? AND queue IN (\(queues.map { _ in "?" }.joined(separator: ","))) ORDER BY queue_order
                 """, arguments: StatementArguments([RunStatus.paused.rawValue] + queues))
             {
                 let run = Self.runRecord(row)
@@ -112,7 +112,7 @@ extension SQLiteStateStore {
                 let leaseUntil: Double? = row["lease_until"]
                 return (owner, leaseUntil, Self.ownerIsLive(owner, leaseUntil: leaseUntil))
             }
-            let workerEvents = try Row.fetchAll(db, sql: "SELECT * FROM events WHERE run_id IS NULL AND type IN (?, ?) ORDER BY seq",
+            let workerEvents = try Row.fetchAll(db, sql: "SELECT \(Self.eventColumns) FROM events WHERE run_id IS NULL AND type IN (?, ?) ORDER BY seq",
                                                 arguments: [EventType.workerStarted.rawValue, EventType.workerStopped.rawValue])
             return NodeRecord.summarize(owners: owners, workerEvents: workerEvents.map(Self.eventRecord))
         }

@@ -147,7 +147,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     private static func run(_ id: String, _ db: Database) throws -> RunRecord? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM runs WHERE id = ?"), arguments: [id]).map(runRecord)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.runColumns) FROM runs WHERE id = ?"), arguments: [id]).map(runRecord)
     }
 
     /// One read transaction (one WAL snapshot) for the four parts.
@@ -160,7 +160,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     public func listRuns(_ filter: RunFilter) throws -> [RunRecord] {
-        var sql = "SELECT * FROM runs WHERE 1"
+        var sql = "SELECT \(Self.runColumns) FROM runs WHERE 1"
         var arguments: StatementArguments = []
         if let statuses = filter.statuses, !statuses.isEmpty {
             sql += " AND status IN (\(statuses.map { _ in "?" }.joined(separator: ",")))"
@@ -186,7 +186,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     public func claimRun(_ id: String, owner: OwnerIdentity, lease: Double) throws -> Bool {
         try write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]) else {
+            guard let row = try Row.fetchOne(db, sql: "SELECT \(Self.runColumns) FROM runs WHERE id = ?", arguments: [id]) else {
                 return false
             }
             let run = Self.runRecord(row)
@@ -335,10 +335,10 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try read { db in
             let rows: [Row]
             if let runID {
-                rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
+                rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.eventColumns) FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
                                         arguments: [runID, afterSeq, limit])
             } else {
-                rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?"),
+                rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.eventColumns) FROM events WHERE seq > ? ORDER BY seq LIMIT ?"),
                                         arguments: [afterSeq, limit])
             }
             return rows.map(Self.storedEvent)
@@ -359,7 +359,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     private static func latestProgress(runIDs: [String], _ db: Database) throws -> [EventRecord] {
         guard !runIDs.isEmpty else { return [] }
         let statement = try db.cachedStatement(sql: """
-            SELECT * FROM events WHERE seq IN (
+            SELECT \(Self.eventColumns) FROM events WHERE seq IN (
                 SELECT MAX(seq) FROM events WHERE run_id IN (SELECT value FROM json_each(?))
                 AND type = 'step.progress' GROUP BY run_id, step)
             ORDER BY seq
@@ -386,7 +386,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     public func items(runID: String, stepID: String) throws -> [ItemRecord] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM items WHERE run_id = ? AND step_id = ? ORDER BY seq",
+            try Row.fetchAll(db, sql: "SELECT \(Self.itemColumns) FROM items WHERE run_id = ? AND step_id = ? ORDER BY seq",
                              arguments: [runID, stepID]).map(Self.itemRecord)
         }
     }
@@ -396,22 +396,26 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     private static func items(runID: String, _ db: Database) throws -> [ItemRecord] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM items WHERE run_id = ? ORDER BY step_id, seq"), arguments: [runID])
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM items WHERE run_id = ? ORDER BY step_id, seq"), arguments: [runID])
             .map(itemRecord)
     }
 
     public func nextQueuedItem(runID: String, stepID: String, after seq: Int64) throws -> ItemRecord? {
         try read { db in
             try Row.fetchOne(db, sql: """
-                SELECT * FROM items WHERE run_id = ? AND step_id = ? AND seq > ? AND status = 'queued' ORDER BY seq LIMIT 1
+                SELECT \(Self.itemColumns) FROM items WHERE run_id = ? AND step_id = ? AND seq > ? AND status = 'queued' ORDER BY seq LIMIT 1
                 """, arguments: [runID, stepID, seq]).map(Self.itemRecord)
         }
     }
 
+    /// The items table's columns in the order `itemRecord` reads them (by position, as `runColumns`).
+    private static let itemColumns = "run_id, step_id, id, seq, json, status, error, checkpoint"
+
+    /// A row of `SELECT \(itemColumns)`.
     private static func itemRecord(_ row: Row) -> ItemRecord {
-        ItemRecord(runID: row["run_id"], stepID: row["step_id"], id: row["id"], seq: row["seq"], json: row["json"],
-                   status: ItemRecord.Status(rawValue: row["status"]) ?? .queued, error: row["error"],
-                   checkpoint: (row["checkpoint"] as Data?).map { [UInt8]($0) })
+        ItemRecord(runID: row[0], stepID: row[1], id: row[2], seq: row[3], json: row[4],
+                   status: ItemRecord.Status(rawValue: row[5]) ?? .queued, error: row[6],
+                   checkpoint: (row[7] as Data?).map { [UInt8]($0) })
     }
 
     public func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?,
@@ -445,9 +449,13 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     // MARK: Row mapping
 
+    /// The events table's columns in the order `storedEvent` reads them (by position, as
+    /// `runColumns`).
+    static let eventColumns = "seq, run_id, time, type, step, data_json"
+
+    /// A row of `SELECT \(eventColumns)`.
     static func storedEvent(_ row: Row) -> StoredEvent {
-        StoredEvent(seq: row["seq"], runID: row["run_id"], time: row["time"], type: EventType(rawValue: row["type"]),
-                    step: row["step"], dataText: row["data_json"])
+        StoredEvent(seq: row[0], runID: row[1], time: row[2], type: EventType(rawValue: row[3]), step: row[4], dataText: row[5])
     }
 
     static func eventRecord(_ row: Row) -> EventRecord { storedEvent(row).record }
@@ -475,29 +483,38 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         JSONValue.object(labels.mapValues { .string($0) }).jsonText
     }
 
+    /// The runs table's columns in the order `runRecord` reads them: every read of runs selects
+    /// these and `runRecord` takes them by position. GRDB's look-up by name lowercases the name
+    /// at every access (bench/api: 13 % of a serve answering run lists).
+    static let runColumns = """
+        id, workflow_name, workflow_file, workflow_source, inputs_json, status, created_at, run_dir, priority, labels_json,
+        ending, started_at, finished_at, error, outputs_json, requested_control, queue, queue_order, run_now, max_rate,
+        max_rate_timetable, lease_until, owner_host, owner_pid, owner_start
+        """
+
+    /// A row of `SELECT \(runColumns)`.
     static func runRecord(_ row: Row) -> RunRecord {
         var run = RunRecord(
-            id: row["id"], workflowName: row["workflow_name"], workflowFile: row["workflow_file"],
-            workflowSource: row["workflow_source"],
-            inputs: (try? JSONValue(parsing: row["inputs_json"] as String)) ?? [:],
-            status: RunStatus(rawValue: row["status"]) ?? .failed, createdAt: row["created_at"], runDir: row["run_dir"],
-            priority: row["priority"],
-            labels: ((try? JSONValue(parsing: row["labels_json"] as String))?.objectValue ?? [:])
+            id: row[0], workflowName: row[1], workflowFile: row[2], workflowSource: row[3],
+            inputs: (try? JSONValue(parsing: row[4] as String)) ?? [:],
+            status: RunStatus(rawValue: row[5]) ?? .failed, createdAt: row[6], runDir: row[7],
+            priority: row[8],
+            labels: ((try? JSONValue(parsing: row[9] as String))?.objectValue ?? [:])
                 .compactMapValues(\.stringValue))
-        run.ending = (row["ending"] as String?).flatMap(RunStatus.init(rawValue:))
-        run.startedAt = row["started_at"]
-        run.finishedAt = row["finished_at"]
-        run.error = row["error"]
-        run.outputs = (row["outputs_json"] as String?).flatMap { try? JSONValue(parsing: $0) }
-        run.requestedControl = (row["requested_control"] as String?).flatMap(RunControl.init(rawValue:))
-        run.queue = row["queue"] ?? "default"
-        run.queueOrder = row["queue_order"] ?? run.createdAt
-        run.runNow = (row["run_now"] as Int?) == 1
-        run.maxRate = row["max_rate"]
-        run.maxRateTimetable = row["max_rate_timetable"]
-        run.leaseUntil = row["lease_until"]
-        if let node = row["owner_host"] as String? {
-            run.owner = OwnerIdentity(node: node, pid: row["owner_pid"], startTime: row["owner_start"])
+        run.ending = (row[10] as String?).flatMap(RunStatus.init(rawValue:))
+        run.startedAt = row[11]
+        run.finishedAt = row[12]
+        run.error = row[13]
+        run.outputs = (row[14] as String?).flatMap { try? JSONValue(parsing: $0) }
+        run.requestedControl = (row[15] as String?).flatMap(RunControl.init(rawValue:))
+        run.queue = row[16] ?? "default"
+        run.queueOrder = row[17] ?? run.createdAt
+        run.runNow = (row[18] as Int?) == 1
+        run.maxRate = row[19]
+        run.maxRateTimetable = row[20]
+        run.leaseUntil = row[21]
+        if let node = row[22] as String? {
+            run.owner = OwnerIdentity(node: node, pid: row[23], startTime: row[24])
         }
         run.ownerIsLive = ownerIsLive(run.owner, leaseUntil: run.leaseUntil)
         return run
