@@ -11,6 +11,10 @@ import Foundation
 /// coming, the writer takes them at most every `interval` (50 ms), so a line shows at most that
 /// much after its event was journaled. `drain()` renders what is left and stops the thread:
 /// the printer calls it before the run's summary and before exiting on a second Ctrl-C.
+///
+/// Memory: at most `capacity` items wait. When stdout stops taking lines (a pipe nobody reads,
+/// Ctrl-S), the writer blocks in write(2), the queue fills, and then `append` waits for room:
+/// the run pauses as it would writing the line itself, instead of queueing without bound.
 final class BatchedWriter<Item: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
     private var queued: [Item] = []
@@ -18,12 +22,16 @@ final class BatchedWriter<Item: Sendable>: @unchecked Sendable {
     private var writerIdle = false
     private var draining = false
     private var stopped = false
+    /// Callers of `append` waiting for room.
+    private var waitingForRoom = 0
+    private let capacity: Int
     private let interval: TimeInterval
     private let render: ([Item]) -> Void
 
     /// `render` runs on the writer thread (or on the caller of `drain()`), one batch at a time.
-    init(interval: TimeInterval = 0.05, render: @escaping ([Item]) -> Void) {
+    init(interval: TimeInterval = 0.05, capacity: Int = 8192, render: @escaping ([Item]) -> Void) {
         self.interval = interval
+        self.capacity = capacity
         self.render = render
         let thread = Thread { [self] in run() }
         thread.name = "orchestrate-output"
@@ -32,6 +40,11 @@ final class BatchedWriter<Item: Sendable>: @unchecked Sendable {
 
     func append(_ item: Item) {
         condition.lock()
+        while queued.count >= capacity && !draining && !stopped {
+            waitingForRoom += 1
+            condition.wait()
+            waitingForRoom -= 1
+        }
         if stopped {
             // After the drain (nothing should come then): render it here, in order.
             condition.unlock()
@@ -42,7 +55,9 @@ final class BatchedWriter<Item: Sendable>: @unchecked Sendable {
         let wake = writerIdle
         writerIdle = false
         condition.unlock()
-        if wake { condition.signal() }
+        // Broadcast: appenders waiting for room share the condition (none waits while the
+        // writer is idle, but a lost wake-up would stall the run).
+        if wake { condition.broadcast() }
     }
 
     /// Renders everything queued, then stops the writer thread; later items render at once.
@@ -71,6 +86,7 @@ final class BatchedWriter<Item: Sendable>: @unchecked Sendable {
             writerIdle = false
             let batch = queued
             queued.removeAll(keepingCapacity: true)
+            if waitingForRoom > 0 { condition.broadcast() }
             let finish = draining
             condition.unlock()
             if !batch.isEmpty { render(batch) }

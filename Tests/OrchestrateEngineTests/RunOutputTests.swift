@@ -89,6 +89,49 @@ import Testing
         #expect(child.wait(timeout: 15) == 130, "stderr: \(h.read("stderr"))")
     }
 
+    /// While stdout takes no lines, the queue of lines waiting for it is bounded (8,192): the
+    /// run pauses rather than holding every line in memory; once stdout is read again the run
+    /// goes on, and no line is lost.
+    @Test func aBlockedStdoutPausesTheRunInsteadOfQueueingWithoutBound() throws {
+        let n = 6000  // 12,000 lines: more than the queue and the pipe's 64 KiB hold
+        let fifo = h.path("stdout.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+        #expect(reader >= 0)
+        defer { close(reader) }
+        let child = try SpawnedChild([TestPaths.orchestrate.path, "run", chain(n)] + h.baseArguments,
+                                     stdout: fifo, stderr: h.path("stderr"))
+        // The journal stops growing short of the end while nobody reads.
+        var done = -1
+        let paused = h.waitFor(60) {
+            Thread.sleep(forTimeInterval: 1)
+            let now = Self.succeededSteps(h)
+            defer { done = now }
+            return now > 0 && now == done
+        }
+        #expect(paused && done < n, "\(done) of \(n) steps done; stderr: \(h.read("stderr"))")
+        #expect(child.poll() == nil, "the run waits for its output")
+        // Read everything: the run finishes, every line there.
+        _ = fcntl(reader, F_SETFL, 0)
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = read(reader, &buffer, buffer.count)
+            if count <= 0 { break }
+            output += buffer[0..<count]
+        }
+        #expect(child.wait(timeout: 60) == 0, "stderr: \(h.read("stderr"))")
+        let text = String(decoding: output, as: UTF8.self)
+        #expect(text.split(separator: "\n").filter { $0.contains("succeeded") }.count == n + 1)  // steps and the summary
+    }
+
+    static func succeededSteps(_ h: Harness) -> Int {
+        guard let result = try? h.orchestrate(["list", "--json"]),
+              let id = result.stdout.split(separator: "\n").first.flatMap({ try? JSONValue(parsing: String($0)) })?["id"]?.stringValue,
+              let events = try? h.orchestrate(["events", id, "--json"]) else { return 0 }
+        return Harness.events(events).filter { $0["type"]?.stringValue == "step.succeeded" }.count
+    }
+
     static func lastStarted(_ h: Harness) -> Bool {
         guard let result = try? h.orchestrate(["list", "--json"]),
               let id = result.stdout.split(separator: "\n").first.flatMap({ try? JSONValue(parsing: String($0)) })?["id"]?.stringValue,
