@@ -4,9 +4,9 @@ import OrchestrateStore
 import Foundation
 
 /// What the routes work with. The store is synchronous (SQLite or libpq calls that may wait on
-/// disk or network): every store call goes through `blocking`, on a dispatch queue of its own,
-/// so it never stalls NIO's event loops or Swift's cooperative pool (two threads on a
-/// two-core machine).
+/// disk or network): every store call goes through `blocking`, on the API's own worker threads
+/// (at the API's lower priority, `APIThreads`), so it never stalls NIO's event loops or Swift's
+/// cooperative pool (two threads on a two-core machine).
 final class APIServices: Sendable {
     let store: any StateStore
     let registry: PluginRegistry
@@ -18,22 +18,24 @@ final class APIServices: Sendable {
     let readCache = ReadCache()
     /// Graphs of runs already drawn (a run's workflow never changes).
     let graphs = RunGraph.Cache()
-    private let queue = DispatchQueue(label: "orchestrate.http.store", attributes: .concurrent)
+    private let workers: APIWorkers
     private let streamsLock = NSLock()
     nonisolated(unsafe) private var streams = 0  // guarded by streamsLock
 
-    init(store: any StateStore, registry: PluginRegistry, stateDirectory: String, maxStreams: Int) {
+    /// `workerThreads`: as many as requests may be worked on at once, and a few for the event
+    /// streams' reads.
+    init(store: any StateStore, registry: PluginRegistry, stateDirectory: String, maxStreams: Int, workerThreads: Int) {
+        self.workers = APIWorkers(count: workerThreads)
         self.store = store
         self.registry = registry
         self.stateDirectory = stateDirectory
         self.maxStreams = maxStreams
     }
 
-    /// Runs `work` (store calls) off the cooperative pool and the event loops.
+    /// Runs `work` (store calls, and encoding what they read) off the cooperative pool and the
+    /// event loops, on the API's worker threads.
     func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
-        }
+        try await workers.run(work)
     }
 
     /// Takes one of the `maxStreams` event-stream slots, or returns false when all are taken.

@@ -4,6 +4,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import Logging
 import NIOCore
+import NIOPosix
 import OrchestratePluginHost
 import OrchestrateStore
 
@@ -52,7 +53,8 @@ public enum HTTPAPIServer {
                              stateDirectory: String, metrics: ServeMetrics) throws -> Running
     {
         let services = APIServices(store: store, registry: registry, stateDirectory: stateDirectory,
-                                   maxStreams: configuration.maxEventStreams)
+                                   maxStreams: configuration.maxEventStreams,
+                                   workerThreads: configuration.maxActiveRequests + 2)
         let router = Router(context: APIContext.self)
         router.add(middleware: ProblemMiddleware())
         router.add(middleware: BearerAuthMiddleware(tokens: configuration.tokens))
@@ -84,6 +86,11 @@ public enum HTTPAPIServer {
         }
         let scheme = configuration.tlsCertificate == nil ? "http" : "https"
 
+        // Event loops of the server's own, at the API's lower priority (`APIThreads`).
+        let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        for loop in eventLoops.makeIterator() {
+            try loop.submit { APIThreads.lowerCurrentThreadPriority() }.wait()
+        }
         let logger = Logger(label: "orchestrate-http") { ServerLogHandler(label: $0, level: .warning) }
         let started = StartSignal()
         let address = configuration.address
@@ -93,6 +100,7 @@ public enum HTTPAPIServer {
             onServerRunning: { channel in
                 started.finish(.success(channel.localAddress?.port ?? address.port))
             },
+            eventLoopGroupProvider: .shared(eventLoops),
             logger: logger)
         Task.detached {
             do {
