@@ -16,10 +16,7 @@ import Synchronization
 /// One idle thread at a time looks for the next job briefly before sleeping (`BriefSpin`),
 /// without taking the lock (`queuedCount`): it takes the next attempt without being woken, so
 /// a chain of quick steps costs no futex wake-up per step. Only one spins, so eight threads
-/// just freed by a fan-out do not take the CPUs the scheduling loop needs. None spins while a
-/// job started with `runWithoutSpins` runs (the journal's writer): that job and the loop keep
-/// two CPUs busy, and on a two-core machine a spinning thread took half the CPU time of a
-/// fan-out from them (perf).
+/// just freed by a fan-out do not take the CPUs the scheduling loop needs.
 final class AttemptThreads: @unchecked Sendable {
     typealias Job = @Sendable () -> Void
 
@@ -31,8 +28,6 @@ final class AttemptThreads: @unchecked Sendable {
     private var idle = 0
     /// Whether an idle thread is spinning: it takes the first queued job by itself.
     private var spinning = false
-    /// Jobs under way that hold the spins off (`runWithoutSpins`).
-    private let spinsHeld = Atomic<Int>(0)
     private var stopped = false
     private let name: String
     private let stackSize: Int
@@ -49,15 +44,6 @@ final class AttemptThreads: @unchecked Sendable {
     }
 
     func run(_ job: @escaping Job) { run(contentsOf: [job]) }
-
-    /// Runs `job` like `run`; while it runs, idle threads sleep at once instead of spinning.
-    func runWithoutSpins(_ job: @escaping Job) {
-        run { [self] in
-            spinsHeld.add(1, ordering: .relaxed)
-            job()
-            spinsHeld.subtract(1, ordering: .relaxed)
-        }
-    }
 
     /// Queues `batch`, in order, taking the lock once: a round's attempts start together.
     func run(contentsOf batch: [Job]) {
@@ -95,12 +81,10 @@ final class AttemptThreads: @unchecked Sendable {
         while true {
             if jobs.isEmpty && !stopped {
                 if !isIdle { idle += 1 }
-                if spins && !spinning && spinsHeld.load(ordering: .relaxed) == 0 {
+                if spins && !spinning {
                     spinning = true
                     condition.unlock()
-                    _ = BriefSpin.wait(seconds: BriefSpin.attemptThreadSeconds) {
-                        hasWork() || spinsHeld.load(ordering: .relaxed) > 0
-                    }
+                    _ = BriefSpin.wait(seconds: BriefSpin.attemptThreadSeconds) { hasWork() }
                     condition.lock()
                     spinning = false
                 }

@@ -11,7 +11,7 @@
 struct AttemptsInFlight {
     /// Every attempt in flight, by the id of its instance.
     private(set) var byInstance: [String: Attempt] = [:]
-    private var toLaunch: [(instanceID: String, attempt: Attempt)] = []
+    private var toLaunch: [(Instance, Attempt)] = []
     private var lastToken = 0
 
     var count: Int { byInstance.count }
@@ -28,7 +28,7 @@ struct AttemptsInFlight {
     /// `attempt` of `instance` is journaled in this round: in flight, launched after the commit.
     mutating func add(_ attempt: Attempt, of instance: Instance) {
         byInstance[instance.id] = attempt
-        toLaunch.append((instance.id, attempt))
+        toLaunch.append((instance, attempt))
     }
 
     /// The attempt `completion` reports on, no longer in flight; nil, changing nothing, when
@@ -39,9 +39,8 @@ struct AttemptsInFlight {
         return attempt
     }
 
-    /// The attempts added since the last call, to launch once their journal is committed (by
-    /// id: the loop's `Instance`s stay on the loop's thread).
-    mutating func takeToLaunch() -> [(instanceID: String, attempt: Attempt)] {
+    /// The attempts added since the last call, to launch now that their journal is committed.
+    mutating func takeToLaunch() -> [(Instance, Attempt)] {
         defer { toLaunch.removeAll() }
         return toLaunch
     }

@@ -17,8 +17,6 @@ struct LoopInbox {
     /// The status an interrupted run is left with (`.queued` or `.paused`).
     var interruptRequested: RunStatus?
     var ownershipLost = false
-    /// A commit of the journal's writer failed: the loop stops with this error.
-    var journalFailure: (any Error)?
     /// Instances whose attempt the loop cancelled because the run is ending: their attempt
     /// threads read it (`attemptIsCancelled`), and their failure counts as `cancelled`.
     var cancelledInstances: Set<String> = []
@@ -43,7 +41,7 @@ struct LoopInbox {
     /// acted on yet. A cancel is acted on once the run is `ending`, an interrupt once it is
     /// `interrupting`; after that they no longer wake the loop (it would spin).
     func wakesLoop(ending: Bool, interrupting: Bool) -> Bool {
-        hasAttemptNews || !probeAnswers.isEmpty || journalFailure != nil || (cancelRequested && !ending)
+        hasAttemptNews || !probeAnswers.isEmpty || (cancelRequested && !ending)
             || (interruptRequested != nil && !interrupting)
     }
 }

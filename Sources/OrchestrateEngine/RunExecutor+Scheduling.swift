@@ -231,8 +231,6 @@ extension RunExecutor {
         }
         let holder = keys.isEmpty ? nil : "\(run.id)/\(instance.id)"
         if let holder {
-            // Leases given up by earlier rounds are free once those rounds are committed.
-            journal.waitUntilIdle()
             let acquired = (try? store.tryAcquireLeases(keys, holder: holder, owner: owner,
                                                         lease: options.leaseDuration)) ?? false
             guard acquired else {

@@ -71,10 +71,8 @@ public enum ExecutionError: Error, CustomStringConvertible {
 /// result back through `signal`; `cancel()` and `closeSessions()` may be called from any thread.
 ///
 /// Each loop round gathers every transition (finished attempts, new starts, events) into one
-/// `JournalBatch`, commits it, and only then starts the attempts it journaled. While attempts
-/// run (a fan-out), the commit goes to `journal`'s writer and the loop goes on with the next
-/// round; the round's attempts start when its commit has returned. Scheduling work per round is
-/// proportional to what changed, not to the size of the workflow.
+/// `JournalBatch`, commits it, and only then starts the attempts it journaled. Scheduling work
+/// per round is proportional to what changed, not to the size of the workflow.
 public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     let store: any StateStore
     let registry: PluginRegistry
@@ -97,8 +95,6 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private let attemptNews = Atomic<Bool>(false)
 
     private let threads: AttemptThreads
-    /// Commits rounds on an attempt thread while the loop prepares the next (`flush`).
-    private(set) var journal: JournalPipeline!
     /// Set by `execute`; read by the loop to stop at once when the lease may be gone.
     private var heartbeat: Heartbeat?
     /// Set once the run's last commit gave it up (`commitFinish`).
@@ -157,9 +153,6 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.runDirectory = run.localRunDirectory(stateDirectory: options.stateDirectory)
         self.bandwidth = BandwidthCaps([run.rateCap.map { TokenBucket(timetable: $0) }, options.bandwidth])
         self.threads = AttemptThreads(name: "steps of \(run.id)", spins: options.briefSpin)
-        journal = JournalPipeline(store: store, startWriter: { [threads] in threads.runWithoutSpins($0) },
-                                  committed: { [observer] in observer?.storeCommitted(seconds: $0) },
-                                  failed: { [unowned self] error in handToLoop { $0.journalFailure = error } })
         guard !run.status.isFinished else { throw ExecutionError.alreadyFinished(run.id, run.status) }
         // A run this process has just claimed from the queue (`claimNextRuns`) is held already:
         // claiming it again would cost a transaction per run for nothing.
@@ -245,7 +238,6 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.heartbeat = heartbeat
         heartbeat.start()
         defer {
-            journal.abandon()  // normally idle already: the last commits wait for the writer
             closeAllSessions()  // normally done by `finish`; this covers a store failure
             threads.stop()
             heartbeat.stop()
@@ -260,12 +252,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             try loadState()
             try loop()
         } catch StoreError.ownershipLost(let runID) {
-            journal.abandon()
             signal.withLock { inbox.ownershipLost = true }
             for (_, attempt) in inFlight.byInstance { attempt.invocation.cancel(.shutdown) }
             run.error = StoreError.ownershipLost(runID: runID).description
         } catch {
-            journal.abandon()
             for (_, attempt) in inFlight.byInstance { attempt.invocation.cancel(.shutdown) }
             run.error = "state store error: \(error)"
         }
@@ -275,9 +265,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private func loop() throws {
         while true {
             if store.fencesByLease, heartbeat?.isOverdue == true { loseOwnership() }
-            let (ownershipLost, journalFailure) = signal.withLock { (inbox.ownershipLost, inbox.journalFailure) }
-            if ownershipLost { throw StoreError.ownershipLost(runID: run.id) }
-            if let journalFailure { throw journalFailure }
+            if signal.withLock({ inbox.ownershipLost }) { throw StoreError.ownershipLost(runID: run.id) }
             let (newCompletions, newEvents, cancelNow, interruptTo, probes) = takeSignals()
             batch.events.append(contentsOf: newEvents)
             for completion in newCompletions { handle(completion) }
@@ -286,7 +274,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             if interrupting != nil {
                 if inFlight.isEmpty {
                     finishInterrupt()
-                    try flush(waitingForTheWriter: true)
+                    try flush()
                     return
                 }
                 try flush()
@@ -322,13 +310,13 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// transaction (`releasesRun`), after the heartbeat has stopped renewing it.
     private func commitFinish() throws {
         if workflow.onFinish.contains(where: { $0.when.contains(run.status.rawValue) }) {
-            try flush(waitingForTheWriter: true)
+            try flush()
             runFinishHooks()
         }
         batch.events.append(contentsOf: takeSignals().1)
         heartbeat?.stop()
         batch.releasesRun = true
-        try flush(waitingForTheWriter: true)
+        try flush()
         released = true
     }
 
@@ -337,39 +325,21 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// attempts start, so an attempt's own events (an item finished) never come before its
     /// `step.started`; the printer only queues them here, its lines are written while the
     /// attempts run.
-    ///
-    /// While attempts of earlier rounds run, their completions may arrive during the commit: the
-    /// round goes to the journal's writer, which does all of the above on its thread, and the
-    /// loop goes on. Otherwise (a chain: nothing could arrive) the loop commits itself, after
-    /// the rounds still with the writer, as a hand-over would only add latency.
-    /// `waitingForTheWriter`: the round is durable when this returns (the run's last commits).
-    private func flush(waitingForTheWriter: Bool = false) throws {
-        let toLaunch = inFlight.takeToLaunch()
-        guard !batch.isEmpty else { return launch(toLaunch) }
-        var round = batch
-        round.fence = (run.id, owner)
-        batch = JournalBatch()
-        let othersRunning = inFlight.count > toLaunch.count
-        if !waitingForTheWriter && (othersRunning || !journal.isIdle) {
-            journal.submit(round) { [self] in
-                announce(round.events)
-                launch(toLaunch)
-            }
-            return
+    private func flush() throws {
+        var committed: JournalBatch?
+        if !batch.isEmpty {
+            var round = batch
+            round.fence = (run.id, owner)
+            batch = JournalBatch()
+            let started = Monotonic.now()
+            try store.commit(round)
+            observer?.storeCommitted(seconds: Monotonic.now() - started)
+            committed = round
         }
-        journal.waitUntilIdle()
-        if let failure = signal.withLock({ inbox.journalFailure }) { throw failure }
-        let started = Monotonic.now()
-        try store.commit(round)
-        observer?.storeCommitted(seconds: Monotonic.now() - started)
-        announce(round.events)
-        launch(toLaunch)
-    }
-
-    /// Tells the observer of a committed round's events.
-    private func announce(_ events: [EventRecord]) {
-        guard let observer else { return }
-        for event in events { observer.runEvent(event) }
+        if let observer, let committed {
+            for event in committed.events { observer.runEvent(event) }
+        }
+        launch(inFlight.takeToLaunch())
     }
 
     private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, Bool)]) {
@@ -402,8 +372,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             if let deadline = attempt.deadline { until = min(until, wallNow + max(deadline - monotonicNow, 0)) }
         }
         // An attempt in flight may be a quick one: look for its completion briefly before
-        // sleeping (see `BriefSpin`); not while the journal's writer keeps a CPU busy.
-        if inFlight.count > 0 && options.briefSpin && journal.isIdle {
+        // sleeping (see `BriefSpin`).
+        if inFlight.count > 0 && options.briefSpin {
             _ = BriefSpin.wait(seconds: BriefSpin.loopSeconds) { attemptNews.load(ordering: .acquiring) }
         }
         signal.withLock {
@@ -416,9 +386,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     // MARK: Attempt threads
 
     /// Starts the journaled attempts on attempt threads, all in one hand-over.
-    func launch(_ attempts: [(instanceID: String, attempt: Attempt)]) {
-        threads.run(contentsOf: attempts.map { instanceID, attempt in
-            { [self] in
+    func launch(_ attempts: [(Instance, Attempt)]) {
+        threads.run(contentsOf: attempts.map { instance, attempt in
+            let instanceID = instance.id
+            return { [self] in
                 let result = attempt.invocation.run()
                 handToLoop { $0.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result)) }
             }

@@ -25,7 +25,7 @@ import Testing
         inFlight.add(attempt(&inFlight), of: ExecutorStateFixtures.instance("a[0]", kind: .item))
         inFlight.add(attempt(&inFlight), of: ExecutorStateFixtures.instance("a[1]", kind: .item))
         #expect(inFlight.count == 2 && !inFlight.isEmpty)
-        let launched = inFlight.takeToLaunch().map(\.instanceID)
+        let launched = inFlight.takeToLaunch().map(\.0.id)
         let again = inFlight.takeToLaunch()
         #expect(launched == ["a[0]", "a[1]"] && again.isEmpty, "each is launched once")
         #expect(inFlight.count == 2, "launched attempts are still in flight")

@@ -16,8 +16,7 @@ import Testing
 ///   caught it running (at most one re-run per kill, and only steps with a second attempt);
 /// - the SQLite file passes `PRAGMA integrity_check`.
 ///
-/// The same for a wide fan-out, whose rounds the journal's writer commits while the loop
-/// schedules the next (`JournalPipeline`).
+/// The same for a wide fan-out, whose rounds each commit several items' starts and successes.
 ///
 /// 2,000 steps and 6 kills by default, to stay well under a minute in a debug build on CI's two
 /// busy cores (4,000 took 50 s there: a debug build runs a step several times slower than a
@@ -72,10 +71,9 @@ import Testing
         print("chain kill seed \(seed): \(steps) steps, \(killed) kills, \(repeated.count) effects repeated")
     }
 
-    /// A fan-out (`for_each`) of `test.append` items, killed the same way: its rounds are
-    /// committed by the journal's writer thread while the loop schedules the next
-    /// (`JournalPipeline`), and an item's effect must still come only after its start is
-    /// durable, its success only after its effect; at the end every item succeeded once.
+    /// A fan-out (`for_each`) of `test.append` items, killed the same way: an item's effect
+    /// comes only after its start is durable, its success only after its effect; at the end
+    /// every item succeeded once.
     @Test func killedAtRandomPointsOfAFanOutEveryItemSucceedsOnce() throws {
         let environment = ProcessInfo.processInfo.environment
         let items = environment["ORCHESTRATE_CHAIN_KILL_STEPS"].flatMap { Int($0) } ?? 2000
