@@ -26,12 +26,7 @@ import Testing
     let h = Harness()
 
     @Test func killedAtRandomPointsOfALongChainEveryStepSucceedsOnceAndRunsInOrder() throws {
-        let environment = ProcessInfo.processInfo.environment
-        let steps = environment["ORCHESTRATE_CHAIN_KILL_STEPS"].flatMap { Int($0) } ?? 2000
-        let kills = 6
-        let seed = environment["ORCHESTRATE_CHAIN_KILL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1 ... 1 << 40)
-        print("chain kill seed \(seed) (repeat with ORCHESTRATE_CHAIN_KILL_SEED=\(seed))")
-        srand48(Int(truncatingIfNeeded: seed))  // libc's seeded generator: the kill schedule repeats
+        let (steps, kills, seed) = Self.setting("chain")
 
         let out = h.path("out")
         var yaml = "version: 1\nname: long-chain\nsteps:\n"
@@ -75,12 +70,7 @@ import Testing
     /// comes only after its start is durable, its success only after its effect; at the end
     /// every item succeeded once.
     @Test func killedAtRandomPointsOfAFanOutEveryItemSucceedsOnce() throws {
-        let environment = ProcessInfo.processInfo.environment
-        let items = environment["ORCHESTRATE_CHAIN_KILL_STEPS"].flatMap { Int($0) } ?? 2000
-        let kills = 6
-        let seed = environment["ORCHESTRATE_CHAIN_KILL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1 ... 1 << 40)
-        print("fan-out kill seed \(seed) (repeat with ORCHESTRATE_CHAIN_KILL_SEED=\(seed))")
-        srand48(Int(truncatingIfNeeded: seed))
+        let (items, kills, seed) = Self.setting("fan-out")
 
         let file = h.workflow("""
             version: 1
@@ -121,6 +111,18 @@ import Testing
             #expect(try h.storeSQL("PRAGMA integrity_check") == "ok")
         }
         print("fan-out kill seed \(seed): \(items) items, \(killed) kills, \(indexes.count - items) effects repeated")
+    }
+
+    /// How many steps (ORCHESTRATE_CHAIN_KILL_STEPS, default 2,000), kills and the seed
+    /// (ORCHESTRATE_CHAIN_KILL_SEED, printed, default random), with libc's generator seeded so
+    /// the kill schedule repeats.
+    static func setting(_ test: String) -> (steps: Int, kills: Int, seed: UInt64) {
+        let environment = ProcessInfo.processInfo.environment
+        let steps = environment["ORCHESTRATE_CHAIN_KILL_STEPS"].flatMap { Int($0) } ?? 2000
+        let seed = environment["ORCHESTRATE_CHAIN_KILL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1 ... 1 << 40)
+        print("\(test) kill seed \(seed) (repeat with ORCHESTRATE_CHAIN_KILL_SEED=\(seed))")
+        srand48(Int(truncatingIfNeeded: seed))
+        return (steps, 6, seed)
     }
 
     /// The fan-out's items journaled with one of `statuses`, by index.
