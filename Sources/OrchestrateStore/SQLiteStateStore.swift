@@ -238,8 +238,8 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             for run in batch.runUpdates { try Self.updateRun(run, statements.updateRun) }
             try statements.upsertSteps.write(batch.stepUpserts) { row, s in
                 row.add(s.runID); row.add(s.id); row.add(s.step); row.add(s.kind.rawValue); row.add(s.itemIndex)
-                row.add(s.item?.jsonText); row.add(s.status.rawValue); row.add(s.attempt); row.add(s.failures)
-                row.add(s.nextAttemptAt); row.add(s.idempotencyKey); row.add(s.outputs?.jsonText)
+                row.add(json: s.item); row.add(s.status.rawValue); row.add(s.attempt); row.add(s.failures)
+                row.add(s.nextAttemptAt); row.add(s.idempotencyKey); row.add(json: s.outputs)
                 row.add(s.errorKind); row.add(s.errorCode); row.add(s.errorMessage); row.add(s.startedAt)
                 row.add(s.finishedAt); row.add(s.completionSeq); row.add(s.node)
             }
@@ -468,13 +468,13 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     /// An event's values, in the order `insertEvents` and `SQLiteJournalStatements` name its columns.
     static func bindEvent(_ row: inout SQLiteBindings, _ e: EventRecord) {
-        row.add(e.runID); row.add(e.time); row.add(e.type.rawValue); row.add(e.step); row.add(e.data.jsonText)
+        row.add(e.runID); row.add(e.time); row.add(e.type.rawValue); row.add(e.step); row.add(json: e.data)
     }
 
     private static func updateRun(_ run: RunRecord, _ statement: Statement) throws {
         try statement.run { row in
                 row.add(run.status.rawValue); row.add(run.ending?.rawValue); row.add(run.startedAt); row.add(run.finishedAt)
-                row.add(run.error); row.add(run.outputs?.jsonText); row.add(run.priority); row.add(labelsJSON(run.labels))
+                row.add(run.error); row.add(json: run.outputs); row.add(run.priority); row.add(labelsJSON(run.labels))
                 row.add(run.maxRate); row.add(run.maxRateTimetable); row.add(run.id)
             }
     }

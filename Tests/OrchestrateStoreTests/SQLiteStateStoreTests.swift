@@ -37,6 +37,36 @@ import Testing
         #expect(try store.steps(ofRun: "r1").first?.errorMessage == "before\u{0}after")
     }
 
+    /// SQLite reads bound text in place, from blocks that must not move or be freed before the
+    /// statement has run (`SQLiteBoundText`): texts of every size — empty, larger than a block,
+    /// many in one 16-row statement spanning several blocks — come back as written.
+    @Test func journaledTextOfEverySizeComesBackAsWritten() throws {
+        let store = try SQLiteStateStore(directory: dir.file("sizes").path)
+        try store.createRun(RunRecord(id: "r1", workflowName: "wf", workflowFile: "/wf.yaml", workflowSource: "", inputs: [:],
+                                      status: .running, createdAt: 1, runDir: "runs/r1"), events: [])
+        let sizes = [0, 1, 15, 16, 100, 4095, 4096, 4097, 10_000, 300, 2000, 3000, 5, 70_000, 0, 40]
+        var batch = JournalBatch()
+        for (index, size) in sizes.enumerated() {
+            var step = StepRecord(runID: "r1", id: "s\(index)", step: "s", kind: .step, status: .failed)
+            step.errorMessage = String(repeating: Character(UnicodeScalar(UInt8(65 + index % 26))), count: size)
+            step.idempotencyKey = ""
+            step.outputs = ["text": .string(String(repeating: "é", count: size))]
+            batch.stepUpserts.append(step)
+            batch.events.append(EventRecord(runID: "r1", time: 1, type: EventType.stepFailed, step: step.id,
+                                            data: ["error": .string(step.errorMessage!)]))
+        }
+        try store.commit(batch)
+        let steps = Dictionary(uniqueKeysWithValues: try store.steps(ofRun: "r1").map { ($0.id, $0) })
+        for written in batch.stepUpserts {
+            let read = try #require(steps[written.id])
+            #expect(read.errorMessage == written.errorMessage, "\(written.id): \(written.errorMessage!.count) bytes")
+            #expect(read.outputs == written.outputs, "\(written.id)")
+            #expect(read.idempotencyKey == "")
+        }
+        let events = try store.events(runID: "r1", afterSeq: 0, limit: 100)
+        #expect(events.map { $0.data["error"]?.stringValue } == batch.events.map { $0.data["error"]?.stringValue })
+    }
+
     @Test func manyOpenersOfANewStoreAtOnceAllSucceed() throws {
         // Processes started together on a new state directory must not race to create the schema.
         for round in 0..<10 {
