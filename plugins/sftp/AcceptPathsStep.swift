@@ -108,9 +108,14 @@ struct AcceptPathsStep: StepDefinition {
                 let conn = try session.shared(step)
                 let transfer = FileTransfer(session: session, step: step, options: options)
                 transfer.knownDirectories = directories
-                var lastSaved: Int64 = 0
+                var lastShown: Int64 = 0, lastSaved: Int64 = 0
                 transfer.onProgress = { bytes in
-                    step.itemProgress(item.id, bytesDone: bytes, bytesTotal: -1)
+                    // Progress of its own only every MiB: a small file's one report is the final
+                    // one below (the host may journal each report).
+                    if bytes - lastShown >= 1 << 20 {
+                        lastShown = bytes
+                        step.itemProgress(item.id, bytesDone: bytes, bytesTotal: -1)
+                    }
                     if bytes - lastSaved >= 8 << 20 {
                         lastSaved = bytes
                         step.saveItemCheckpoint(item.id, Array("{\"offset\":\(bytes)}".utf8))
