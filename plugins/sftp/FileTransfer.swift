@@ -156,8 +156,11 @@ final class FileTransfer: @unchecked Sendable {
             // sequential stream per descriptor, and four interleaved ones defeat it.
             let reader = multiRange ? try LocalFile(reading: local) : source
             var position = range[1]
-            // Queued a MiB at a time: the window (`half`) is what keeps the link full.
-            let piece = min(half, 1 << 20)
+            // Queued about a MiB at a time (the window, `half`, is what keeps the link full), in
+            // whole requests of the server's size: 1 MiB would leave a 4 KiB request behind
+            // every four of 255 KiB.
+            let request = conn.maximumWrite
+            let piece = half >= request ? min(half, 1 << 20) / request * request : half
             var reported = position
             // Reported positions are acknowledged ones: up to `half` more bytes are in flight.
             while position < range[2] {

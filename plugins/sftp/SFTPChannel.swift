@@ -69,6 +69,9 @@ final class SFTPChannel: @unchecked Sendable {
     private var nextID: UInt32 = 16
     private var failure: StepError?
     private var stopping = false
+    /// Set while the I/O thread waits with nothing to send: only then does a new request need to
+    /// wake it (otherwise it waits for room in the stream and takes the queue when it wakes).
+    private var ioAsleep = false
     /// Sent packets kept for reuse by big requests (writes): a fresh 255 KiB array per request
     /// costs page faults each (measured: a sixth of the CPU of an upload).
     private var spare: [[UInt8]] = []
@@ -167,14 +170,15 @@ final class SFTPChannel: @unchecked Sendable {
         try fill(&writer)
         request = Request(id: id, packet: writer.finish())
         request.sink = sink
-        let failed = locked { () -> StepError? in
-            if let failure { return failure }
+        let (failed, asleep) = locked { () -> (StepError?, Bool) in
+            if let failure { return (failure, false) }
             queue.append(request)
             waiting[id] = request
-            return nil
+            defer { ioAsleep = false }
+            return (nil, ioAsleep)
         }
         if let failed { throw failed }
-        wake()
+        if asleep { wake() }
         return request
     }
 
@@ -333,7 +337,12 @@ final class SFTPChannel: @unchecked Sendable {
                 throw StepError(kind: .timeout, code: "io_timeout", message: "no progress from \(host) for \(Int(ioTimeout)) s")
             }
             transport.idle()
-            let streamFDs = transport.pollDescriptors(sending: current != nil || locked { queueHead < queue.count })
+            let sending = locked { () -> Bool in
+                let sending = current != nil || queueHead < queue.count
+                ioAsleep = !sending
+                return sending
+            }
+            let streamFDs = transport.pollDescriptors(sending: sending)
             var fds = streamFDs + [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
             _ = poll(&fds, nfds_t(fds.count), stop ? 100 : 1000)
             transport.serviced(Array(fds.prefix(streamFDs.count)))
