@@ -161,9 +161,16 @@ steps:
                 if os.path.exists(p):
                     os.remove(p)
             # The removals' journal commits and the last run's writeback land before the next
-            # run starts, not in its fsyncs: without this the first entry of each round ran
-            # 5-20 % slower whatever it was (measured by swapping two builds' order).
+            # run starts, not in its fsyncs.
             os.sync()
+
+        def warm(path):
+            """Reads the case's sources into the page cache before each entry: this kernel pages
+            out idle file pages (DAMON), and the first entry of a round read them from disk."""
+            for p in [path] if path else tree_files:
+                with open(p, "rb") as f:
+                    while f.read(8 << 20):
+                        pass
 
         def each_transport(name, uses, source, destination):
             return [(f"{label} {t}", (lambda path, binary: lambda: orch(path, binary))(workflow(name, uses, source, destination, t), binary))
@@ -240,6 +247,7 @@ steps:
                     clean()
                     if key == "download":
                         os.link(big, f"{remote}/src.bin")
+                    warm(big if key in ("upload", "download") else None)
                     made = make()  # a command to time, or the persistent session's own measurement
                     results[label].append(made if isinstance(made, tuple) else timed(made))
             print(f"\n{name}:")
