@@ -11,7 +11,9 @@ It relays the client's requests unchanged and the server's replies too, except f
     file's: a client that trusts the size reads past the end (DELTA > 0) or stops short (< 0);
   * `huge-packet`: the first SSH_FXP_DATA reply claims to be 2 GiB long (a client that believes
     length fields allocates that much, or waits for bytes that never come);
-  * `overlong-data`: every SSH_FXP_DATA reply carries 1,000 bytes more than were asked for.
+  * `overlong-data`: every SSH_FXP_DATA reply carries 1,000 bytes more than were asked for;
+  * `short-reads` (no lie, a stingy server): every SSH_FXP_DATA reply carries at most 10,007
+    bytes, fewer than asked for, as the protocol allows.
 """
 import os
 import struct
@@ -71,6 +73,13 @@ def main():
             (count,) = struct.unpack(">I", body[5:9])
             body = body[:5] + struct.pack(">I", count + 1000) + body[9:] + b"\x00" * 1000
             header = struct.pack(">I", len(body))
+        if body[0] == SSH_FXP_DATA and lie == "short-reads":
+            # Honest but stingy: at most 10,007 of the bytes asked for (the protocol allows a
+            # short read); the client must ask again for the rest, at the right offset.
+            (count,) = struct.unpack(">I", body[5:9])
+            if count > 10007:
+                body = body[:5] + struct.pack(">I", 10007) + body[9:9 + 10007]
+                header = struct.pack(">I", len(body))
         if body[0] == SSH_FXP_DATA and lie == "huge-packet" and not lied_once:
             lied_once = True
             header = struct.pack(">I", 0x7FFFFFFF)

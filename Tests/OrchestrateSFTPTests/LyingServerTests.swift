@@ -17,7 +17,8 @@ import Testing
         return try SSHDPeer(sftpSubsystem: "/usr/bin/python3 \(tool) \(lie) /usr/lib/openssh/sftp-server")
     }
 
-    func download(_ peer: SSHDPeer, file: String, sha256: String? = nil, transport: SSHTransportKind) throws -> ProcessResult {
+    func download(_ peer: SSHDPeer, file: String, sha256: String? = nil, transport: SSHTransportKind,
+                  with extra: String = "") throws -> ProcessResult {
         let wf = h.workflow("""
             version: 1
             name: liar
@@ -30,6 +31,7 @@ import Testing
                   destination: \(h.path("got/\(file)"))
                   remote_root: \(peer.remoteRoot)
                   \(sha256.map { "sha256: \"\($0)\"" } ?? "")
+                  \(extra)
                   \(peer.connection(knownHosts: try peer.knownHosts(), transport: transport))
             """, name: "liar-\(UUID().uuidString.prefix(6)).yaml")
         return try h.orchestrate(["run", wf, "--json"])
@@ -56,6 +58,21 @@ import Testing
         #expect(result.stdout.contains(message), "\(result.stdout.suffix(2000))")
         #expect(Date().timeIntervalSince(started) < 30, "no wait for bytes a length field promised")
         #expect(!FileManager.default.fileExists(atPath: h.path("got/framed.bin")), "no destination file")
+    }
+
+    /// Not a lie: a server may answer a READ with fewer bytes than asked. The channel writes each
+    /// reply's data straight into the partial file at its request's offset; the rest is asked for
+    /// again, and the file arrives byte-identical over several ranges and in-flight windows (a
+    /// chunk of 64 KiB keeps one request in flight per range, 4 MiB several).
+    @Test(arguments: [64, 4096], SSHTransportKind.allCases)
+    func shortReadsArriveByteIdenticalOverSeveralRanges(chunkKiB: Int, transport: SSHTransportKind) throws {
+        let peer = try liar("short-reads")
+        let remote = Harness.randomFile("\(peer.remoteRoot)/stingy.bin", size: 3_000_017, seed: 24)
+        let digest = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sha256sum"), [remote]).stdout.prefix(64)
+        let result = try download(peer, file: "stingy.bin", sha256: String(digest), transport: transport,
+                                  with: "connections: 4\n      parallel_threshold_mib: 1\n      chunk_kib: \(chunkKiB)")
+        #expect(result.status == 0, "\(result.stdout.suffix(2000))")
+        #expect(Harness.sameBytes(remote, h.path("got/stingy.bin")))
     }
 
     @Test(arguments: SSHTransportKind.allCases) func aSizeSmallerThanTheDataIsCaughtByTheChecksum(transport: SSHTransportKind) throws {

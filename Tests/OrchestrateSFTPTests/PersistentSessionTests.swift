@@ -12,19 +12,25 @@ import Testing
 
     init() throws { peer = try SSHDPeer() }
 
-    @Test(arguments: SSHTransportKind.allCases)
-    func twoHundredPathsEightInParallelKilledHalfwayAndResumed(transport: SSHTransportKind) throws {
+    /// Runs workflows/sftp-persistent.yaml until it accepts paths.
+    func startSession(_ transport: SSHTransportKind) throws -> (process: Process, runID: String) {
         let known = try peer.knownHosts()
         let workflow = TestPaths.packageRoot.appendingPathComponent("workflows/sftp-persistent.yaml").path
         let process = try h.start(["run", workflow, "--json", "--input", "transport=\(transport.rawValue)",
                                    "--input", "host=127.0.0.1", "--input", "port=\(peer.port)", "--input", "user=\(peer.user)",
                                    "--input", "key_file=\(peer.userKey)", "--input", "known_hosts=\(known)",
                                    "--input", "remote_root=\(peer.remoteRoot)", "--input", "parallel=8"])
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 },
                 "\((try? String(contentsOfFile: h.path("run.log"), encoding: .utf8)) ?? "") exited: \(!process.isRunning)")
         let runID = try #require(try h.runIDs().first)
         #expect(h.waitFor { (try? String(contentsOfFile: h.path("run.log"), encoding: .utf8))?.contains("accepting paths") == true })
+        return (process, runID)
+    }
+
+    @Test(arguments: SSHTransportKind.allCases)
+    func twoHundredPathsEightInParallelKilledHalfwayAndResumed(transport: SSHTransportKind) throws {
+        let (process, runID) = try startSession(transport)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         // 200 paths: file 77 does not exist (unreadable); sizes vary up to ~1.5 MiB.
         var sources: [Int: String] = [:]
         for i in 0 ..< 200 where i != 77 {
@@ -85,6 +91,33 @@ import Testing
         let log = (try? String(contentsOfFile: peer.dir.file("sshd.log").path, encoding: .utf8)) ?? ""
         let logins = log.components(separatedBy: "Accepted publickey").count - 1
         #expect(logins == 2, "\(logins) logins:\n\(log)")
+    }
+
+    /// The session checks each remote folder once, not per file; a folder removed on the server
+    /// while the session runs is made again for the next file that goes there.
+    @Test(arguments: SSHTransportKind.allCases)
+    func aFolderRemovedOnTheServerDuringTheSessionIsMadeAgain(transport: SSHTransportKind) throws {
+        let (process, runID) = try startSession(transport)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        func add(_ name: String, seed: UInt64) throws -> String {
+            let source = Harness.randomFile(h.path("src/\(name)"), size: 70_000, seed: seed)
+            let line = #"{"source": ""# + source + #"", "destination": "in/sub/\#(name)"}"#
+            #expect(try ChildProcess.run(TestPaths.orchestrate, ["add-path", runID, "--from", "-", "--state", h.state], stdin: line).status == 0)
+            return source
+        }
+        let first = try add("first.bin", seed: 31)
+        #expect(h.waitFor { FileManager.default.fileExists(atPath: "\(peer.remoteRoot)/in/sub/first.bin") })
+        try FileManager.default.removeItem(atPath: "\(peer.remoteRoot)/in")
+        let second = try add("second.bin", seed: 32)
+        #expect(h.waitFor { FileManager.default.fileExists(atPath: "\(peer.remoteRoot)/in/sub/second.bin") },
+                "\((try? String(contentsOfFile: h.path("run.log"), encoding: .utf8))?.suffix(2000) ?? "")")
+        #expect(try h.orchestrate(["close", runID]).status == 0)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(Harness.sameBytes(second, "\(peer.remoteRoot)/in/sub/second.bin"))
+        #expect(!FileManager.default.fileExists(atPath: "\(peer.remoteRoot)/in/sub/first.bin"), "\(first) went with its folder")
+        let status = try h.status(runID)
+        #expect(status["outputs"]?["files_done"]?.intValue == 2, "\(status.jsonText)")
     }
 
     func arrived() -> [String] {

@@ -17,7 +17,8 @@ fsyncs the file before its rename).
 
 orchestrate runs once per --transports entry (libssh2: the plugin's own SSH; openssh: the system's
 `ssh -s sftp` under the plugin's SFTP client, as `sftp` itself runs it), side by side in one run.
---cases picks a subset (upload,download,tree,session).
+--cases picks a subset (upload,download,tree,session). --baseline-bin DIR runs a second build's
+orchestrate too, labelled "baseline", in the same run (a before/after comparison side by side).
 
 Each pair runs --repeat times, alternating; the median wall time, the client's CPU time (user +
 system) and peak RSS are reported with orchestrate/OpenSSH ratios (goal: <= 1.0, RSS under
@@ -26,7 +27,7 @@ system) and peak RSS are reported with orchestrate/OpenSSH ratios (goal: <= 1.0,
 
     swift build -c release    # orchestrate and liborchestrate-plugin-sftp.so in one directory
     python3 bench/sftp/bench.py --bin .build/release [--mib 1024] [--files 1000] [--repeat 3]
-        [--transports libssh2,openssh] [--cases upload,download,tree,session]
+        [--transports libssh2,openssh] [--cases upload,download,tree,session] [--baseline-bin DIR]
 """
 import argparse
 import json
@@ -96,8 +97,11 @@ def main():
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--transports", default="libssh2,openssh", help="the sftp steps' transport values to run")
     ap.add_argument("--cases", default="upload,download,tree,session")
+    ap.add_argument("--baseline-bin", help="a second build's directory, run beside --bin's (labelled baseline)")
     args = ap.parse_args()
-    orchestrate = os.path.abspath(os.path.join(args.bin, "orchestrate"))
+    builds = [("orchestrate", os.path.abspath(os.path.join(args.bin, "orchestrate")))]
+    if args.baseline_bin:
+        builds.append(("baseline", os.path.abspath(os.path.join(args.baseline_bin, "orchestrate"))))
     work = tempfile.mkdtemp(prefix="bench-sftp-")
     sshd, port = start_sshd(work)
     try:
@@ -140,9 +144,9 @@ steps:
 """)
             return path
 
-        def orch(path):
+        def orch(path, binary):
             state = tempfile.mkdtemp(prefix="state-", dir=work)
-            return [orchestrate, "run", path, "--state", state]
+            return [binary, "run", path, "--state", state]
 
         def batch(text):
             path = f"{work}/batch-{time.monotonic_ns()}"
@@ -156,13 +160,24 @@ steps:
             for p in (f"{work}/down.bin", f"{work}/down-ssh.bin"):
                 if os.path.exists(p):
                     os.remove(p)
+            # The removals' journal commits and the last run's writeback land before the next
+            # run starts, not in its fsyncs.
+            os.sync()
+
+        def warm(path):
+            """Reads the case's sources into the page cache before each entry: this kernel pages
+            out idle file pages (DAMON), and the first entry of a round read them from disk."""
+            for p in [path] if path else tree_files:
+                with open(p, "rb") as f:
+                    while f.read(8 << 20):
+                        pass
 
         def each_transport(name, uses, source, destination):
-            return [(f"orchestrate {t}", (lambda path: lambda: orch(path))(workflow(name, uses, source, destination, t)))
-                    for t in transports]
+            return [(f"{label} {t}", (lambda path, binary: lambda: orch(path, binary))(workflow(name, uses, source, destination, t), binary))
+                    for label, binary in builds for t in transports]
         tree_files = sorted(os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs)
 
-        def session(transport):
+        def session(transport, orchestrate):
             """The persistent session: run, and once it accepts paths, add every tree file as a
             path. Timed from `add-path` until the last file is in place (the session itself lives
             on until `close`); RSS and CPU are the whole run's."""
@@ -215,7 +230,7 @@ steps:
               ("sftp -b put -rf", lambda: sftp + ["-b", batch(f"put -r -f {tree} {remote}/tree\n"), f"{user}@127.0.0.1"]),
               ("scp -r", lambda: ["scp", "-q", "-r"] + ssh_opts + [tree, f"{user}@127.0.0.1:{remote}/tree"])]),
             ("session", f"persistent session, {args.files} paths",
-             [(f"orchestrate {t}", (lambda t: lambda: session(t))(t)) for t in transports],
+             [(f"{label} {t}", (lambda t, binary: lambda: session(t, binary))(t, binary)) for label, binary in builds for t in transports],
              [("sftp -b put each", lambda: sftp + ["-b", batch(f"-mkdir {remote}/session-ssh\n" + session_dirs + session_puts("")),
                                                    f"{user}@127.0.0.1"]),
               ("sftp -b put -f each", lambda: sftp + ["-b", batch(f"-mkdir {remote}/session-ssh\n" + session_dirs
@@ -232,6 +247,7 @@ steps:
                     clean()
                     if key == "download":
                         os.link(big, f"{remote}/src.bin")
+                    warm(big if key in ("upload", "download") else None)
                     made = make()  # a command to time, or the persistent session's own measurement
                     results[label].append(made if isinstance(made, tuple) else timed(made))
             print(f"\n{name}:")

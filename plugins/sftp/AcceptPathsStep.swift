@@ -41,11 +41,13 @@ struct AcceptPathsStep: StepDefinition {
         let root = try RemoteRoot(inputs.server.remoteRoot, home: home)
         step.log(.info, "accepting paths: up to \(parallel) at once over one connection into \(root.root.isEmpty ? "/" : root.root)")
         let state = AcceptState()
+        // Remote folders made or seen by any item: each is checked once per session, not per file.
+        let directories = DirectorySet()
         var workers: [Worker] = []
         for _ in 0 ..< parallel {
             workers.append(Worker {
-                Self.work(step, session: session, root: root, options: options, attempts: attempts,
-                          closeWhenIdle: closeWhenIdle, state: state)
+                Self.work(step, session: session, root: root, directories: directories, options: options,
+                          attempts: attempts, closeWhenIdle: closeWhenIdle, state: state)
             })
         }
         for worker in workers { worker.join() }
@@ -58,8 +60,8 @@ struct AcceptPathsStep: StepDefinition {
 
     /// One worker: takes items until the session closes, the step is cancelled, or (with
     /// close_when_idle) nobody has anything left to do.
-    private static func work(_ step: StepContext, session: Session, root: RemoteRoot, options: TransferOptions,
-                             attempts: Int, closeWhenIdle: Bool, state: AcceptState)
+    private static func work(_ step: StepContext, session: Session, root: RemoteRoot, directories: DirectorySet,
+                             options: TransferOptions, attempts: Int, closeWhenIdle: Bool, state: AcceptState)
     {
         while !step.isCancelled && !state.stopped {
             switch step.nextItem(timeout: .milliseconds(300)) {
@@ -71,7 +73,7 @@ struct AcceptPathsStep: StepDefinition {
             case .item(let item):
                 state.begin()
                 defer { state.end() }
-                let result = transfer(item, step, session: session, root: root,
+                let result = transfer(item, step, session: session, root: root, directories: directories,
                                       options: options, attempts: attempts)
                 switch result {
                 case .success(let size):
@@ -90,8 +92,8 @@ struct AcceptPathsStep: StepDefinition {
 
     /// Uploads one item over the session's shared connection; connection errors are retried
     /// (the session reopens a broken connection once for all workers).
-    private static func transfer(_ item: StepItem, _ step: StepContext, session: Session,
-                                 root: RemoteRoot, options: TransferOptions, attempts: Int) -> Result<Int64, StepError>
+    private static func transfer(_ item: StepItem, _ step: StepContext, session: Session, root: RemoteRoot,
+                                 directories: DirectorySet, options: TransferOptions, attempts: Int) -> Result<Int64, StepError>
     {
         guard let source = item.value?["source"]?.stringValue, let destination = item.value?["destination"]?.stringValue,
               source.hasPrefix("/")
@@ -105,9 +107,15 @@ struct AcceptPathsStep: StepDefinition {
             do throws(StepError) {
                 let conn = try session.shared(step)
                 let transfer = FileTransfer(session: session, step: step, options: options)
-                var lastSaved: Int64 = 0
+                transfer.knownDirectories = directories
+                var lastShown: Int64 = 0, lastSaved: Int64 = 0
                 transfer.onProgress = { bytes in
-                    step.itemProgress(item.id, bytesDone: bytes, bytesTotal: -1)
+                    // Progress of its own only every MiB: a small file's one report is the final
+                    // one below (the host may journal each report).
+                    if bytes - lastShown >= 1 << 20 {
+                        lastShown = bytes
+                        step.itemProgress(item.id, bytesDone: bytes, bytesTotal: -1)
+                    }
                     if bytes - lastSaved >= 8 << 20 {
                         lastSaved = bytes
                         step.saveItemCheckpoint(item.id, Array("{\"offset\":\(bytes)}".utf8))

@@ -90,6 +90,23 @@ final class FileTransfer: @unchecked Sendable {
     // MARK: - Upload
 
     func upload(local: String, remote: String, connection: Connection, checkpoint: JSONValue?) throws(StepError) -> Result {
+        let parent = String(remote[..<(remote.lastIndex(of: "/") ?? remote.startIndex)])
+        guard let known = knownDirectories, known.contains(parent) else {
+            return try upload(local: local, remote: remote, parent: parent, connection: connection, checkpoint: checkpoint)
+        }
+        do {
+            return try upload(local: local, remote: remote, parent: parent, connection: connection, checkpoint: checkpoint)
+        } catch where error.code == "ENOENT" {
+            // The folder was known to exist but is gone (removed on the server during a long
+            // session): create it again, once.
+            known.remove(parent)
+            return try upload(local: local, remote: remote, parent: parent, connection: connection, checkpoint: checkpoint)
+        }
+    }
+
+    private func upload(local: String, remote: String, parent: String, connection: Connection,
+                        checkpoint: JSONValue?) throws(StepError) -> Result
+    {
         let source = try LocalFile(reading: local)
         let size = source.size
         if let expected = options.expectedSHA256 {
@@ -99,7 +116,6 @@ final class FileTransfer: @unchecked Sendable {
             }
         }
         let fs = RemoteFS(connection: connection, step: step)
-        let parent = String(remote[..<(remote.lastIndex(of: "/") ?? remote.startIndex)])
         if !parent.isEmpty && !(knownDirectories?.contains(parent) ?? false) {
             try fs.makeDirectories(parent)
             knownDirectories?.insert(parent)
@@ -133,22 +149,24 @@ final class FileTransfer: @unchecked Sendable {
         // Half a chunk in flight, checkpointed every half chunk: what the server holds beyond a
         // range's checkpoint (re-sent on resume) stays under one chunk.
         let half = max(chunk / 2, 32 << 10)
+        let multiRange = ranges.count > 1
         try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
             let file = try RemoteFS(connection: conn, step: self.step).open(partial, write: true, truncate: truncateFirst)
+            // Each range reads through its own descriptor: the kernel's readahead follows one
+            // sequential stream per descriptor, and four interleaved ones defeat it.
+            let reader = multiRange ? try LocalFile(reading: local) : source
             var position = range[1]
-            // Read in pieces of at most 1 MiB: the window (`half`) is what keeps the link full,
-            // and the bytes in flight already sit in the queued requests.
-            let piece = min(half, 1 << 20)
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece, alignment: 4096)
-            defer { buffer.deallocate() }
+            // Queued about a MiB at a time (the window, `half`, is what keeps the link full), in
+            // whole requests of the server's size: 1 MiB would leave a 4 KiB request behind
+            // every four of 255 KiB.
+            let request = conn.maximumWrite
+            let piece = half >= request ? min(half, 1 << 20) / request * request : half
             var reported = position
             // Reported positions are acknowledged ones: up to `half` more bytes are in flight.
             while position < range[2] {
                 let want = Int(min(Int64(piece), range[2] - position))
-                let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< want]), at: position)
-                if n == 0 { throw .retryable("\(local) shrank while it was being uploaded", code: "source_changed") }
-                try file.write(UnsafeRawBufferPointer(rebasing: buffer[0 ..< n]), at: position, window: half)
-                position += Int64(n)
+                try file.write(from: reader, at: position, count: want, window: half)
+                position += Int64(want)
                 if file.confirmed >= reported + Int64(half) {
                     reported = file.confirmed
                     try report(reported)
@@ -200,11 +218,9 @@ final class FileTransfer: @unchecked Sendable {
         try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
             let file = try RemoteFS(connection: conn, step: self.step).open(remote, write: false)
             var reported = range[1]
-            // Pieces arrive in order and are written where they belong; progress and the range
-            // checkpoint follow every half chunk.
-            try file.read(from: range[1], to: range[2], window: half) { bytes, offset throws(StepError) in
-                try target.write(bytes, at: offset)
-                let end = offset + Int64(bytes.count)
+            // The connection's I/O thread writes each piece where it belongs as it arrives;
+            // progress and the range checkpoint follow every half chunk of written bytes.
+            try file.read(from: range[1], to: range[2], window: half, into: target) { end throws(StepError) in
                 if end - reported >= Int64(half) || end == range[2] {
                     reported = end
                     try report(end)
@@ -327,6 +343,9 @@ private final class RangeState: @unchecked Sendable {
     }
 }
 
+/// A download's partial file takes READ data straight from the SFTP channel.
+extension PartialFile: ReadSink {}
+
 /// Remote directories already created or seen during one tree transfer.
 final class DirectorySet: @unchecked Sendable {
     private let lock = Lock()
@@ -334,4 +353,5 @@ final class DirectorySet: @unchecked Sendable {
 
     func contains(_ path: String) -> Bool { lock.withLock { paths.contains(path) } }
     func insert(_ path: String) { _ = lock.withLock { paths.insert(path) } }
+    func remove(_ path: String) { _ = lock.withLock { paths.remove(path) } }
 }

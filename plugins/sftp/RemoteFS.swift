@@ -1,3 +1,4 @@
+import OrchestratePluginFiles
 import OrchestratePluginKit
 
 /// The SFTP file operations the steps need, as requests on one connection's shared channel.
@@ -184,20 +185,29 @@ final class RemoteFile {
 
     // MARK: - Writing
 
-    /// Sends `bytes` to be written at `offset` (after earlier writes: offsets only grow). Returns
-    /// once they are queued, first waiting for acknowledgements while more than `window` bytes
-    /// are unacknowledged.
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, window: Int) throws(StepError) {
+    /// Sends `count` bytes of `source` from `offset` to be written at the same offset (after
+    /// earlier writes: offsets only grow), each piece read from the file straight into its WRITE
+    /// request. Returns once they are queued, first waiting for acknowledgements while more than
+    /// `window` bytes are unacknowledged. A source that ends early is `source_changed`.
+    func write(from source: LocalFile, at offset: Int64, count: Int, window: Int) throws(StepError) {
         if writes.isEmpty { confirmed = offset }
         let piece = fs.connection.maximumWrite
         var done = 0
-        while done < bytes.count {
-            let size = min(piece, bytes.count - done)
+        while done < count {
+            let size = min(piece, count - done)
             while bytesInFlight > 0 && bytesInFlight + size > window { try awaitOldestWrite() }
-            let data = UnsafeRawBufferPointer(rebasing: bytes[done ..< done + size])
             let at = offset + Int64(done)
-            let request = try channel.send(.write, capacity: size + handle.count + 16) {
-                $0.string(handle); $0.u64(UInt64(at)); $0.string(data)
+            let request = try channel.send(.write, capacity: size + handle.count + 16) { writer throws(StepError) in
+                writer.string(handle)
+                writer.u64(UInt64(at))
+                try writer.string(length: size) { buffer throws(StepError) in
+                    var filled = 0
+                    while filled < size {
+                        let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]), at: at + Int64(filled))
+                        if n == 0 { throw .retryable("\(source.path) shrank while it was being uploaded", code: "source_changed") }
+                        filled += n
+                    }
+                }
             }
             writes.append((request, at + Int64(size), size))
             bytesInFlight += size
@@ -238,50 +248,47 @@ final class RemoteFile {
 
     // MARK: - Reading
 
-    /// Reads `[from, to)` in order, with up to `window` bytes of READ requests in flight, giving
-    /// each piece to `consume(bytes, offset)`. A file that ends before `to` is `source_changed`.
-    func read(from: Int64, to: Int64, window: Int, _ consume: (UnsafeRawBufferPointer, Int64) throws(StepError) -> Void) throws(StepError) {
+    /// Reads `[from, to)` into `sink` at the same offsets, with up to `window` bytes of READ
+    /// requests in flight; the channel's I/O thread writes each reply's data to `sink` as it
+    /// arrives. Calls `progress(end)` as the bytes below `end` are written, in order. A file that
+    /// ends before `to` is `source_changed`.
+    func read(from: Int64, to: Int64, window: Int, into sink: any ReadSink,
+              progress: (Int64) throws(StepError) -> Void) throws(StepError)
+    {
         let piece = fs.connection.maximumRead
         var reads: [(request: SFTPChannel.Request, offset: Int64, size: Int)] = []
         var inFlight = 0
         var next = from
+        // Abandoning waits for a sink write in progress: none lands after this returns.
         defer { for (request, _, _) in reads { channel.abandon(request) } }
         while next < to || !reads.isEmpty {
             while next < to && inFlight < window {
                 let size = Int(min(Int64(piece), to - next))
-                let at = next
-                reads.append((try channel.send(.read) { $0.string(handle); $0.u64(UInt64(at)); $0.u32(UInt32(size)) }, at, size))
+                reads.append((try channel.read(handle, at: next, length: size, into: sink), next, size))
                 inFlight += size
                 next += Int64(size)
             }
-            var (request, offset, size) = reads.removeFirst()  // at most window / piece entries
-            inFlight -= size
-            // A short read (allowed by the protocol) is completed before the next piece is used.
-            while size > 0 {
-                var reply = try channel.wait(request, fs.step)
-                if reply.type == SFTP.Packet.status.rawValue {
-                    let (code, message) = try RemoteFS.status(&reply)
-                    if code == SFTP.Status.eof {
-                        throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed")
-                    }
-                    throw SFTPStatus.error("read \(path)", status: code, message: message)
+            let (request, offset, size) = reads[0]
+            // A short read (allowed by the protocol) is completed before the next piece counts.
+            var reply = try channel.wait(request, fs.step)
+            if reply.type == SFTP.Packet.status.rawValue {
+                let (code, message) = try RemoteFS.status(&reply)
+                if code == SFTP.Status.eof {
+                    throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed")
                 }
-                guard reply.type == SFTP.Packet.data.rawValue else { throw WireReader.malformed }
-                let range = try reply.reader.stringRange()
-                guard range.count <= size else { throw WireReader.malformed }
-                if range.count == 0 { throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed") }
-                var consumeError: StepError?
-                reply.reader.bytes.withUnsafeBytes { raw in
-                    do throws(StepError) { try consume(UnsafeRawBufferPointer(rebasing: raw[range]), offset) } catch { consumeError = error }
-                }
-                if let consumeError { throw consumeError }
-                offset += Int64(range.count)
-                size -= range.count
-                if size > 0 {
-                    let at = offset, want = size
-                    request = try channel.send(.read) { $0.string(handle); $0.u64(UInt64(at)); $0.u32(UInt32(want)) }
-                }
+                throw SFTPStatus.error("read \(path)", status: code, message: message)
             }
+            guard reply.type == SFTP.Packet.data.rawValue else { throw WireReader.malformed }
+            if let error = reply.sinkError { throw error }
+            if reply.sunk == 0 { throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed") }
+            let end = offset + Int64(reply.sunk)
+            inFlight -= reply.sunk
+            if reply.sunk < size {
+                reads[0] = (try channel.read(handle, at: end, length: size - reply.sunk, into: sink), end, size - reply.sunk)
+            } else {
+                reads.removeFirst()  // at most window / piece entries
+            }
+            try progress(end)
         }
     }
 

@@ -3,6 +3,12 @@ import Glibc
 #endif
 import OrchestratePluginKit
 
+/// Where the data of READ replies goes when the SFTP channel's I/O thread writes it itself (a
+/// download's partial file). Called on that thread; a failure is handed to the request's waiter.
+protocol ReadSink: AnyObject, Sendable {
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StepError)
+}
+
 /// The SFTP subsystem channel of one connection, shared by any number of threads: each request
 /// gets an id, goes into one outgoing queue, and its reply is matched back by that id, so many
 /// files can be in flight on one connection (`sftp.accept-paths`' `parallel`, the files of a tree)
@@ -15,6 +21,9 @@ import OrchestratePluginKit
 /// A caller that gives up waiting (cancel, timeout) abandons its request: a reply that still
 /// arrives is dropped by id, and a request not yet sent is never sent, so abandoning never
 /// breaks the connection for the others.
+///
+/// The data of a READ may go straight from the stream to a `ReadSink` (the download's file),
+/// written by the I/O thread: no copy into a reply, no hand-over of the bytes between threads.
 final class SFTPChannel: @unchecked Sendable {
     /// One request and, once it arrived, its reply.
     final class Request: @unchecked Sendable {
@@ -23,6 +32,10 @@ final class SFTPChannel: @unchecked Sendable {
         fileprivate var sent = 0
         fileprivate var reply: Reply?
         fileprivate var abandoned = false
+        /// A READ's destination: the data is written to `sink` at `offset`, at most `limit` bytes.
+        fileprivate var sink: (target: any ReadSink, offset: Int64, limit: Int)?
+        /// Set while the I/O thread writes this request's data to its sink.
+        fileprivate var sinking = false
 
         fileprivate init(id: UInt32, packet: [UInt8]) {
             self.id = id
@@ -30,10 +43,14 @@ final class SFTPChannel: @unchecked Sendable {
         }
     }
 
-    /// A reply: its packet type and a reader positioned after the request id.
+    /// A reply: its packet type and a reader positioned after the request id. For a READ with a
+    /// sink, a DATA reply's bytes are already written: `sunk` says how many (the reader is empty),
+    /// or `sinkError` why not.
     struct Reply {
         var type: UInt8
         var reader: WireReader
+        var sunk = 0
+        var sinkError: StepError?
     }
 
     private let transport: any SSHTransport
@@ -52,6 +69,9 @@ final class SFTPChannel: @unchecked Sendable {
     private var nextID: UInt32 = 16
     private var failure: StepError?
     private var stopping = false
+    /// Set while the I/O thread waits with nothing to send: only then does a new request need to
+    /// wake it (otherwise it waits for room in the stream and takes the queue when it wakes).
+    private var ioAsleep = false
     /// Sent packets kept for reuse by big requests (writes): a fresh 255 KiB array per request
     /// costs page faults each (measured: a sixth of the CPU of an upload).
     private var spare: [[UInt8]] = []
@@ -123,7 +143,19 @@ final class SFTPChannel: @unchecked Sendable {
     // MARK: - Requests (any thread)
 
     /// Queues a request of `type`; `fill` writes its fields after the id.
-    func send(_ type: SFTP.Packet, capacity: Int = 64, _ fill: (inout WireWriter) -> Void) throws(StepError) -> Request {
+    func send(_ type: SFTP.Packet, capacity: Int = 64, _ fill: (inout WireWriter) throws(StepError) -> Void) throws(StepError) -> Request {
+        try send(type, capacity: capacity, sink: nil, fill)
+    }
+
+    /// Queues a READ of `length` bytes at `offset` of `handle` whose data the I/O thread writes
+    /// to `sink` at `offset` as it arrives (the reply then says how many bytes, `Reply.sunk`).
+    func read(_ handle: [UInt8], at offset: Int64, length: Int, into sink: any ReadSink) throws(StepError) -> Request {
+        try send(.read, sink: (sink, offset, length)) { $0.string(handle); $0.u64(UInt64(offset)); $0.u32(UInt32(length)) }
+    }
+
+    private func send(_ type: SFTP.Packet, capacity: Int = 64, sink: (any ReadSink, Int64, Int)?,
+                      _ fill: (inout WireWriter) throws(StepError) -> Void) throws(StepError) -> Request
+    {
         let request: Request
         pthread_mutex_lock(mutex)
         if let failure = failure ?? (stopping ? .retryable("the connection to \(host) is closing", code: "connection_lost") : nil) {
@@ -135,16 +167,18 @@ final class SFTPChannel: @unchecked Sendable {
         let buffer = capacity > 4096 ? spare.popLast() ?? [] : []
         pthread_mutex_unlock(mutex)
         var writer = WireWriter(type, id: id, capacity: capacity, reusing: buffer)
-        fill(&writer)
+        try fill(&writer)
         request = Request(id: id, packet: writer.finish())
-        let failed = locked { () -> StepError? in
-            if let failure { return failure }
+        request.sink = sink
+        let (failed, asleep) = locked { () -> (StepError?, Bool) in
+            if let failure { return (failure, false) }
             queue.append(request)
             waiting[id] = request
-            return nil
+            defer { ioAsleep = false }
+            return (nil, ioAsleep)
         }
         if let failed { throw failed }
-        wake()
+        if asleep { wake() }
         return request
     }
 
@@ -168,7 +202,7 @@ final class SFTPChannel: @unchecked Sendable {
     }
 
     /// Sends `type` and waits for its reply.
-    func call(_ type: SFTP.Packet, _ step: StepContext?, capacity: Int = 64, _ fill: (inout WireWriter) -> Void) throws(StepError) -> Reply {
+    func call(_ type: SFTP.Packet, _ step: StepContext?, capacity: Int = 64, _ fill: (inout WireWriter) throws(StepError) -> Void) throws(StepError) -> Reply {
         try wait(try send(type, capacity: capacity, fill), step)
     }
 
@@ -177,6 +211,8 @@ final class SFTPChannel: @unchecked Sendable {
 
     private func abandonLocked(_ request: Request) {
         request.abandoned = true
+        // Once this returns, the request's sink is never written to again.
+        while request.sinking { pthread_cond_wait(replied, mutex) }
         // Still queued means not started (the I/O thread takes a request out before sending it).
         if let index = queue[queueHead...].firstIndex(where: { $0 === request }) {
             queue.remove(at: index)
@@ -209,8 +245,18 @@ final class SFTPChannel: @unchecked Sendable {
     /// the channel stops.
     private func pump() throws(StepError) {
         var current: Request?
-        var inbox = [UInt8](repeating: 0, count: 512 << 10)  // grows for a bigger packet
-        var filled = 0
+        var inbox = [UInt8](repeating: 0, count: 1 << 20)  // grows for a bigger packet
+        // Received bytes are inbox[consumed ..< filled]; they move to the front only when the
+        // free space runs short, not after every receive.
+        var consumed = 0, filled = 0
+        func compact() {
+            guard consumed > 0 else { return }
+            inbox.withUnsafeMutableBytes { raw in
+                _ = memmove(raw.baseAddress!, raw.baseAddress!.advanced(by: consumed), filled - consumed)
+            }
+            filled -= consumed
+            consumed = 0
+        }
         var lastProgress = Connection.now()
         var stopDeadline = Double.infinity
         while true {
@@ -234,6 +280,7 @@ final class SFTPChannel: @unchecked Sendable {
                 }
             }
             while true {
+                if inbox.count - filled < 64 << 10 { compact() }
                 let n = try inbox.withUnsafeMutableBytes { raw in
                     Result { () throws(StepError) -> Int in try transport.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...])) }
                 }.get()
@@ -241,32 +288,21 @@ final class SFTPChannel: @unchecked Sendable {
                 filled += n
                 progressed = true
                 // Cut complete packets out of the inbox.
-                var start = 0
-                while filled - start >= 4 {
-                    let length = Int(UInt32(inbox[start]) << 24 | UInt32(inbox[start + 1]) << 16
-                                     | UInt32(inbox[start + 2]) << 8 | UInt32(inbox[start + 3]))
+                while filled - consumed >= 4 {
+                    let length = Int(UInt32(inbox[consumed]) << 24 | UInt32(inbox[consumed + 1]) << 16
+                                     | UInt32(inbox[consumed + 2]) << 8 | UInt32(inbox[consumed + 3]))
                     guard length >= 5, length <= SFTP.maximumPacket else {
                         throw .retryable("\(host) sent an SFTP packet of \(length) bytes", code: "sftp_protocol")
                     }
-                    if 4 + length > inbox.count { inbox += [UInt8](repeating: 0, count: 4 + length - inbox.count) }
-                    guard start + 4 + length <= filled else { break }
-                    let type = inbox[start + 4]
-                    let body = Array(inbox[start + 5 ..< start + 4 + length])
-                    if type == SFTP.Packet.version.rawValue {
-                        replies.append((SFTPChannel.initialiseID, Reply(type: type, reader: WireReader(body))))
-                    } else {
-                        var reader = WireReader(body)
-                        guard let id = try? reader.u32() else { throw WireReader.malformed }
-                        replies.append((id, Reply(type: type, reader: reader)))
+                    if consumed + 4 + length > inbox.count {
+                        compact()
+                        if 4 + length > inbox.count { inbox += repeatElement(0, count: 4 + length - inbox.count) }
                     }
-                    start += 4 + length
+                    guard consumed + 4 + length <= filled else { break }
+                    replies.append(try cut(inbox, at: consumed + 4, length: length))
+                    consumed += 4 + length
                 }
-                if start > 0 {
-                    inbox.withUnsafeMutableBytes { raw in
-                        _ = memmove(raw.baseAddress!, raw.baseAddress!.advanced(by: start), filled - start)
-                    }
-                    filled -= start
-                }
+                if consumed == filled { consumed = 0; filled = 0 }
             }
             let now = Connection.now()
             let (busy, stop) = locked { () -> (Bool, Bool) in
@@ -301,15 +337,60 @@ final class SFTPChannel: @unchecked Sendable {
                 throw StepError(kind: .timeout, code: "io_timeout", message: "no progress from \(host) for \(Int(ioTimeout)) s")
             }
             transport.idle()
-            let streamFDs = transport.pollDescriptors(sending: current != nil || locked { queueHead < queue.count })
+            let sending = locked { () -> Bool in
+                let sending = current != nil || queueHead < queue.count
+                ioAsleep = !sending
+                return sending
+            }
+            let streamFDs = transport.pollDescriptors(sending: sending)
             var fds = streamFDs + [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
             _ = poll(&fds, nfds_t(fds.count), stop ? 100 : 1000)
             transport.serviced(Array(fds.prefix(streamFDs.count)))
             if fds[streamFDs.count].revents != 0 {
                 var drain = [UInt8](repeating: 0, count: 256)
-                while read(wakeFD, &drain, drain.count) > 0 {}
+                while Glibc.read(wakeFD, &drain, drain.count) > 0 {}
             }
         }
+    }
+
+    /// The reply in `inbox[start ..< start + length]` (type, then the body). The data of a DATA
+    /// reply to a READ with a sink is written to the sink here, straight from the inbox.
+    private func cut(_ inbox: [UInt8], at start: Int, length: Int) throws(StepError) -> (UInt32, Reply) {
+        let type = inbox[start]
+        if type == SFTP.Packet.version.rawValue {
+            return (SFTPChannel.initialiseID, Reply(type: type, reader: WireReader(Array(inbox[start + 1 ..< start + length]))))
+        }
+        guard length >= 5 else { throw WireReader.malformed }
+        let id = UInt32(inbox[start + 1]) << 24 | UInt32(inbox[start + 2]) << 16 | UInt32(inbox[start + 3]) << 8 | UInt32(inbox[start + 4])
+        if type == SFTP.Packet.data.rawValue, let request = locked({ () -> Request? in
+            guard let request = waiting[id], request.sink != nil, !request.abandoned else { return nil }
+            request.sinking = true
+            return request
+        }), let sink = request.sink {
+            var reply = Reply(type: type, reader: WireReader([]))
+            // uint32 id, string data: the data must fit the packet and what was asked for.
+            let available = length - 9
+            let count = available < 0 ? -1
+                : Int(UInt32(inbox[start + 5]) << 24 | UInt32(inbox[start + 6]) << 16 | UInt32(inbox[start + 7]) << 8 | UInt32(inbox[start + 8]))
+            if count < 0 || count > available || count > sink.limit {
+                reply.sinkError = WireReader.malformed
+            } else {
+                do throws(StepError) {
+                    try inbox.withUnsafeBytes { raw in
+                        Result { () throws(StepError) in try sink.target.write(UnsafeRawBufferPointer(rebasing: raw[start + 9 ..< start + 9 + count]), at: sink.offset) }
+                    }.get()
+                    reply.sunk = count
+                } catch {
+                    reply.sinkError = error
+                }
+            }
+            locked {
+                request.sinking = false
+                pthread_cond_broadcast(replied)
+            }
+            return (id, reply)
+        }
+        return (id, Reply(type: type, reader: WireReader(Array(inbox[start + 5 ..< start + length]))))
     }
 
     /// The next request to send (skipping abandoned ones). Called with `mutex` held.

@@ -44,23 +44,39 @@ enum SFTP {
 
 /// Builds one outgoing packet: `uint32 length, byte type, [uint32 id], payload`.
 struct WireWriter {
-    private(set) var bytes: [UInt8]
+    /// The packet so far; a reused buffer may be longer than what was written (`count`) until
+    /// `finish` cuts it.
+    private var bytes: [UInt8]
+    private var count = 0
 
-    /// `buffer`: a spare packet to write into (its capacity is kept), so big packets do not
-    /// cost a fresh allocation, and page faults, each.
+    /// `buffer`: a spare packet to write into (its capacity and length are kept), so big packets
+    /// cost neither a fresh allocation and its page faults nor zeroing before they are filled.
     init(_ type: SFTP.Packet, id: UInt32?, capacity: Int = 64, reusing buffer: [UInt8] = []) {
         bytes = buffer
-        bytes.removeAll(keepingCapacity: true)
         bytes.reserveCapacity(capacity + 13)
-        bytes += [0, 0, 0, 0, type.rawValue]
+        u32(0)  // the length, set by finish
+        put(CollectionOfOne(type.rawValue))
         if let id { u32(id) }
     }
 
-    mutating func u32(_ v: UInt32) { bytes += [UInt8(v >> 24), UInt8(v >> 16 & 0xff), UInt8(v >> 8 & 0xff), UInt8(v & 0xff)] }
+    mutating func u32(_ v: UInt32) { put([UInt8(v >> 24), UInt8(v >> 16 & 0xff), UInt8(v >> 8 & 0xff), UInt8(v & 0xff)]) }
     mutating func u64(_ v: UInt64) { u32(UInt32(v >> 32)); u32(UInt32(v & 0xffff_ffff)) }
-    mutating func string(_ s: String) { u32(UInt32(s.utf8.count)); bytes += s.utf8 }
-    mutating func string(_ b: [UInt8]) { u32(UInt32(b.count)); bytes += b }
-    mutating func string(_ b: UnsafeRawBufferPointer) { u32(UInt32(b.count)); bytes += b }
+    mutating func string(_ s: String) { u32(UInt32(s.utf8.count)); put(s.utf8) }
+    mutating func string(_ b: [UInt8]) { u32(UInt32(b.count)); put(b) }
+    mutating func string(_ b: UnsafeRawBufferPointer) { u32(UInt32(b.count)); put(b) }
+
+    /// A string of `length` bytes that `fill` writes in place (a file read straight into the
+    /// packet: no buffer in between, no second copy).
+    mutating func string(length: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(StepError) -> Void) throws(StepError) {
+        u32(UInt32(length))
+        if bytes.count < count + length { bytes += repeatElement(0, count: count + length - bytes.count) }
+        let start = count
+        try bytes.withUnsafeMutableBytes { raw in
+            Result { () throws(StepError) in try fill(UnsafeMutableRawBufferPointer(rebasing: raw[start ..< start + length])) }
+        }.get()
+        count += length
+    }
+
     /// Attributes with only the permissions set (for mkdir and file creation), or none.
     mutating func attributes(permissions: UInt32?) {
         if let permissions { u32(0x4); u32(permissions) } else { u32(0) }
@@ -68,9 +84,20 @@ struct WireWriter {
 
     /// The finished packet, its length field filled in.
     mutating func finish() -> [UInt8] {
-        let length = UInt32(bytes.count - 4)
+        if bytes.count > count { bytes.removeLast(bytes.count - count) }
+        let length = UInt32(count - 4)
         bytes[0] = UInt8(length >> 24); bytes[1] = UInt8(length >> 16 & 0xff); bytes[2] = UInt8(length >> 8 & 0xff); bytes[3] = UInt8(length & 0xff)
         return bytes
+    }
+
+    /// Writes `source` at `count`: over a reused buffer's old bytes, and past its end.
+    private mutating func put<C: Collection>(_ source: C) where C.Element == UInt8 {
+        let start = count, length = source.count
+        if bytes.count < start + length { bytes += repeatElement(0, count: start + length - bytes.count) }
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            _ = UnsafeMutableBufferPointer(rebasing: buffer[start ..< start + length]).initialize(from: source)
+        }
+        count += length
     }
 }
 
