@@ -116,15 +116,20 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
         return (try? store.saveItemCheckpoint(runID: runID, stepID: declaredStep, id: id, data: data, fence: owner)) != nil
     }
 
-    /// Per-file progress: shown live, and journaled at most once a second per item (and at
-    /// its end) as `item.progress`.
+    /// Per-file progress: shown live, and journaled as `item.progress` once a second per item
+    /// from its first report, and at its end: an item done within a second journals one event.
     func itemProgress(id: String, bytesDone: Int64, bytesTotal: Int64) {
         let snapshot = ProgressSnapshot(bytesDone: bytesDone, bytesTotal: bytesTotal, filesDone: -1, filesTotal: -1, rate: 0)
         sink.attemptProgress(step: "\(instanceID):\(id)", progress: snapshot)
         let now = Monotonic.now()
         let done = bytesTotal >= 0 && bytesDone >= bytesTotal
         let journal = lock.withLock {
-            guard done || now - (itemProgressJournaled[id] ?? 0) >= 1 else { return false }
+            // The first report starts the item's second (it used to be journaled at once).
+            let last = itemProgressJournaled[id] ?? now
+            guard done || now - last >= 1 else {
+                itemProgressJournaled[id] = last
+                return false
+            }
             itemProgressJournaled[id] = now
             return true
         }

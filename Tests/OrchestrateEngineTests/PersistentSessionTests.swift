@@ -46,6 +46,28 @@ import Testing
         #expect(events.ofType("item.added").count == 3)
     }
 
+    /// An item's progress is shown live but journaled once a second from its first report and at
+    /// its end: an item that takes half a second (ten reports) journals one `item.progress`, its
+    /// last (the first report used to be journaled at once).
+    @Test func itemProgressIsJournaledOnceASecondAndAtTheEnd() throws {
+        let process = try h.start(["run", h.workflow("""
+            version: 1
+            name: session
+            steps:
+              accept: { uses: test.items, with: { file: "\(h.path("received"))", item_ms: 500 } }
+            """)])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 })
+        let runID = try #require(try h.runIDs().first)
+        #expect(try h.orchestrate(["add-path", runID, "/data/a.mov", "in/a.mov"]).status == 0)
+        #expect(h.waitFor { receivedSources().count == 1 })
+        #expect(try h.orchestrate(["close", runID]).status == 0)
+        process.waitUntilExit()
+        let progress = Harness.events(try h.orchestrate(["events", runID, "--json"])).ofType("item.progress")
+        #expect(progress.count == 1, "\(progress)")
+        #expect(progress.last?["data"]?["bytes_done"] == progress.last?["data"]?["bytes_total"])
+    }
+
     @Test func pathsAddedBeforeACrashAreTransferredOnResumeExactlyOnce() throws {
         let process = try h.start(["run", sessionWorkflow()])
         #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 })
