@@ -43,6 +43,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import statistics
 import sqlite3
 import subprocess
 import sys
@@ -478,6 +479,11 @@ def main():
               f"{mean(rows, 'machine_busy') * 100:.0f} % | {min(r['loadavg'] for r in rows):.1f}-{max(r['loadavg'] for r in rows):.1f} |")
     print(f"slowdown (loaded / quiet): makespan {mean(loaded, 'makespan') / mean(quiet, 'makespan'):.3f}, "
           f"run p50 {mean(loaded, 'p50') / mean(quiet, 'p50'):.3f}, run max {mean(loaded, 'max') / mean(quiet, 'max'):.3f}")
+    pairs = sorted(l["makespan"] / q["makespan"] for q, l in zip(quiet, loaded))
+    # Each loaded phase runs right after its quiet one, so a pair shares the machine's state;
+    # the median pair is steadier than the ratio of means when a neighbour's burst hits one phase.
+    print(f"makespan ratio per round (sorted): {', '.join(f'{r:.3f}' for r in pairs)}; "
+          f"median {statistics.median(pairs):.3f}")
     if shape["max_rate"]:
         capped = 2 * shape["bytes"] / parse_rate(shape["max_rate"])
         print(f"the caps alone make a run take {capped:.2f} s (less up to a quarter second of burst per transfer); "

@@ -69,8 +69,8 @@ final class SFTPChannel: @unchecked Sendable {
     private var nextID: UInt32 = 16
     private var failure: StepError?
     private var stopping = false
-    /// Set while the I/O thread waits with nothing to send: only then does a new request need to
-    /// wake it (otherwise it waits for room in the stream and takes the queue when it wakes).
+    /// Set while the I/O thread waits other than for room in the stream: only then does a new
+    /// request need to wake it (a wait for room takes the queue when it wakes).
     private var ioAsleep = false
     /// Sent packets kept for reuse by big requests (writes): a fresh 255 KiB array per request
     /// costs page faults each (measured: a sixth of the CPU of an upload).
@@ -261,6 +261,7 @@ final class SFTPChannel: @unchecked Sendable {
         var stopDeadline = Double.infinity
         while true {
             var progressed = false
+            var sendBlocked = false  // the send phase stopped because the stream took nothing
             var replies: [(UInt32, Reply)] = []
             while true {
                 if current == nil { current = locked { nextToSend() } }
@@ -269,7 +270,7 @@ final class SFTPChannel: @unchecked Sendable {
                 let n = try request.packet.withUnsafeBytes { raw in
                     Result { () throws(StepError) -> Int in try transport.send(UnsafeRawBufferPointer(rebasing: raw[request.sent...])) }
                 }.get()
-                if n == 0 { break }
+                if n == 0 { sendBlocked = true; break }
                 request.sent += n
                 progressed = true
                 if request.sent == request.packet.count {
@@ -337,12 +338,21 @@ final class SFTPChannel: @unchecked Sendable {
                 throw StepError(kind: .timeout, code: "io_timeout", message: "no progress from \(host) for \(Int(ioTimeout)) s")
             }
             transport.idle()
-            let sending = locked { () -> Bool in
+            // A request queued after the send phase found none (its sender saw the thread awake
+            // and did not wake it) is sent now, not after the poll: libssh2's poll waits for its
+            // socket to be readable unless it is blocked writing, and nothing is in flight to
+            // answer. Otherwise the thread sleeps, and the next request must wake it, unless the
+            // poll waits for room in the stream (it takes the queue when it wakes). Asleep first,
+            // so a request queued meanwhile wakes it at worst once for nothing.
+            let (sending, queuedLate) = locked { () -> (Bool, Bool) in
                 let sending = current != nil || queueHead < queue.count
-                ioAsleep = !sending
-                return sending
+                if sending && !sendBlocked { return (true, true) }
+                ioAsleep = true
+                return (sending, false)
             }
+            if queuedLate { continue }
             let streamFDs = transport.pollDescriptors(sending: sending)
+            if streamFDs.contains(where: { $0.events & Int16(POLLOUT) != 0 }) { locked { ioAsleep = false } }
             var fds = streamFDs + [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
             _ = poll(&fds, nfds_t(fds.count), stop ? 100 : 1000)
             transport.serviced(Array(fds.prefix(streamFDs.count)))
