@@ -77,6 +77,45 @@ public enum RunDocument {
         return .object(object)
     }
 
+    /// `detail(record)` as compact JSON text (`jsonText`'s bytes), with `texts` added as members
+    /// whose values are JSON text already (the API's cached graph), written without building the
+    /// steps' objects first: a detail of a 200-step run is mostly its steps (bench/api).
+    public static func detailBytes(_ record: RunDetailRecord, adding texts: [String: String] = [:]) -> [UInt8] {
+        var object = detail(RunDetailRecord(run: record.run, steps: [], items: record.items, progress: record.progress))
+            .objectValue ?? [:]
+        object["steps"] = nil
+        // Room for the whole text at once (about 150 bytes a step), not regrown as it is written.
+        var writer = JSONObjectText(capacity: 4096 + 192 * record.steps.count + texts.values.reduce(0) { $0 + $1.utf8.count })
+        for key in Set(object.keys).union(texts.keys).union(["steps"]).sorted() {
+            if key == "steps" {
+                // Sorted by position: a step record is too big to move around while sorting.
+                let steps = record.steps
+                let order = steps.indices.sorted { stepOrder(steps[$0], steps[$1]) }
+                writer.addObjects("steps", order) { step, index in writeStep(&step, steps[index]) }
+            } else if let text = texts[key] {
+                writer.add(key, jsonText: text)
+            } else if let value = object[key] {
+                writer.add(key, value)
+            }
+        }
+        return writer.finish()
+    }
+
+    /// One step of `json(_:steps:)`, its members in key order.
+    private static func writeStep(_ step: inout JSONObjectText, _ s: StepRecord) {
+        step.add("attempt", .int(Int64(s.attempt)))
+        if let m = s.errorMessage { step.add("error", .string(m)) }
+        if let k = s.errorKind { step.add("error_kind", .string(k)) }
+        if let t = s.finishedAt { step.add("finished_at", .double(t)) }
+        step.add("id", .string(s.id))
+        if let key = s.idempotencyKey { step.add("idempotency_key", .string(key)) }
+        step.add("kind", .string(s.kind.rawValue))
+        if let node = s.node { step.add("node", .string(node)) }
+        if let o = s.outputs { step.add("outputs", o) }
+        if let t = s.startedAt { step.add("started_at", .double(t)) }
+        step.add("status", .string(s.status.rawValue))
+    }
+
     public static func json(_ item: ItemRecord) -> JSONValue {
         var object: [String: JSONValue] = ["id": .string(item.id), "step": .string(item.stepID), "status": .string(item.status.rawValue),
                                            "item": (try? JSONValue(parsing: item.json)) ?? .string(item.json)]

@@ -27,8 +27,7 @@ enum RunRoutes {
                 let detail = try await services.blocking { () -> [UInt8]? in
                     guard let record = try services.store.runDetail(id) else { return nil }
                     let graph = services.graphs.graphText(record.run)
-                    return JSONObjectText.bytes(RunDocument.detail(record).objectValue ?? [:],
-                                                adding: graph.map { ["graph": $0] } ?? [:])
+                    return RunDocument.detailBytes(record, adding: graph.map { ["graph": $0] } ?? [:])
                 }
                 guard let detail else { throw Problem(.notFound, "no run \(id)") }
                 return detail

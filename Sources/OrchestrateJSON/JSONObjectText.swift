@@ -19,6 +19,12 @@ public struct JSONObjectText {
         writer.bytes.append(UInt8(ascii: "{"))
     }
 
+    /// An object whose text is expected to take about `capacity` bytes (reserved at once).
+    public init(capacity: Int) {
+        writer = JSONWriter(pretty: false, capacity: capacity)
+        writer.bytes.append(UInt8(ascii: "{"))
+    }
+
     /// Adds `key: value`; keys must come in increasing order.
     public mutating func add(_ key: String, _ value: JSONValue) {
         writeKey(key)
@@ -30,6 +36,32 @@ public struct JSONObjectText {
     public mutating func add(_ key: String, jsonText text: String) {
         writeKey(key)
         writer.bytes.append(contentsOf: text.utf8)
+    }
+
+    /// Adds `key: [ … ]`, an array of objects, each written by `write` into the same buffer
+    /// (members in increasing key order, as for `add`): a long list without a dictionary per
+    /// element (a run detail's steps).
+    public mutating func addObjects<Elements: Sequence>(_ key: String, _ elements: Elements,
+                                                        _ write: (inout JSONObjectText, Elements.Element) -> Void)
+    {
+        writeKey(key)
+        writer.bytes.append(UInt8(ascii: "["))
+        var element = JSONObjectText(unopened: ())
+        for (index, value) in elements.enumerated() {
+            if index > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+            // The element writes into this object's buffer (swapped, not copied).
+            swap(&element.writer, &writer)
+            element.writer.bytes.append(UInt8(ascii: "{"))
+            element.empty = true
+            write(&element, value)
+            element.writer.bytes.append(UInt8(ascii: "}"))
+            swap(&element.writer, &writer)
+        }
+        writer.bytes.append(UInt8(ascii: "]"))
+    }
+
+    private init(unopened: Void) {
+        writer = JSONWriter(pretty: false, capacity: 0)
     }
 
     /// The text of `object` with `texts` added as members whose values are JSON text already

@@ -58,9 +58,9 @@ struct JSONWriter {
     let pretty: Bool
     var bytes: [UInt8] = []
 
-    init(pretty: Bool) {
+    init(pretty: Bool, capacity: Int = 256) {
         self.pretty = pretty
-        bytes.reserveCapacity(256)
+        if capacity > 0 { bytes.reserveCapacity(capacity) }
     }
 
     mutating func write(_ value: JSONValue, indent: Int) {
