@@ -75,6 +75,42 @@ import Testing
         #expect(Harness.sameBytes(remote, h.path("got/stingy.bin")))
     }
 
+    /// One connection, every reply short, several READs in flight (a 1 MiB window of 255 KiB
+    /// pieces): at most moments the partial holds pieces beyond a hole (each short reply is asked
+    /// again after the pieces in flight). Attempts cut by their timeout must not resume from the
+    /// partial's size, which would commit the hole as zeros (no `sha256:` here to catch it): a
+    /// file alone resumes from its checkpoint, a file in a tree (moved beside others, without a
+    /// checkpoint of its own) from below its partial's size by the most a hole may lie below it
+    /// (`FileTransfer.holeMargin`).
+    @Test(arguments: SSHTransportKind.allCases, [false, true])
+    func anInterruptedStingyDownloadResumesWithoutAHole(transport: SSHTransportKind, inATree: Bool) throws {
+        let peer = try liar("short-reads")
+        try FileManager.default.createDirectory(atPath: "\(peer.remoteRoot)/dir", withIntermediateDirectories: true)
+        let remote = Harness.randomFile("\(peer.remoteRoot)/dir/stingy.bin", size: 6_000_017, seed: 25)
+        Harness.randomFile("\(peer.remoteRoot)/dir/small.bin", size: 1_000, seed: 26)
+        let wf = h.workflow("""
+            version: 1
+            name: liar-resume
+            steps:
+              down:
+                uses: sftp.download
+                timeout: 1s
+                retry: { max_attempts: 30, initial_interval: 100ms, backoff: 1.0 }
+                with:
+                  source: \(inATree ? "dir" : "dir/stingy.bin")
+                  destination: \(h.path(inATree ? "got" : "got/stingy.bin"))
+                  remote_root: \(peer.remoteRoot)
+                  connections: 1
+                  chunk_kib: 2048
+                  max_rate: 4M
+                  \(peer.connection(knownHosts: try peer.knownHosts(), transport: transport))
+            """, name: "liar-resume-\(UUID().uuidString.prefix(6)).yaml")
+        let result = try h.orchestrate(["run", wf, "--json"])
+        #expect(result.status == 0, "\(result.stdout.suffix(3000))")
+        #expect(result.stdout.contains("step.retrying"), "an attempt was cut: \(result.stdout.suffix(3000))")
+        #expect(Harness.sameBytes(remote, h.path("got/stingy.bin")))
+    }
+
     @Test(arguments: SSHTransportKind.allCases) func aSizeSmallerThanTheDataIsCaughtByTheChecksum(transport: SSHTransportKind) throws {
         // Reading only the size the server states is all a client can do without reading past
         // it; `sha256:` is what proves the bytes. Without it the file would end where the server said.

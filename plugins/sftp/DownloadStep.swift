@@ -10,7 +10,8 @@ struct DownloadStep: StepDefinition {
     static let documentation = """
         Downloads `source` (a remote path relative to `remote_root`; a file or a directory) to \
         the local `destination`, through `NAME.partial` renamed into place. A later attempt \
-        resumes from the partial's size (ranged downloads: from the checkpointed ranges). With \
+        resumes from the checkpointed position of each range (a tree's files moved side by side: \
+        from a little below the partial's size, where no hole can lie). With \
         `sha256`, a single file is verified before it is renamed into place.
         """
     struct Inputs: StepInputs {

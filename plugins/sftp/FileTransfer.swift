@@ -62,7 +62,9 @@ struct TreeInputs: StepInputs {
 }
 
 /// One file moved through `NAME.partial` and renamed into place, resumable:
-/// - one stream: the partial's size is where it resumes (stat, then write from there);
+/// - one stream: an upload resumes from the partial's size (stat, then write from there); a
+///   download from its checkpoint when it has one, else from below the partial's size by the
+///   most a hole may lie below it (`holeMargin`: replies land as they arrive);
 /// - several ranges: each range's acknowledged position is checkpointed every half chunk (saved
 ///   before the first byte is written) with half a chunk in flight, so a resume re-sends less
 ///   than one chunk per range.
@@ -71,8 +73,18 @@ final class FileTransfer: @unchecked Sendable {
 
     /// Progress of the current file (absolute bytes).
     var onProgress: (Int64) -> Void = { _ in }
-    /// Range state to persist (only for multi-range files); nil clears it.
+    /// Range state to persist (multi-range files; downloads of more than one READ when
+    /// `checksFiles`); nil clears it.
     var onCheckpoint: (JSONValue?) -> Void = { _ in }
+    /// Set when `onCheckpoint` is kept for this file alone (a tree moving its files one at a
+    /// time): a download then resumes from its checkpoint, not from its partial's size.
+    var checksFiles = false
+    /// The most a download without a checkpoint keeps in flight, whatever `chunk_kib` says, so
+    /// that `holeMargin` holds for a partial any earlier attempt or run left.
+    static let uncheckpointedWindow = 2 << 20
+    /// Below a download partial's size, how far a hole may lie when there is no checkpoint to go
+    /// by: the most in flight and one READ.
+    static let holeMargin = Int64(uncheckpointedWindow + (255 << 10))
     /// Remote directories known to exist (shared across a tree, so `mkdir -p` runs once per folder).
     var knownDirectories: DirectorySet?
 
@@ -150,7 +162,7 @@ final class FileTransfer: @unchecked Sendable {
         // range's checkpoint (re-sent on resume) stays under one chunk.
         let half = max(chunk / 2, 32 << 10)
         let multiRange = ranges.count > 1
-        try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
+        try runRanges(&ranges, size: size, first: connection, checkpointed: multiRange) { conn, range, report throws(StepError) in
             let file = try RemoteFS(connection: conn, step: self.step).open(partial, write: true, truncate: truncateFirst)
             // Each range reads through its own descriptor: the kernel's readahead follows one
             // sequential stream per descriptor, and four interleaved ones defeat it.
@@ -197,25 +209,33 @@ final class FileTransfer: @unchecked Sendable {
         let existing = try FileInfo.of(PartialFile.Naming.suffix.path(for: local))
         var ranges: [[Int64]]
         let target: PartialFile
-        if size >= options.parallelThreshold && options.connections > 1 {
-            if let saved = FileTransfer.ranges(checkpoint, size: size), existing?.isRegular == true {
-                ranges = saved
-                target = try PartialFile(for: local, naming: .suffix, keeping: .all)
-            } else {
-                ranges = FileTransfer.plan(size: size, count: options.connections)
-                onCheckpoint(FileTransfer.state(ranges, size: size))  // before the partial is emptied
-                target = try PartialFile(for: local, naming: .suffix, keeping: .nothing)
-            }
+        // The connection's I/O thread writes each READ's data as its reply arrives, and a short
+        // reply is asked again after the later pieces in flight: the partial of a file bigger
+        // than one READ may hold a hole below its size. A checkpoint of each range's in-order end
+        // says where to go on (ranged files, and files the tree moves one at a time); without
+        // one, the hole can only lie within the last window and piece below the partial's size.
+        let oneRead = size <= Int64(connection.maximumRead)
+        let checkpointed = !oneRead && (checksFiles || (size >= options.parallelThreshold && options.connections > 1))
+        if checkpointed, let saved = FileTransfer.ranges(checkpoint, size: size), existing?.isRegular == true {
+            ranges = saved
+            target = try PartialFile(for: local, naming: .suffix, keeping: .all)
+        } else if checkpointed {
+            ranges = size >= options.parallelThreshold && options.connections > 1
+                ? FileTransfer.plan(size: size, count: options.connections) : [[0, 0, size]]
+            onCheckpoint(FileTransfer.state(ranges, size: size))  // before the partial is emptied
+            target = try PartialFile(for: local, naming: .suffix, keeping: .nothing)
         } else {
             var offset = existing?.size ?? 0
             if offset > size { offset = 0 }
-            target = try PartialFile(for: local, naming: .suffix, keeping: offset == 0 ? .nothing : .all)
+            if !oneRead { offset = max(0, offset - FileTransfer.holeMargin) }
+            target = try PartialFile(for: local, naming: .suffix, keeping: offset == 0 ? .nothing : .prefix(offset))
             ranges = [[0, offset, size]]
         }
         let resumedFrom = ranges.reduce(0) { $0 + $1[1] - $1[0] }
         if resumedFrom > 0 { step.log(.info, "resuming \(local) at \(resumedFrom) of \(size) bytes") }
-        let half = max(options.chunk / 2, 32 << 10)
-        try runRanges(&ranges, size: size, first: connection) { conn, range, report throws(StepError) in
+        // Half a chunk in flight (without a checkpoint at most `uncheckpointedWindow`).
+        let half = checkpointed ? max(options.chunk / 2, 32 << 10) : min(max(options.chunk / 2, 32 << 10), FileTransfer.uncheckpointedWindow)
+        try runRanges(&ranges, size: size, first: connection, checkpointed: checkpointed) { conn, range, report throws(StepError) in
             let file = try RemoteFS(connection: conn, step: self.step).open(remote, write: false)
             var reported = range[1]
             // The connection's I/O thread writes each piece where it belongs as it arrives;
@@ -248,13 +268,15 @@ final class FileTransfer: @unchecked Sendable {
     typealias RangeBody = (Connection, [Int64], (Int64) throws(StepError) -> Void) throws(StepError) -> Void
 
     /// Runs `body` for every unfinished range, each on its own connection and thread (the first
-    /// on `first`, in this thread). `report(position)` records progress and checkpoints; once any
-    /// range fails, the others stop at their next chunk and the first error is thrown.
-    private func runRanges(_ ranges: inout [[Int64]], size: Int64, first: Connection, _ body: @escaping RangeBody) throws(StepError) {
+    /// on `first`, in this thread). `report(position)` records progress, and the ranges' state
+    /// when `checkpointed`; once any range fails, the others stop at their next chunk and the
+    /// first error is thrown.
+    private func runRanges(_ ranges: inout [[Int64]], size: Int64, first: Connection, checkpointed: Bool,
+                           _ body: @escaping RangeBody) throws(StepError)
+    {
         let pending = ranges.indices.filter { ranges[$0][1] < ranges[$0][2] }
         guard !pending.isEmpty else { return }
         let shared = RangeState(ranges)
-        let multi = ranges.count > 1
         func run(_ index: Int, _ connection: Connection) throws(StepError) {
             var accounted = shared.ranges[index][1]
             try body(connection, shared.ranges[index]) { position throws(StepError) in
@@ -262,7 +284,7 @@ final class FileTransfer: @unchecked Sendable {
                 // out of the checkpoint (a kill during the wait would send them again).
                 let (done, snapshot) = shared.update(index, position)
                 self.onProgress(done)
-                if multi { self.onCheckpoint(FileTransfer.state(snapshot, size: size)) }
+                if checkpointed { self.onCheckpoint(FileTransfer.state(snapshot, size: size)) }
                 // The step's max_rate, and the run's and the host's --max-rate, for the bytes
                 // this range just moved: the wait delays the range's next bytes.
                 let moved = Int(position - accounted)

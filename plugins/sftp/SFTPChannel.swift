@@ -211,8 +211,10 @@ final class SFTPChannel: @unchecked Sendable {
 
     private func abandonLocked(_ request: Request) {
         request.abandoned = true
-        // Once this returns, the request's sink is never written to again.
+        // Once this returns, the request's sink is never written to again, nor held: a reply
+        // that comes late (or never) must not keep the download's partial file open.
         while request.sinking { pthread_cond_wait(replied, mutex) }
+        request.sink = nil
         // Still queued means not started (the I/O thread takes a request out before sending it).
         if let index = queue[queueHead...].firstIndex(where: { $0 === request }) {
             queue.remove(at: index)

@@ -3,7 +3,8 @@ import OrchestratePluginKit
 
 /// A file or a directory tree. Files below the range threshold go `parallel` at a time over the
 /// session's one shared connection (their requests interleave, so a tree of small files is not
-/// one round trip after another); then the big files, one at a time, each split into ranges.
+/// one round trip after another); then the big files, one at a time, each split into ranges. A
+/// file alone (a single-file transfer) goes the one-at-a-time way, with its own checkpoint.
 ///
 /// The step checkpoint is `{"order": f, "done": k, "also": [i…], "file": <range state>,
 /// "file_at": j}` over that processing order: the first k files and those listed in `also` are
@@ -26,9 +27,10 @@ struct TreeTransfer {
     func run(_ entries: [Entry], connection: Connection, _ move: @escaping Move) throws(StepError)
         -> (bytes: Int64, resumed: Int64, last: FileTransfer.Result?)
     {
-        let ranged = { (entry: Entry) in options.connections > 1 && entry.size >= options.parallelThreshold }
-        let order = entries.filter { !ranged($0) } + entries.filter(ranged)
-        let smallCount = order.count - entries.filter(ranged).count
+        // A file alone goes the one-at-a-time way too, where the checkpoint is its own.
+        let oneAtATime = { (entry: Entry) in entries.count == 1 || (options.connections > 1 && entry.size >= options.parallelThreshold) }
+        let order = entries.filter { !oneAtATime($0) } + entries.filter(oneAtATime)
+        let smallCount = order.count - entries.filter(oneAtATime).count
         let fingerprint = TreeTransfer.fingerprint(order)
         var saved = step.loadCheckpointJSON()
         if let checkpoint = saved, checkpoint["order"]?.stringValue != fingerprint {
@@ -69,7 +71,8 @@ struct TreeTransfer {
             if let error = state.error { throw error }
         }
 
-        // Big files, one at a time, each in ranges over several connections.
+        // Big files (and a file alone), one at a time, each in ranges over several connections
+        // when big enough, each with its own checkpoint.
         for index in smallCount ..< order.count where !state.isDone(index) {
             try step.checkCancellation()
             let transfer = FileTransfer(session: session, step: step, options: options)
@@ -79,6 +82,7 @@ struct TreeTransfer {
                 step.progress(bytesDone: done, bytesTotal: total, filesDone: files, filesTotal: Int64(order.count))
             }
             transfer.onCheckpoint = { fileState in step.saveCheckpoint(json: state.checkpoint(file: fileState, at: index)) }
+            transfer.checksFiles = true
             let result = try move(transfer, connection, order[index], state.savedFileState(at: index))
             step.saveCheckpoint(json: state.finished(index, result))
         }
