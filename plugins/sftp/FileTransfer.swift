@@ -165,8 +165,10 @@ final class FileTransfer: @unchecked Sendable {
         try runRanges(&ranges, size: size, first: connection, checkpointed: multiRange) { conn, range, report throws(StepError) in
             let file = try RemoteFS(connection: conn, step: self.step).open(partial, write: true, truncate: truncateFirst)
             // Each range reads through its own descriptor: the kernel's readahead follows one
-            // sequential stream per descriptor, and four interleaved ones defeat it.
-            let reader = multiRange ? try LocalFile(reading: local) : source
+            // sequential stream per descriptor, and four interleaved ones defeat it. Opened
+            // through the first one, so every range reads the file whose size (and checksum) was
+            // taken, even if the path was replaced since.
+            let reader = multiRange ? try LocalFile(reading: "/proc/self/fd/\(source.fd)") : source
             var position = range[1]
             // Queued about a MiB at a time (the window, `half`, is what keeps the link full), in
             // whole requests of the server's size: 1 MiB would leave a 4 KiB request behind
