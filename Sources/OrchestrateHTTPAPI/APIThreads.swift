@@ -27,9 +27,10 @@ enum APIThreads {
     }
 
     /// Names the calling thread as `ps -L` and /proc show it (at most 15 bytes): Foundation's
-    /// `Thread.name` does not reach the kernel on Linux.
+    /// `Thread.name` does not reach the kernel on Linux. (A name cut inside a character is
+    /// repaired, not a trap.)
     static func nameCurrentThread(_ name: String) {
-        try? String(name.utf8.prefix(15))!.write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+        try? String(decoding: name.utf8.prefix(15), as: UTF8.self).write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
     }
 
     /// The kernel's id of the calling thread, from `/proc/thread-self` ("PID/task/TID"): Swift
