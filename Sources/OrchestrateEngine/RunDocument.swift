@@ -60,6 +60,40 @@ public enum RunDocument {
         }
     }
 
+    /// `["runs": summaries(runs)]` as compact JSON text (`jsonText`'s bytes), each run written
+    /// straight into it, not built as a dictionary first (the HTTP API's run list, bench/api).
+    public static func summariesBytes(_ runs: [RunRecord], store: any StateStore) throws -> [UInt8] {
+        let progress = try store.latestProgress(runIDs: runs.map(\.id))
+        var writer = JSONObjectText(capacity: 1024 + 768 * runs.count)
+        writer.addObjects("runs", runs) { object, run in
+            writeRun(&object, run, transfer: TransferStatistics.of(run, progress: progress[run.id] ?? []).json)
+        }
+        return writer.finish()
+    }
+
+    /// The members of `json(run)`, and `transfer` when given, in key order.
+    private static func writeRun(_ object: inout JSONObjectText, _ run: RunRecord, transfer: JSONValue?) {
+        object.add("created_at", .double(run.createdAt))
+        if let e = run.error { object.add("error", .string(e)) }
+        object.add("file", .string(run.workflowFile))
+        if let t = run.finishedAt { object.add("finished_at", .double(t)) }
+        object.add("id", .string(run.id))
+        object.add("inputs", run.inputs)
+        object.add("labels", .object(run.labels.mapValues { .string($0) }))
+        if let rate = run.maxRate { object.add("max_rate", .int(rate)) }
+        if let timetable = run.maxRateTimetable { object.add("max_rate_timetable", .string(timetable)) }
+        let owner = run.ownerIsLive ? run.owner : nil
+        if let owner { object.add("node", .string(owner.node)) }
+        if let o = run.outputs { object.add("outputs", o) }
+        if let owner { object.add("owner", ["node": .string(owner.node), "pid": .int(Int64(owner.pid))]) }
+        object.add("priority", .int(Int64(run.priority)))
+        object.add("queue", .string(run.queue))
+        if let t = run.startedAt { object.add("started_at", .double(t)) }
+        object.add("status", .string(effectiveStatus(run)))
+        if let transfer { object.add("transfer", transfer) }
+        object.add("workflow", .string(run.workflowName))
+    }
+
     /// Everything about run `id`, or nil when there is no such run: record, steps, the files
     /// added to its persistent sessions ("items", when any), its transfer figures and the
     /// latest `step.progress` event of each step that reported progress ("progress", in the

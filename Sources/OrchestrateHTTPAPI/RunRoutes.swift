@@ -11,13 +11,12 @@ enum RunRoutes {
     static func add(to router: Router<APIContext>, services: APIServices) {
         router.get("/api/runs") { request, _ in
             let query = try RunQuery(request)
-            return try await services.readCache.json(ReadCache.key(request)) {
-                let runs = try await services.blocking {
+            return try await services.readCache.jsonBytes(ReadCache.key(request)) {
+                try await services.blocking {
                     let matching = try services.store.listRuns(RunFilter(labels: query.labels, queues: query.queues))
                         .filter(query.matches)
-                    return try RunDocument.summaries(Array(matching.suffix(query.limit)), store: services.store)
+                    return try RunDocument.summariesBytes(Array(matching.suffix(query.limit)), store: services.store)
                 }
-                return ["runs": .array(runs)]
             }
         }
 

@@ -224,24 +224,34 @@ private struct Parser {
 
     mutating func parseString() throws -> String {
         index += 1
+        // Runs of unescaped bytes are validated and appended whole; a string without escapes
+        // (most of them) is its one run, made in one step.
         var scalars = String.UnicodeScalarView()
         var runStart = index
+        var sawEscape = false
+        func run(_ end: Int) throws -> String {
+            guard let s = String(validating: UnsafeBufferPointer(rebasing: bytes[runStart..<end]), as: UTF8.self)
+            else { throw error("invalid UTF-8 in string") }
+            return s
+        }
         func flushRun(_ end: Int, into scalars: inout String.UnicodeScalarView) throws {
-            if end > runStart {
-                guard let s = String(validating: UnsafeBufferPointer(rebasing: bytes[runStart..<end]), as: UTF8.self)
-                else { throw error("invalid UTF-8 in string") }
-                scalars.append(contentsOf: s.unicodeScalars)
-            }
+            if end > runStart { scalars.append(contentsOf: try run(end).unicodeScalars) }
         }
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
+                if !sawEscape {
+                    let whole = try run(index)
+                    index += 1
+                    return whole
+                }
                 try flushRun(index, into: &scalars)
                 index += 1
                 return String(scalars)
             }
             if byte < 0x20 { throw error("control character in string") }
             if byte == UInt8(ascii: "\\") {
+                sawEscape = true
                 try flushRun(index, into: &scalars)
                 index += 1
                 guard index < bytes.count else { break }

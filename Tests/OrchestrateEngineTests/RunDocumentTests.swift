@@ -47,4 +47,34 @@ struct RunDocumentTests {
         #expect(bareBytes == RunDocument.detail(bare).jsonBytes)
         #expect(try JSONValue(parsing: bareBytes) == RunDocument.detail(bare))
     }
+
+    /// `summariesBytes` (the API's run list) is the text of `["runs": summaries]`, for a run with
+    /// every optional member and one with none, a live owner and hostile text.
+    @Test func summariesBytesAreTheTextOfSummaries() throws {
+        let directory = NSTemporaryDirectory() + "rundoc-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteStateStore(directory: directory)
+        var full = RunRecord(id: "r\"2</script>", workflowName: "up\u{e9}load", workflowFile: "/w/a b.yaml", workflowSource: "",
+                             inputs: ["source": "/data/\"x\".mov", "n": 3.5], status: .running, createdAt: 1_700_000_000.25,
+                             runDir: "/tmp/r", priority: 7, labels: ["team": "<b>media</b>", "a": "\u{1F600}"])
+        full.startedAt = 1_700_000_001
+        full.finishedAt = 1_700_000_009.125
+        full.error = "upload: \"bad\"\n"
+        full.outputs = ["url": "https://example.com/v/1"]
+        full.maxRate = 8 << 20
+        full.maxRateTimetable = "08:00,512K 23:00,off"
+        full.owner = OwnerIdentity(node: "node-<a>", pid: 42, startTime: 1)
+        full.ownerIsLive = true
+        full.queue = "night\\q"
+        let bare = RunRecord(id: "r3", workflowName: "w", workflowFile: "/w.yaml", workflowSource: "", inputs: [:],
+                             status: .queued, createdAt: 1_700_000_000, runDir: "/tmp/r3")
+        var dead = full
+        dead.id = "r4"
+        dead.ownerIsLive = false  // shown as interrupted, without node or owner
+        let runs = [full, bare, dead]
+        let expected = JSONValue.object(["runs": .array(try RunDocument.summaries(runs, store: store))]).jsonBytes
+        #expect(String(decoding: try RunDocument.summariesBytes(runs, store: store), as: UTF8.self)
+                == String(decoding: expected, as: UTF8.self))
+        #expect(try RunDocument.summariesBytes([], store: store) == Array(#"{"runs":[]}"#.utf8))
+    }
 }

@@ -29,6 +29,17 @@ import Testing
         }
     }
 
+    /// Strings are read whole when they hold no escape, in runs around escapes otherwise: both
+    /// ways give the same text, and both refuse bytes that are not UTF-8.
+    @Test func stringsReadWholeOrInRunsAndInvalidUTF8IsRefused() throws {
+        let plain = "caf\u{e9} \u{1F600} <b>"
+        #expect(try JSONValue(parsing: Array("[\"\(plain)\"]".utf8)) == [.string(plain)])
+        #expect(try JSONValue(parsing: Array(#"["a\"b\u00e9\ud83d\ude00c","\n"]"#.utf8)) == [.string("a\"b\u{e9}\u{1F600}c"), .string("\n")])
+        for bytes: [UInt8] in [[0x22, 0x61, 0xFF, 0x22], [0x22, 0x5C, 0x6E, 0xC3, 0x22], [0x22, 0xC3, 0x5C, 0x6E, 0x22]] {
+            #expect(throws: JSONParseError.self) { try JSONValue(parsing: bytes) }
+        }
+    }
+
     @Test func numbersKeysAndLayout() {
         let value: JSONValue = ["b": [1, -7, 0, 9, 10, 1.5, 2.0, -0.25, 1e20], "a": nil, "c": [true, false], "d": [:], "e": []]
         #expect(value.jsonText == #"{"a":null,"b":[1,-7,0,9,10,1.5,2.0,-0.25,1e+20],"c":[true,false],"d":{},"e":[]}"#)
