@@ -74,11 +74,11 @@ final class FileTransfer: @unchecked Sendable {
     /// Progress of the current file (absolute bytes).
     var onProgress: (Int64) -> Void = { _ in }
     /// Range state to persist (multi-range files; downloads of more than one READ when
-    /// `checksFiles`); nil clears it.
+    /// `hasOwnCheckpoint`); nil clears it.
     var onCheckpoint: (JSONValue?) -> Void = { _ in }
     /// Set when `onCheckpoint` is kept for this file alone (a tree moving its files one at a
     /// time): a download then resumes from its checkpoint, not from its partial's size.
-    var checksFiles = false
+    var hasOwnCheckpoint = false
     /// The most a download without a checkpoint keeps in flight, whatever `chunk_kib` says, so
     /// that `holeMargin` holds for a partial any earlier attempt or run left.
     static let uncheckpointedWindow = 2 << 20
@@ -217,7 +217,7 @@ final class FileTransfer: @unchecked Sendable {
         // says where to go on (ranged files, and files the tree moves one at a time); without
         // one, the hole can only lie within the last window and piece below the partial's size.
         let oneRead = size <= Int64(connection.maximumRead)
-        let checkpointed = !oneRead && (checksFiles || (size >= options.parallelThreshold && options.connections > 1))
+        let checkpointed = !oneRead && (hasOwnCheckpoint || (size >= options.parallelThreshold && options.connections > 1))
         if checkpointed, let saved = FileTransfer.ranges(checkpoint, size: size), existing?.isRegular == true {
             ranges = saved
             target = try PartialFile(for: local, naming: .suffix, keeping: .all)
