@@ -36,7 +36,7 @@ import Testing
         try Tools.randomFile(source, bytes: TestSizes.big)
         try sandbox.setFaults(Self.faults(size: TestSizes.big))
         let result = try runner.run(Runner.workflow("vimeo-upload.yaml"), ["source": source, "api": sandbox.url, "title": "Faulty"])
-        #expect(result.status == 0, "\(result.stdout.suffix(3000))")
+        #expect(result.status == 0, "\(result.signalled ? "killed by signal \(result.status)\n" : "")\(result.stdout.suffix(3000))\n\(result.stderr.suffix(2000))")
         let events = Runner.events(result.stdout)
         let uri = try #require(events.runOutputs?["video"]?.stringValue)
         #expect(try Tools.sha256(sandbox.videoFile(uri)) == (try Tools.sha256(source)))
@@ -57,7 +57,7 @@ import Testing
         try sandbox.setFaults(Self.faults(size: TestSizes.big))
         let result = try runner.run(Runner.workflow("vimeo-upload-tus.yaml"),
                                     ["source": source, "api": sandbox.url, "chunk_size": "\(TestSizes.big / 8)"])
-        #expect(result.status == 0, "\(result.stdout.suffix(3000))")
+        #expect(result.status == 0, "\(result.signalled ? "killed by signal \(result.status)\n" : "")\(result.stdout.suffix(3000))\n\(result.stderr.suffix(2000))")
         let events = Runner.events(result.stdout)
         let uri = try #require(events.runOutputs?["video"]?.stringValue)
         #expect(try Tools.sha256(sandbox.videoFile(uri)) == (try Tools.sha256(source)))
@@ -74,7 +74,7 @@ import Testing
         let destination = runner.path("big.bin")
         let result = try runner.run(Runner.workflow("http-download.yaml"),
                                     ["url": "\(sandbox.url)/files/big.bin", "destination": destination, "sha256": sha])
-        #expect(result.status == 0, "\(result.stdout.suffix(3000))")
+        #expect(result.status == 0, "\(result.signalled ? "killed by signal \(result.status)\n" : "")\(result.stdout.suffix(3000))\n\(result.stderr.suffix(2000))")
         #expect(try Tools.sha256(destination) == sha)
         let events = Runner.events(result.stdout)
         try expectRetriesVisible(events, step: "download", sandbox: sandbox)
