@@ -123,8 +123,9 @@ def run(driver, api, url, artifacts):
     run_id = slow["id"]
 
     # The run appears without a reload (the event stream refreshes the list).
-    row = wait("the submitted run in the list", lambda: driver.find_element(By.CSS_SELECTOR, f"tr[data-run='{run_id}']"))
-    labels = row.find_element(By.CSS_SELECTOR, "td.labels").text
+    # (Read through `wait`: the live list may redraw the row between finding it and reading it.)
+    labels = wait("the submitted run in the list",
+                  lambda: driver.find_element(By.CSS_SELECTOR, f"tr[data-run='{run_id}'] td.labels").text)
     assert HOSTILE in labels and HOSTILE_FILE in labels, "the labels are not shown as text: " + labels
     assert_no_markup_ran(driver)
     wait("the failed run in the list", lambda: "failed" in driver.find_element(By.CSS_SELECTOR, "table.runs").text)
@@ -221,16 +222,19 @@ def run(driver, api, url, artifacts):
     click(driver, "nav a[data-view=schedules]")
     row_selector = f"tr[data-schedule='{SCHEDULE}']"
     wait("the registered schedule", lambda: "Europe/Berlin" in text(driver, row_selector) and "0 3 * * *" in text(driver, row_selector))
-    assert "active" in text(driver, row_selector), text(driver, row_selector)
+    # (Through `wait`: the live page may redraw the row between finding it and reading it.)
+    wait("the registered schedule active", lambda: "active" in text(driver, row_selector))
     for action, state in [("pause", "paused"), ("resume", "active"), ("pause", "paused")]:
         click(driver, f"{row_selector} button[data-action={action}]")
         wait(f"the schedule {state}", lambda: state in text(driver, row_selector)
              and driver.find_elements(By.CSS_SELECTOR, f"{row_selector} button[data-action={'resume' if state == 'paused' else 'pause'}]"))
         if state == "paused":
-            assert "—" in driver.find_elements(By.CSS_SELECTOR, f"{row_selector} td")[3].text, "a paused schedule shows a next time"
+            wait("a paused schedule without a next time",
+                 lambda: "—" in driver.find_elements(By.CSS_SELECTOR, f"{row_selector} td")[3].text)
             driver.save_screenshot(f"{artifacts}/schedules.png")
         else:
-            assert "—" not in driver.find_elements(By.CSS_SELECTOR, f"{row_selector} td")[3].text, "an active schedule shows no next time"
+            wait("an active schedule with its next time",
+                 lambda: "—" not in driver.find_elements(By.CSS_SELECTOR, f"{row_selector} td")[3].text)
     assert_no_markup_ran(driver)
 
     click(driver, "nav a[data-view=overview]")
