@@ -73,12 +73,10 @@ final class FileTransfer: @unchecked Sendable {
 
     /// Progress of the current file (absolute bytes).
     var onProgress: (Int64) -> Void = { _ in }
-    /// Range state to persist (multi-range files; downloads of more than one READ when
-    /// `hasOwnCheckpoint`); nil clears it.
-    var onCheckpoint: (JSONValue?) -> Void = { _ in }
-    /// Set when `onCheckpoint` is kept for this file alone (a tree moving its files one at a
-    /// time): a download then resumes from its checkpoint, not from its partial's size.
-    var hasOwnCheckpoint = false
+    /// Saves this file's range state (nil clears it), when the file has a checkpoint of its own
+    /// (a tree moving its files one at a time). Without one, a download of more than one READ
+    /// resumes from below its partial's size (`holeMargin`), never from a checkpoint.
+    var onCheckpoint: ((JSONValue?) -> Void)?
     /// The most a download without a checkpoint keeps in flight, whatever `chunk_kib` says, so
     /// that `holeMargin` holds for a partial any earlier attempt or run left.
     static let uncheckpointedWindow = 2 << 20
@@ -143,7 +141,7 @@ final class FileTransfer: @unchecked Sendable {
                 ranges = FileTransfer.plan(size: size, count: options.connections)
                 // The fresh plan is saved first: a kill between the two must not leave an older
                 // plan's positions beside the emptied partial.
-                onCheckpoint(FileTransfer.state(ranges, size: size))
+                onCheckpoint?(FileTransfer.state(ranges, size: size))
                 try fs.open(partial, write: true, truncate: true).close()
             }
         } else {
@@ -195,7 +193,7 @@ final class FileTransfer: @unchecked Sendable {
             throw .retryable("\(partial) has \(current.size) bytes, expected \(size)", code: "size_mismatch")
         }
         try fs.rename(partial, to: remote)
-        onCheckpoint(nil)
+        onCheckpoint?(nil)
         return Result(size: size, sha256: options.expectedSHA256, resumedFrom: resumedFrom)
     }
 
@@ -217,14 +215,14 @@ final class FileTransfer: @unchecked Sendable {
         // says where to go on (ranged files, and files the tree moves one at a time); without
         // one, the hole can only lie within the last window and piece below the partial's size.
         let oneRead = size <= Int64(connection.maximumRead)
-        let checkpointed = !oneRead && (hasOwnCheckpoint || (size >= options.parallelThreshold && options.connections > 1))
+        let checkpointed = !oneRead && onCheckpoint != nil
         if checkpointed, let saved = FileTransfer.ranges(checkpoint, size: size), existing?.isRegular == true {
             ranges = saved
             target = try PartialFile(for: local, naming: .suffix, keeping: .all)
         } else if checkpointed {
             ranges = size >= options.parallelThreshold && options.connections > 1
                 ? FileTransfer.plan(size: size, count: options.connections) : [[0, 0, size]]
-            onCheckpoint(FileTransfer.state(ranges, size: size))  // before the partial is emptied
+            onCheckpoint?(FileTransfer.state(ranges, size: size))  // before the partial is emptied
             target = try PartialFile(for: local, naming: .suffix, keeping: .nothing)
         } else {
             var offset = existing?.size ?? 0
@@ -255,13 +253,13 @@ final class FileTransfer: @unchecked Sendable {
             let actual = try target.file.sha256(upTo: size).digest
             guard actual == expected else {
                 try target.discard()
-                onCheckpoint(nil)
+                onCheckpoint?(nil)
                 throw .permanent("\(remote) arrived with SHA-256 \(actual), not \(expected) (the sha256 input)", code: "sha256_mismatch")
             }
             sha = actual
         }
         try target.commit()
-        onCheckpoint(nil)
+        onCheckpoint?(nil)
         return Result(size: size, sha256: sha, resumedFrom: resumedFrom)
     }
 
@@ -286,7 +284,7 @@ final class FileTransfer: @unchecked Sendable {
                 // out of the checkpoint (a kill during the wait would send them again).
                 let (done, snapshot) = shared.update(index, position)
                 self.onProgress(done)
-                if checkpointed { self.onCheckpoint(FileTransfer.state(snapshot, size: size)) }
+                if checkpointed { self.onCheckpoint?(FileTransfer.state(snapshot, size: size)) }
                 // The step's max_rate, and the run's and the host's --max-rate, for the bytes
                 // this range just moved: the wait delays the range's next bytes.
                 let moved = Int(position - accounted)

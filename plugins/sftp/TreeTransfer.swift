@@ -82,7 +82,6 @@ struct TreeTransfer {
                 step.progress(bytesDone: done, bytesTotal: total, filesDone: files, filesTotal: Int64(order.count))
             }
             transfer.onCheckpoint = { fileState in step.saveCheckpoint(json: state.checkpoint(file: fileState, at: index)) }
-            transfer.hasOwnCheckpoint = true
             let result = try move(transfer, connection, order[index], state.savedFileState(at: index))
             step.saveCheckpoint(json: state.finished(index, result))
         }
