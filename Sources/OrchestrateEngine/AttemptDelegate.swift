@@ -130,7 +130,9 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
                 itemProgressJournaled[id] = last
                 return false
             }
-            itemProgressJournaled[id] = now
+            // A finished item is forgotten: a session adding paths for weeks keeps no entry
+            // for each file it moved.
+            itemProgressJournaled[id] = done ? nil : now
             return true
         }
         if journal {
