@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OrchestratePluginHost
 
 /// The `orchestrate` command line. Each subcommand lives in its own file.
 ///
@@ -49,20 +50,20 @@ public struct Orchestrate: ParsableCommand {
         do {
             var command = try parseAsRoot(arguments)
             try command.run()
-            Foundation.exit(0)
+            ProcessExit.now(0)
         } catch let exit as ExitCode {
-            Foundation.exit(exit.rawValue)
+            ProcessExit.now(exit.rawValue)
         } catch let failure as CLIFailure {
             if !failure.message.isEmpty { Terminal.error(failure.message) }
-            Foundation.exit(failure.status)
+            ProcessExit.now(failure.status)
         } catch {
             let code = exitCode(for: error)
             if code == .success {
                 print(fullMessage(for: error))
-                Foundation.exit(0)
+                ProcessExit.now(0)
             }
             Terminal.error(fullMessage(for: error))
-            Foundation.exit(code == .validationFailure ? ExitStatus.usage : code.rawValue)
+            ProcessExit.now(code == .validationFailure ? ExitStatus.usage : code.rawValue)
         }
     }
 }

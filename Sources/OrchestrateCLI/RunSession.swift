@@ -27,18 +27,18 @@ enum RunSession {
         }
         let final = executor.execute()
         printer.summary(final, store: store)
-        if final.status == .cancelled && signals.received { exit(ExitStatus.interrupted) }
+        if final.status == .cancelled && signals.received { ProcessExit.now(ExitStatus.interrupted) }
         switch final.status {
-        case .succeeded: exit(ExitStatus.success)
-        case .failed, .cancelled: exit(ExitStatus.runFailed)
+        case .succeeded: ProcessExit.now(ExitStatus.success)
+        case .failed, .cancelled: ProcessExit.now(ExitStatus.runFailed)
         default:
             if executor.lostOwnership {
                 Terminal.error(final.error ?? "another process took the run over")
-                exit(ExitStatus.runFailed)
+                ProcessExit.now(ExitStatus.runFailed)
             }
             // The store failed mid-run: the run is left resumable.
             Terminal.error("\(final.error ?? "the run stopped"); resume it with: orchestrate resume \(final.id)")
-            exit(ExitStatus.runFailed)
+            ProcessExit.now(ExitStatus.runFailed)
         }
     }
 }
@@ -65,7 +65,7 @@ final class SignalRelay: @unchecked Sendable {
                 } else {
                     beforeExit()
                     Terminal.line("interrupted again: exiting now; interrupted runs can be resumed", to: .standardError)
-                    exit(ExitStatus.interrupted)
+                    ProcessExit.now(ExitStatus.interrupted)
                 }
             }
             source.resume()

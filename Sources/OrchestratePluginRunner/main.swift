@@ -12,7 +12,7 @@ import OrchestratePluginHost
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("usage: orchestrate-plugin-runner PLUGIN.so STEP_TYPE [--memory-limit BYTES]\n".utf8))
-    exit(2)
+    ProcessExit.now(2)
 }
 if let index = arguments.firstIndex(of: "--memory-limit"), index + 1 < arguments.count, let bytes = rlim_t(arguments[index + 1]) {
     var limit = rlimit(rlim_cur: bytes, rlim_max: bytes)
@@ -26,7 +26,7 @@ func finish(_ result: Result<[String: JSONValue], StepFailure>) -> Never {
     case .success(let outputs): channel.send(["op": "done", "outputs": JSONValue.object(outputs)])
     case .failure(let failure): channel.send(["op": "done", "failure": RunnerProtocol.encode(failure)])
     }
-    exit(0)
+    ProcessExit.now(0)
 }
 
 guard let first = channel.receive(), first["op"]?.stringValue == "run", let requestValue = first["request"],

@@ -25,4 +25,22 @@ import Testing
         #expect(warnings.first?.hasPrefix("warning: step type 'probe.late' called the host (log) after its run returned") == true,
                 "\(result.stderr)")
     }
+
+    /// A plugin thread still at work when the run ends must not take the process down on its
+    /// way out: `exit` would run every library's exit handler (OpenSSL's frees what a live
+    /// thread of a download's hash uses: SIGSEGV or SIGABRT after a run that succeeded, seen in
+    /// CI). probe.linger's exit handler aborts when its thread is still working.
+    @Test func aThreadAPluginLeftWorkingDoesNotCrashTheExit() throws {
+        let probe = try CCompiler.buildFixture("hostprobe", into: h.dir.url)
+        let file = h.workflow("""
+            version: 1
+            name: linger
+            steps:
+              linger: { uses: probe.linger }
+              after: { uses: test.noop, needs: [linger] }
+            """)
+        let result = try h.orchestrate(["run", file, "--plugin-path", probe.path])
+        #expect(result.status == 0, "exit status \(result.status)\(result.signalled ? " (a signal)" : ""): \(result.stderr)")
+        #expect(result.stdout.contains("succeeded"), "\(result.stdout)")
+    }
 }

@@ -45,6 +45,7 @@ struct DownloadStep: StepDefinition {
         let expected = inputs.sha256.map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
         let partial = try PartialFile(for: destination, naming: .hiddenPart, keeping: .all)
         var state = DownloadState(step: step, partial: partial, url: url)
+        defer { state.hash.stop() }  // after a failure, nothing hashes on behind the step's back
         try state.restoreFromCheckpoint()
         let resumedFrom = state.offset
         if resumedFrom > 0 { step.log(.info, "resuming \(url) from byte \(resumedFrom)") }

@@ -4,6 +4,8 @@ import Glibc
 import Dispatch
 import OrchestrateDigest
 import OrchestratePluginFiles
+import OrchestratePluginKit
+import Synchronization
 
 /// The SHA-256 of a download, computed on another thread from the bytes already written (read
 /// back from the page cache), so the transfer thread only writes.
@@ -15,6 +17,8 @@ final class TrailingHash: @unchecked Sendable {
     private var hashed: Int64 = 0
     // Touched on the caller's thread only.
     private var dispatched: Int64 = 0
+    /// Set by `stop`: the work queued is dropped, the chunk being hashed is the last.
+    private let stopped = Atomic<Bool>(false)
     private static let step: Int64 = 8 << 20
 
     init(file: LocalFile) { self.file = file }
@@ -39,12 +43,22 @@ final class TrailingHash: @unchecked Sendable {
         return queue.sync { hash.finish() }
     }
 
+    /// Ends the hashing of an attempt that will not `finish` (it failed or was cancelled):
+    /// what is queued is dropped and this returns once the chunk being hashed is done, so no
+    /// thread of the step goes on reading its file (and hashing, with the next attempt's hash
+    /// beside it) after the step returned.
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+        queue.sync {}
+    }
+
     private func dispatch(to offset: Int64) {
         dispatched = offset
         queue.async { [self] in
             // A read error cannot happen while the file only grows; the digest would then differ
             // from the expected one, or be reported for what was read.
-            _ = try? file.readChunks(from: hashed, to: offset) { bytes, at in
+            _ = try? file.readChunks(from: hashed, to: offset) { (bytes, at) throws(StepError) in
+                if stopped.load(ordering: .relaxed) { throw StepError.cancelled() }
                 hash.update(bytes)
                 hashed = at + Int64(bytes.count)
             }

@@ -18,6 +18,11 @@
  *   probe.late         starts a thread that calls back 300 ms after run returned (a contract
  *                      violation the host must survive), and returns OK at once.
  *   probe.threads      four threads log 200 lines each and report progress; joins them.
+ *   probe.linger       starts a thread of its own that keeps working after run returned (it
+ *                      never calls the host), registers an exit handler that aborts if that
+ *                      thread is still at work when it runs, and returns OK. The handler plays
+ *                      a library's exit handler (OpenSSL's OPENSSL_cleanup) freeing what a
+ *                      live thread uses: the process must end without running it.
  *   probe.item         takes one item: outputs `id`, `json` and `checkpoint` (a string), then
  *                      item_progress(5, 10), save_item_checkpoint("ck") (`save_rc`) and
  *                      item_done(ok = 0, "boom").
@@ -181,6 +186,34 @@ static int32_t run_threads(const orc_step_call *call, const orc_host_api *api, o
     return ORC_RUN_OK;
 }
 
+static volatile int lingering;
+
+static void *linger_thread(void *arg) {
+    (void)arg;
+    lingering = 1;
+    for (;;) sleep_ms_plain(5);
+    return NULL;
+}
+
+static void abort_if_lingering(void) {
+    if (lingering) abort();
+}
+
+static pthread_once_t linger_once = PTHREAD_ONCE_INIT;
+
+static void start_lingering(void) {
+    pthread_t thread;
+    atexit(abort_if_lingering);
+    if (pthread_create(&thread, NULL, linger_thread, NULL) == 0) pthread_detach(thread);
+}
+
+static int32_t run_linger(const orc_step_call *call, const orc_host_api *api, orc_host *host) {
+    (void)call; (void)api; (void)host;
+    pthread_once(&linger_once, start_lingering);
+    while (!lingering) sleep_ms_plain(1);
+    return ORC_RUN_OK;
+}
+
 static int32_t run_item(const orc_step_call *call, const orc_host_api *api, orc_host *host) {
     (void)call;
     orc_item item;
@@ -220,9 +253,11 @@ STEP(log_step, "probe.log", 0, run_log);
 STEP(late, "probe.late", 0, run_late);
 STEP(threads, "probe.threads", 0, run_threads);
 STEP(item, "probe.item", ORC_STEP_ACCEPTS_ITEMS, run_item);
+STEP(linger, "probe.linger", 0, run_linger);
 
 static const orc_step_type *const steps[] = {
     &rc7, &ok_after_error, &outputs, &checkpoint, &cancel_fd, &permanent_on_cancel, &retryable_on_cancel, &log_step, &late, &threads, &item,
+    &linger,
 };
 static const orc_plugin plugin = {
     sizeof(orc_plugin), ORC_ABI_VERSION_MAJOR, ORC_ABI_VERSION_MINOR, sizeof steps / sizeof steps[0],
