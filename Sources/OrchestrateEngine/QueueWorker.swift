@@ -8,8 +8,8 @@ import OrchestrateTokenBucket
 /// `orchestrate serve`: executes the durable queue of a state store (the named queues it
 /// serves), up to `maxRuns` runs at once, until `shutdown()`.
 ///
-/// Each round it applies the control verbs left for its runs, honours a passive queue,
-/// pre-empts for `run-now`, and claims the next runs (the store's claim is atomic, so several
+/// Each round it applies the control verbs left for its runs, honours a passive queue (the
+/// store-wide switch, or one named queue of its own), pre-empts for `run-now`, and claims the next runs (the store's claim is atomic, so several
 /// workers on one store, on one node or many, never run the same run). Runs left unfinished by
 /// a dead process, or by a node whose lease ran out, are claimed first, so a worker finishes
 /// them. A paused run keeps its slot while the worker holds it. A round starts when the store
@@ -59,11 +59,12 @@ public final class QueueWorker: @unchecked Sendable {
     private var fullRoundAsked = false
 
     // Owned by the loop.
-    private var executing: [String: (executor: RunExecutor, started: Double)] = [:]
+    private var executing: [String: (executor: RunExecutor, started: Double, queue: String)] = [:]
     private var held: Set<String> = []
     private var interruptedForPassive: Set<String> = []
-    /// The queue's passivity as the last full round read it (`queue stop` wakes the worker).
-    private var queuePassive = false
+    /// The queues served that are not passive, as the last full round read them (`queue stop`
+    /// wakes the worker): runs are claimed from these only.
+    private var activeQueues: [String]
     private var lastHeldRenewal = 0.0
     /// Runs whose executor stopped on a store failure, to be given up once the store answers.
     private var toRelease: Set<String> = []
@@ -87,6 +88,7 @@ public final class QueueWorker: @unchecked Sendable {
         if options.maxRuns > 1 { options.engine.briefSpin = false }
         self.options = options
         self.observer = observer
+        activeQueues = options.queues
         ownRate = options.engine.bandwidth?.schedule
     }
 
@@ -235,17 +237,16 @@ public final class QueueWorker: @unchecked Sendable {
     }
 
     private func fillSlots() throws {
-        queuePassive = try store.isQueuePassive()
-        if queuePassive {
-            // A passive queue: interrupt what runs (it keeps its place) and start nothing.
-            for (id, entry) in executing where !interruptedForPassive.contains(id) {
-                interruptedForPassive.insert(id)
-                entry.executor.interrupt(leaving: .queued)
-            }
-            return
+        let passive = try store.isQueuePassive() ? Set(options.queues) : try store.passiveQueues()
+        activeQueues = options.queues.filter { !passive.contains($0) }
+        // A passive queue: interrupt what runs of it (it keeps its place) and start nothing of it.
+        interruptedForPassive = interruptedForPassive.filter { executing[$0] != nil }
+        for (id, entry) in executing where passive.contains(entry.queue) && !interruptedForPassive.contains(id) {
+            interruptedForPassive.insert(id)
+            entry.executor.interrupt(leaving: .queued)
         }
-        interruptedForPassive.removeAll()
-        held.formUnion(try store.claimPausedRuns(owner: owner, queues: options.queues, lease: options.engine.leaseDuration).map(\.id))
+        guard !activeQueues.isEmpty else { return }
+        held.formUnion(try store.claimPausedRuns(owner: owner, queues: activeQueues, lease: options.engine.leaseDuration).map(\.id))
         if options.maxRuns - executing.count - held.count <= 0 {
             try preemptForRunNow()
             return
@@ -256,8 +257,8 @@ public final class QueueWorker: @unchecked Sendable {
     /// Claims as many runs as there are free slots and starts them.
     private func claimIntoFreeSlots() throws {
         let free = options.maxRuns - executing.count - held.count
-        guard free > 0, !queuePassive else { return }
-        for run in try store.claimNextRuns(owner: owner, queues: options.queues, limit: free, lease: options.engine.leaseDuration) {
+        guard free > 0, !activeQueues.isEmpty else { return }
+        for run in try store.claimNextRuns(owner: owner, queues: activeQueues, limit: free, lease: options.engine.leaseDuration) {
             start(run, cancelAtOnce: run.requestedControl == .cancel)
         }
     }
@@ -265,7 +266,7 @@ public final class QueueWorker: @unchecked Sendable {
     /// At the limit with a `run-now` waiting: interrupt the newest running run; it goes back to
     /// the queue just behind the one that pre-empted it, so it resumes right after.
     private func preemptForRunNow() throws {
-        var filter = RunFilter(statuses: [.queued], queues: Set(options.queues))
+        var filter = RunFilter(statuses: [.queued], queues: Set(activeQueues))
         filter.runNowOnly = true
         let waiting = try store.listRuns(filter)
         guard let first = waiting.min(by: { $0.queueOrder < $1.queueOrder }) else { return }
@@ -306,7 +307,7 @@ public final class QueueWorker: @unchecked Sendable {
             try? store.requestControl(run.id, control: nil)
             executor.cancel()
         }
-        executing[run.id] = (executor, Date().timeIntervalSince1970)
+        executing[run.id] = (executor, Date().timeIntervalSince1970, run.queue)
         runThreads.run { [self] in
             let final = executor.execute()
             // Stopped by a store failure (not finished, not taken over): its ownership could

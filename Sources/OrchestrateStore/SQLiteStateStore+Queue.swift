@@ -89,6 +89,25 @@ extension SQLiteStateStore {
         try read { db in try String.fetchOne(db, sql: "SELECT value FROM queue_state WHERE key = 'passive'") == "1" }
     }
 
+    public func setQueuePassive(_ passive: Bool, queue: String) throws {
+        try write { db in
+            if passive {
+                try db.execute(sql: "INSERT OR REPLACE INTO queue_state (key, value) VALUES (?, '1')",
+                               arguments: [QueueName.passiveKeyPrefix + queue])
+            } else {
+                try db.execute(sql: "DELETE FROM queue_state WHERE key = ?", arguments: [QueueName.passiveKeyPrefix + queue])
+            }
+        }
+    }
+
+    public func passiveQueues() throws -> Set<String> {
+        try read { db in
+            Set(try String.fetchAll(db, sql: "SELECT key FROM queue_state WHERE substr(key, 1, ?) = ?",
+                                    arguments: [QueueName.passiveKeyPrefix.count, QueueName.passiveKeyPrefix])
+                .map { String($0.dropFirst(QueueName.passiveKeyPrefix.count)) })
+        }
+    }
+
     public func setQueueRate(_ rate: String?) throws {
         try write { db in
             if let rate {

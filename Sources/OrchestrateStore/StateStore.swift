@@ -176,6 +176,12 @@ public protocol StateStore: AnyObject, Sendable {
     /// A passive queue starts nothing and interrupts what runs (`orchestrate queue stop`).
     func setQueuePassive(_ passive: Bool) throws
     func isQueuePassive() throws -> Bool
+    /// One named queue made passive on its own (`orchestrate queue stop --queue NAME`): workers
+    /// start none of its runs and interrupt those they run (they keep their place), while its
+    /// other queues go on. A name with no runs yet may be made passive. Wakes idle workers.
+    func setQueuePassive(_ passive: Bool, queue: String) throws
+    /// The named queues made passive on their own (the store-wide switch is `isQueuePassive`).
+    func passiveQueues() throws -> Set<String>
     /// The bandwidth cap every `serve` on the store applies instead of its own `--max-rate`
     /// (`orchestrate queue rate`), as the text the user gave (a rate or a timetable, which the
     /// caller has validated); nil removes it, so each `serve` returns to its own. Wakes idle

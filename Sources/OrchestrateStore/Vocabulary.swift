@@ -90,4 +90,8 @@ public enum QueueName {
         !name.isEmpty && name.count <= 64
             && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
     }
+
+    /// A named queue made passive on its own is a `queue_state` row keyed by this and its name
+    /// (the store-wide switch is the row `passive`).
+    static let passiveKeyPrefix = "passive:"
 }

@@ -139,6 +139,33 @@ import Testing
         #expect(h.lines("log").filter { $0 == "begin a" }.count == 1)
     }
 
+    /// `queue stop --queue NAME`: that queue's running run goes back to its place and none of its
+    /// runs starts, while the same serve goes on with its other queue; a store-wide `queue start`
+    /// leaves the named stop alone, and `queue start --queue NAME` picks the same run up again.
+    @Test func aNamedQueueStopsOnItsOwnWhileTheOtherQueuesGoOn() throws {
+        let file = workflow(ms: 1500)
+        let up1 = try submit(file, ["--id", "up1", "--queue", "uploads"])
+        let worker = try h.start(["serve", "--max-parallel", "3", "--queue", "uploads", "--queue", "downloads"])
+        defer { stopServe(worker) }
+        #expect(h.waitFor { runStatus(up1) == "running" })
+        let stopped = try h.orchestrate(["queue", "stop", "--queue", "uploads"])
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        #expect(stopped.stdout.contains("queue uploads stopped"), "\(stopped.stdout)")
+        #expect(h.waitFor { runStatus(up1) == "queued" }, "the stopped queue's run goes back to its place")
+        let up2 = try submit(file, ["--id", "up2", "--queue", "uploads", "--input", "ms=10"])
+        let down = try submit(file, ["--id", "down", "--queue", "downloads", "--input", "ms=10"])
+        #expect(h.waitFor(20) { runStatus(down) == "succeeded" }, "the other queue goes on")
+        #expect(try h.orchestrate(["queue", "start"]).status == 0)
+        Thread.sleep(forTimeInterval: 0.8)
+        #expect(runStatus(up1) == "queued" && runStatus(up2) == "queued", "a store-wide start leaves a queue stopped by name")
+        #expect(h.lines("log").filter { $0 == "begin up2" }.isEmpty)
+        #expect(try h.orchestrate(["queue", "start", "--queue", "uploads"]).status == 0)
+        #expect(h.waitFor(30) { runStatus(up1) == "succeeded" && runStatus(up2) == "succeeded" })
+        #expect(h.lines("log").filter { $0 == "begin up1" }.count == 1, "the interrupted run resumed, it did not start over")
+        #expect(try h.orchestrate(["queue", "rate", "20M", "--queue", "uploads"]).status == 2)
+        #expect(try h.orchestrate(["queue", "stop", "--queue", "no spaces"]).status == 2)
+    }
+
     @Test func twoWorkersOnOneStoreRunEachOfFiftyRunsExactlyOnce() throws {
         let file = workflow(ms: 20)
         for n in 1...50 { _ = try submit(file, ["--id", "r\(n)"]) }

@@ -740,6 +740,26 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try other.isQueuePassive() == false)
     }
 
+    /// `queue stop --queue NAME`: named queues made passive one by one, seen by every process,
+    /// apart from the store-wide switch, and a name's own passivity undone by its start.
+    @Test(arguments: StoreKind.allCases)
+    func namedQueuesArePassiveOnTheirOwn(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        let other = try t.reopen()
+        #expect(try other.passiveQueues().isEmpty)
+        try t.store.setQueuePassive(true, queue: "uploads")
+        try t.store.setQueuePassive(true, queue: "night.batch-2")
+        try t.store.setQueuePassive(true, queue: "uploads")  // twice is once
+        #expect(try other.passiveQueues() == ["uploads", "night.batch-2"])
+        #expect(try other.isQueuePassive() == false, "a named queue is not the whole store")
+        try t.store.setQueuePassive(true)
+        try t.store.setQueuePassive(false)
+        #expect(try other.passiveQueues() == ["uploads", "night.batch-2"], "the store-wide switch leaves named queues as they were")
+        try other.setQueuePassive(false, queue: "uploads")
+        try other.setQueuePassive(false, queue: "never-stopped")
+        #expect(try t.store.passiveQueues() == ["night.batch-2"])
+    }
+
     /// `orchestrate queue rate`: the cap text every serve reads, and its removal.
     @Test(arguments: StoreKind.allCases)
     func theQueueRateIsSharedAndRemovable(_ kind: StoreKind) throws {

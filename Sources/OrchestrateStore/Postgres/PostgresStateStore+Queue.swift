@@ -181,6 +181,27 @@ extension PostgresStateStore {
         }
     }
 
+    public func setQueuePassive(_ passive: Bool, queue: String) throws {
+        try pool.transaction { conn in
+            if passive {
+                try conn.execute("""
+                    INSERT INTO queue_state (key, value) VALUES ($1, '1')
+                    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+                    """, [QueueName.passiveKeyPrefix + queue])
+            } else {
+                try conn.execute("DELETE FROM queue_state WHERE key = $1", [QueueName.passiveKeyPrefix + queue])
+            }
+            try Self.notifyWork(conn)
+        }
+    }
+
+    public func passiveQueues() throws -> Set<String> {
+        try pool.withConnection { conn in
+            let rows = try conn.execute("SELECT key FROM queue_state WHERE starts_with(key, $1)", [QueueName.passiveKeyPrefix])
+            return Set(rows.all.compactMap { $0.string("key").map { String($0.dropFirst(QueueName.passiveKeyPrefix.count)) } })
+        }
+    }
+
     public func setQueueRate(_ rate: String?) throws {
         try pool.transaction { conn in
             if let rate {
