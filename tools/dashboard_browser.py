@@ -8,7 +8,7 @@ URL is what `serve` printed (`http://127.0.0.1:PORT/?token=…`). The script ope
 runs through the API (one whose label is hostile markup, moving bytes slowly under a rate cap),
 sees the run appear and its progress advance without the page reloading, presses Pause, Resume
 and Cancel and waits for the page to show each; then a session file's progress, the filters,
-Pause/Resume on the schedules view, every other view, the console, and a tab that has no token. It saves a screenshot of each view in ARTIFACTS_DIR and
+Stop/Start of a named queue, Pause/Resume on the schedules view, every other view, the console, and a tab that has no token. It saves a screenshot of each view in ARTIFACTS_DIR and
 prints `CANCELLED RUN_ID` for the Swift test to check in the store. Exits non-zero on any
 failure, with what went wrong.
 """
@@ -217,6 +217,21 @@ def run(driver, api, url, artifacts):
         wait(f"the {view} view showing {expect!r}", lambda: expect in text(driver, "main"))
         time.sleep(0.3)
         driver.save_screenshot(f"{artifacts}/{view}.png")
+    # Queues: the thumbnails queue stopped by its own button (the API agrees: stopped by name,
+    # not the whole store), then started again.
+    click(driver, "nav a[data-view=queues]")
+    queue_row = "tr[data-queue='thumbnails']"
+    wait("the thumbnails queue running", lambda: "running" in text(driver, queue_row))
+    click(driver, f"{queue_row} button[data-action=stop]")
+    wait("the thumbnails queue stopped", lambda: "stopped" in text(driver, queue_row)
+         and driver.find_elements(By.CSS_SELECTOR, f"{queue_row} button[data-action=start]"))
+    queues = api("GET", "/api/queues")
+    assert not queues["passive"], queues
+    assert [q["passive"] for q in queues["queues"] if q["name"] == "thumbnails"] == [True], queues
+    click(driver, f"{queue_row} button[data-action=start]")
+    wait("the thumbnails queue running again", lambda: "running" in text(driver, queue_row)
+         and driver.find_elements(By.CSS_SELECTOR, f"{queue_row} button[data-action=stop]"))
+    assert [q["passive"] for q in api("GET", "/api/queues")["queues"] if q["name"] == "thumbnails"] == [False]
     # Schedules (the test registered one, daily at 03:00 Berlin time): Pause, Resume and Pause
     # again, each seen in the page as the store now says it (the view reads it back).
     click(driver, "nav a[data-view=schedules]")

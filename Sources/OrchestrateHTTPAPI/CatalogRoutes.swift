@@ -4,7 +4,7 @@ import OrchestrateJSON
 import OrchestrateStore
 import OrchestrateTokenBucket
 
-/// `/api/queues` (counts per named queue, the store-wide passive switch), `/api/nodes` (the
+/// `/api/queues` (counts per named queue, the store-wide and per-queue passive switches), `/api/nodes` (the
 /// machines sharing the store) and `/api/plugins` (step types with their schemas).
 enum CatalogRoutes {
     static func add(to router: Router<APIContext>, services: APIServices) {
@@ -19,8 +19,10 @@ enum CatalogRoutes {
                 for run in try services.store.listRuns(RunFilter(statuses: [.running, .compensating])) {
                     counts[run.queue, default: [:]][RunDocument.effectiveStatus(run), default: 0] += 1
                 }
+                let passive = try services.store.passiveQueues()
+                for name in passive where counts[name] == nil { counts[name] = [:] }
                 let queues: [JSONValue] = counts.keys.sorted().map { name in
-                    ["name": .string(name), "runs": .object(counts[name]!.mapValues { .int($0) })]
+                    ["name": .string(name), "runs": .object(counts[name]!.mapValues { .int($0) }), "passive": .bool(passive.contains(name))]
                 }
                 return ["passive": .bool(try services.store.isQueuePassive()), "queues": .array(queues),
                         "max_rate": try services.store.queueRate().map { .string($0) } ?? .null]
@@ -28,11 +30,23 @@ enum CatalogRoutes {
         }
 
         // `queue stop|start`: a passive queue starts nothing and interrupts what runs, on every `serve`.
-        router.post("/api/queues/{action}") { _, context in
-            let action = try context.parameters.require("action")
+        // (Hummingbird's router takes one parameter name per position: the segment after
+        // /api/queues/ is `{segment}` here and below, an action here, a queue's name below.)
+        router.post("/api/queues/{segment}") { _, context in
+            let action = try context.parameters.require("segment")
             guard action == "stop" || action == "start" else { throw Problem(.notFound, "no queue action '\(action)'; stop or start") }
             try await services.blocking { try services.store.setQueuePassive(action == "stop") }
             return JSONResponse.make(["passive": .bool(action == "stop")])
+        }
+
+        // `queue stop|start --queue NAME`: one named queue passive or active again, on every `serve`.
+        router.post("/api/queues/{segment}/{action}") { _, context in
+            let name = try context.parameters.require("segment")
+            let action = try context.parameters.require("action")
+            guard action == "stop" || action == "start" else { throw Problem(.notFound, "no queue action '\(action)'; stop or start") }
+            guard QueueName.isValid(name) else { throw Problem(.badRequest, "queue '\(name)': \(QueueName.rule)") }
+            try await services.blocking { try services.store.setQueuePassive(action == "stop", queue: name) }
+            return JSONResponse.make(["queue": .string(name), "passive": .bool(action == "stop")])
         }
 
         // `queue rate`: {"max_rate": "20M" | "Mon-Fri 08:00,10M 19:00,off" | "off"} replaces every

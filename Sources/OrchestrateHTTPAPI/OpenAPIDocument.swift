@@ -124,10 +124,11 @@ enum OpenAPIDocument {
                                  "404": {"$ref": "#/components/responses/Problem"}}}
         },
         "/api/queues": {
-          "get": {"summary": "Run counts per named queue and status; whether the queue is passive", "operationId": "listQueues",
+          "get": {"summary": "Run counts per named queue and status; whether the store (passive) or each named queue is passive", "operationId": "listQueues",
                   "responses": {"200": {"description": "Queues", "content": {"application/json": {"schema": {"type": "object", "required": ["passive", "queues"], "properties": {
                                   "passive": {"type": "boolean"}, "max_rate": {"type": ["string", "null"], "description": "the store's queue rate, if set"},
-                                  "queues": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "runs": {"type": "object", "additionalProperties": {"type": "integer"}}}}}}}}}},
+                                  "queues": {"type": "array", "description": "queues with runs, and queues stopped by name", "items": {"type": "object", "required": ["name", "runs", "passive"], "properties": {"name": {"type": "string"}, "runs": {"type": "object", "additionalProperties": {"type": "integer"}},
+                                    "passive": {"type": "boolean", "description": "stopped by name (queue stop --queue NAME); the store-wide switch is the top-level passive"}}}}}}}}},
                                 "401": {"$ref": "#/components/responses/Problem"}}}
         },
         "/api/queues/{action}": {
@@ -135,6 +136,13 @@ enum OpenAPIDocument {
           "post": {"summary": "Make every serve on the store passive (stop) or active (start)", "operationId": "setQueuePassive",
                    "responses": {"200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "properties": {"passive": {"type": "boolean"}}}}}},
                                  "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}}
+        },
+        "/api/queues/{name}/{action}": {
+          "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"}},
+                         {"name": "action", "in": "path", "required": true, "schema": {"type": "string", "enum": ["stop", "start"]}}],
+          "post": {"summary": "Make one named queue passive (stop) or active again (start) on every serve; its other queues go on", "operationId": "setNamedQueuePassive",
+                   "responses": {"200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "required": ["queue", "passive"], "properties": {"queue": {"type": "string"}, "passive": {"type": "boolean"}}}}}},
+                                 "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}}
         },
         "/api/queues/rate": {
           "put": {"summary": "Replace every serve's --max-rate, live (a rate or a timetable); null gives each its own back", "operationId": "setQueueRate",

@@ -149,6 +149,18 @@ import Testing
         #expect(try serve.post("/api/queues/stop").json["passive"] == .bool(true))
         #expect(try serve.get("/api/queues").json["passive"] == .bool(true))
         #expect(try serve.post("/api/queues/start").status == 200)
+        // One named queue: stopped on its own (listed even with no runs), then started again.
+        let named = try serve.post("/api/queues/nightly/stop")
+        #expect(named.status == 200 && named.json["queue"]?.stringValue == "nightly" && named.json["passive"] == .bool(true))
+        let listed = try serve.get("/api/queues").json
+        #expect(listed["passive"] == .bool(false))
+        #expect(listed["queues"]?.arrayValue?.first { $0["name"]?.stringValue == "nightly" }?["passive"] == .bool(true))
+        #expect(listed["queues"]?.arrayValue?.first { $0["name"]?.stringValue == "default" }?["passive"] == .bool(false))
+        #expect(try serve.orchestrate(["queue", "start", "--queue", "nightly"]).status == 0, "the CLI undoes what the API did")
+        Thread.sleep(forTimeInterval: 0.3)  // a change made outside the API shows once the read cache's 0.25 s are over
+        #expect(try serve.get("/api/queues").json["queues"]?.arrayValue?.contains { $0["name"]?.stringValue == "nightly" } == false)
+        #expect(try serve.post("/api/queues/no%20spaces/stop").status == 400)
+        #expect(try serve.post("/api/queues/nightly/explode").status == 404)
         // `queue rate` over the API: validated as --max-rate is, shown by GET, removed by null.
         #expect(queues["max_rate"] == .null)
         let rate = try serve.put("/api/queues/rate", ["max_rate": "Mon-Fri 08:00,10M 19:00,off"])
@@ -171,7 +183,7 @@ import Testing
         let openapi = try serve.get("/api/openapi.json").json
         #expect(openapi["openapi"]?.stringValue?.hasPrefix("3.1") == true)
         let paths = try #require(openapi["paths"]?.objectValue)
-        #expect(paths.count == 17)
+        #expect(paths.count == 18)
         for (path, item) in paths {
             let concrete = path.replacingOccurrences(of: "{id}", with: id).replacingOccurrences(of: "{verb}", with: "pause")
                 .replacingOccurrences(of: "{action}", with: "start")
