@@ -123,6 +123,8 @@ public protocol StateStore: AnyObject, Sendable {
     /// out by the store's clock; otherwise it throws `StoreError.ownershipLost` and writes
     /// nothing. With `releasesRun`, the run is then released in the same transaction.
     func commit(_ batch: JournalBatch) throws
+    /// The run's steps, in no particular order; a fan-out's items that have not started (no row
+    /// of their own yet) are listed as pending (`UnstartedItems`), here and in `runDetail`.
     func steps(ofRun runID: String) throws -> [StepRecord]
 
     // MARK: Checkpoints (never secrets: the engine does not redact them)

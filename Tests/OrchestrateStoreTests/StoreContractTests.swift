@@ -312,6 +312,41 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(zip(events, events.dropFirst()).allSatisfy { $0.seq < $1.seq })
     }
 
+    /// A fan-out's items have rows only once started; the fan-out's row lists them all. Both
+    /// readers of steps list every item of the list, the unstarted ones as pending with their
+    /// index and element; an item's own row wins over the list.
+    @Test(arguments: StoreKind.allCases)
+    func aFanOutsUnstartedItemsAreListedAsPending(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        var batch = JournalBatch()
+        var fanOut = StepRecord(runID: "r1", id: "wide", step: "wide", kind: .fanOut, status: .running)
+        fanOut.item = ["a", "b", "c", "d"]
+        var started = StepRecord(runID: "r1", id: "wide[1]", step: "wide", kind: .item, status: .running)
+        started.itemIndex = 1
+        started.item = "b"
+        started.attempt = 1
+        var other = StepRecord(runID: "r1", id: "other", step: "other", kind: .fanOut, status: .succeeded)
+        other.item = ["x"]
+        var otherItem = StepRecord(runID: "r1", id: "other[0]", step: "other", kind: .item, status: .succeeded)
+        otherItem.itemIndex = 0
+        otherItem.item = "x"
+        batch.stepUpserts = [fanOut, started, other, otherItem]
+        try t.store.commit(batch)
+
+        for steps in [try t.store.steps(ofRun: "r1"), try #require(try t.store.runDetail("r1")).steps] {
+            #expect(steps.count == 7, "\(steps.map(\.id))")
+            let byID = Dictionary(uniqueKeysWithValues: steps.map { ($0.id, $0) })
+            #expect(byID["wide[1]"]?.status == .running && byID["wide[1]"]?.attempt == 1)
+            for (index, element) in [(0, "a"), (2, "c"), (3, "d")] {
+                let item = try #require(byID["wide[\(index)]"])
+                #expect(item.kind == .item && item.status == .pending && item.step == "wide" && item.runID == "r1")
+                #expect(item.itemIndex == index && item.item == .string(element) && item.attempt == 0)
+            }
+            #expect(byID["other[0]"]?.status == .succeeded)
+        }
+    }
+
     /// Text that array literals and quoting could mangle: quotes, backslashes, braces, commas,
     /// the word NULL, newlines and non-ASCII, beside real NULLs, in one multi-row commit.
     @Test(arguments: StoreKind.allCases)
