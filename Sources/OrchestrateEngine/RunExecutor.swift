@@ -93,6 +93,9 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// `inbox.hasAttemptNews`, written under `signal`'s lock, read without it by the loop's
     /// brief spin: a spin that took the lock at every look fought the attempt threads for it.
     private let attemptNews = Atomic<Bool>(false)
+    /// `inbox.completions.count`, written under `signal`'s lock, read without it by the loop
+    /// while it gathers a burst of completions (`wait`).
+    private let completionsWaiting = Atomic<Int>(0)
 
     private let threads: AttemptThreads
     /// Set by `execute`; read by the loop to stop at once when the lease may be gone.
@@ -359,6 +362,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, Bool)]) {
         signal.withLock {
             attemptNews.store(false, ordering: .releasing)
+            completionsWaiting.store(0, ordering: .releasing)
             return inbox.takeRound()
         }
     }
@@ -369,6 +373,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         signal.withLock {
             deliver(&inbox)
             if inbox.hasAttemptNews { attemptNews.store(true, ordering: .releasing) }
+            completionsWaiting.store(inbox.completions.count, ordering: .releasing)
             signal.signal()
         }
     }
@@ -386,9 +391,14 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             if let deadline = attempt.deadline { until = min(until, wallNow + max(deadline - monotonicNow, 0)) }
         }
         // An attempt in flight may be a quick one: look for its completion briefly before
-        // sleeping (see `BriefSpin`).
-        if inFlight.count > 0 && options.briefSpin {
-            _ = BriefSpin.wait(seconds: BriefSpin.loopSeconds) { attemptNews.load(ordering: .acquiring) }
+        // sleeping (see `BriefSpin`). Quick ones report one by one, a few microseconds apart:
+        // once the first is in, those that keep coming join the same round (one commit).
+        if inFlight.count > 0 && options.briefSpin,
+           BriefSpin.wait(seconds: BriefSpin.loopSeconds, until: { attemptNews.load(ordering: .acquiring) })
+        {
+            BriefSpin.gather(expected: inFlight.count, gap: BriefSpin.gatherGapSeconds, limit: BriefSpin.gatherSeconds) {
+                completionsWaiting.load(ordering: .acquiring)
+            }
         }
         signal.withLock {
             if !inbox.wakesLoop(ending: ending.isEnding, interrupting: interrupting != nil) {
