@@ -764,6 +764,24 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try t.store.run("keep") != nil)
     }
 
+    /// A follower resumes by seq: deleting the run that holds the newest events must not let a
+    /// later event take one of their seqs again. The deletion is an event of its own.
+    @Test(arguments: StoreKind.allCases)
+    func deletingTheNewestRunNeverLetsASeqBeHandedOutAgain(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun("old")
+        try t.makeRun("newest")
+        try t.store.appendEvents([EventRecord(runID: "newest", time: 2, type: .runFinished)])
+        let seen = try #require(try t.store.events(runID: nil, afterSeq: 0, limit: 100).last?.seq)
+        try t.store.deleteRun("newest")
+        try t.store.appendEvents([EventRecord(runID: "old", time: 3, type: .runFinished)])
+        let after = try t.store.events(runID: nil, afterSeq: seen, limit: 100)
+        #expect(after.map(\.type) == [.runDeleted, .runFinished])
+        #expect(after.first?.runID == nil && after.first?.data == ["run": "newest"])
+        #expect(after.allSatisfy { $0.seq > seen })
+        #expect(try t.store.events(runID: "old", afterSeq: 0, limit: 100).map(\.type) == [.runAdded, .runFinished])
+    }
+
     @Test(arguments: StoreKind.allCases)
     func thePassiveFlagIsShared(_ kind: StoreKind) throws {
         let t = try StoreUnderTest(kind)
