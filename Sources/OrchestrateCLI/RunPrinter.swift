@@ -161,14 +161,14 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
         }
     }
 
-    /// The final lines: outcome, counts, duration, outputs.
-    func summary(_ run: RunRecord, store: any StateStore) {
+    /// The run's last lines: its status and duration, its declared steps counted by status
+    /// (`steps` may hold items and compensations too: they are not counted), its error and outputs.
+    func summary(_ run: RunRecord, steps: @autoclosure () -> [StepRecord]) {
         output.drain()
         guard !json else { return }
         lock.withLock { board.erase() }
-        let steps = (try? store.steps(ofRun: run.id)) ?? []
         var byStatus: [StepStatus: Int] = [:]
-        for step in steps where step.kind != .item && step.kind != .compensation {
+        for step in steps() where step.kind != .item && step.kind != .compensation {
             byStatus[step.status, default: 0] += 1
         }
         let counts = byStatus.map { (name: $0.key.rawValue.replacingOccurrences(of: "_", with: " "), count: $0.value) }  // "not run"

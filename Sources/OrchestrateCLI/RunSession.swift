@@ -26,7 +26,7 @@ enum RunSession {
             executor.cancel()
         }
         let final = executor.execute()
-        printer.summary(final, store: store)
+        printer.summary(final, steps: executor.declaredStepRecords ?? (try? store.steps(ofRun: final.id)) ?? [])
         if final.status == .cancelled && signals.received { ProcessExit.now(ExitStatus.interrupted) }
         switch final.status {
         case .succeeded: ProcessExit.now(ExitStatus.success)

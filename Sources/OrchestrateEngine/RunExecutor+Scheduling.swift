@@ -76,7 +76,7 @@ extension RunExecutor {
 
     private func registerFanOut(_ parent: Instance, step: Step) {
         let count = parent.record.item?.arrayValue?.count ?? 0
-        let children = (0..<count).compactMap { instances["\(step.id)[\($0)]"] }
+        let children = (0..<count).compactMap { instances[UnstartedItems.id(step: step.id, index: $0)] }
         for child in children where child.record.status == .waitingRetry || child.record.status == .held {
             waitingRetry.insert(child.id)
         }
@@ -184,12 +184,16 @@ extension RunExecutor {
         instance.record.startedAt = now()
         batch.stepUpserts.append(instance.record)
         emit(EventType.stepStarted, step: instance.id, data: ["items": .int(Int64(items.count)), "uses": .string(step.uses)])
+        // The fan-out's row holds the list: an item's own row is written when it starts
+        // (`UnstartedItems`), unless the list held a secret, which its row keeps masked.
+        let listJournaled = redactor.isEmpty || instance.record.item == .array(items)
         for (index, item) in items.enumerated() {
-            var child = StepRecord(runID: run.id, id: "\(step.id)[\(index)]", step: step.id, kind: .item)
+            var child = StepRecord(runID: run.id, id: UnstartedItems.id(step: step.id, index: index), step: step.id,
+                                   kind: .item)
             child.itemIndex = index
             child.item = item
             instances[child.id] = Instance(record: child, spec: instance.spec)
-            batch.stepUpserts.append(child)
+            if !listJournaled { batch.stepUpserts.append(child) }
         }
         registerFanOut(instance, step: step)
         if items.isEmpty { finishFanOut(fanOuts[step.id]!) }

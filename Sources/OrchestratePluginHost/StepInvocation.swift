@@ -135,8 +135,12 @@ public final class StepInvocation: @unchecked Sendable {
 final class CStringArena {
     private var blocks: [UnsafeMutablePointer<CChar>] = []
 
+    init() { blocks.reserveCapacity(6) }
+
+    /// Copies `string` once: `strdup(string)` made a temporary C string of it first (an array
+    /// allocated and freed per string: a quarter of the host's side of a no-op step's call).
     func add(_ string: String) -> UnsafePointer<CChar> {
-        let copy = strdup(string)!
+        let copy = string.withCString { strdup($0)! }
         blocks.append(copy)
         return UnsafePointer(copy)
     }

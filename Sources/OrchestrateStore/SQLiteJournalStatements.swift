@@ -58,9 +58,8 @@ final class SQLiteJournalStatements {
 /// An INSERT of several rows at once (`VALUES (…), (…), …`), prepared per row count up to
 /// `maxRows` when first needed.
 ///
-/// Each execution of a statement has a fixed cost (reset, the VDBE's start and halt, and for
-/// the events an `AUTOINCREMENT` update of `sqlite_sequence`); a chain step's commit writes two
-/// steps and two events, a fan-out's up to `--max-parallel` times that.
+/// Each execution of a statement has a fixed cost (reset, the VDBE's start and halt); a chain
+/// step's commit writes two steps and two events, a fan-out's up to `--max-parallel` times that.
 ///
 /// Rows are written in the order given, so a later row for the same key (an upsert) wins,
 /// as with one statement a row.

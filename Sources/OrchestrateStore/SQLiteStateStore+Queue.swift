@@ -152,8 +152,13 @@ extension SQLiteStateStore {
         }
     }
 
+    /// The deletion journals a `run.deleted` event first, so it takes a seq above every event it
+    /// deletes: a new event takes the highest seq + 1 (migration v10), so the highest seq must
+    /// stay taken.
     public func deleteRun(_ id: String) throws {
         try write { db in
+            try Self.insertEvents([EventRecord(runID: nil, time: Date().timeIntervalSince1970, type: .runDeleted,
+                                               data: ["run": .string(id)])], db)
             try db.execute(sql: "DELETE FROM events WHERE run_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM leases WHERE holder LIKE ?", arguments: [id + "/%"])
             try db.execute(sql: "DELETE FROM runs WHERE id = ?", arguments: [id])

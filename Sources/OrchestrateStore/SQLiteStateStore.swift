@@ -257,11 +257,12 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try read { db in try Self.steps(ofRun: runID, db) }
     }
 
+    /// The run's step rows, and its fan-outs' items that have no row yet (`UnstartedItems`).
     private static func steps(ofRun runID: String, _ db: Database) throws -> [StepRecord] {
         var steps: [StepRecord] = []
         try db.cachedStatement(sql: "SELECT \(stepColumns) FROM steps WHERE run_id = ?")
             .forEachRow({ $0.add(runID) }) { steps.append(stepRecord($0)) }
-        return steps
+        return UnstartedItems.adding(to: steps)
     }
 
     // MARK: Checkpoints

@@ -73,7 +73,8 @@ public struct RunFilter: Sendable {
 /// - **Event order.** Events get increasing `seq` numbers, and become visible in `seq` order:
 ///   once a reader has seen event N it will never later see a new event with a seq below N. So
 ///   `events(afterSeq:)` with the last seq seen misses nothing (SQLite: its single writer;
-///   PostgreSQL: event appends are serialized until commit).
+///   PostgreSQL: event appends are serialized until commit). A seq is never handed out twice,
+///   not even after the run holding the newest events is deleted (`deleteRun` journals an event).
 /// - **Vocabulary.** Statuses, event types and control verbs are the typed values of
 ///   Records.swift and Vocabulary.swift, stored as their raw strings.
 public protocol StateStore: AnyObject, Sendable {
@@ -123,6 +124,8 @@ public protocol StateStore: AnyObject, Sendable {
     /// out by the store's clock; otherwise it throws `StoreError.ownershipLost` and writes
     /// nothing. With `releasesRun`, the run is then released in the same transaction.
     func commit(_ batch: JournalBatch) throws
+    /// The run's steps, in no particular order; a fan-out's items that have not started (no row
+    /// of their own yet) are listed as pending (`UnstartedItems`), here and in `runDetail`.
     func steps(ofRun runID: String) throws -> [StepRecord]
 
     // MARK: Checkpoints (never secrets: the engine does not redact them)
@@ -195,7 +198,8 @@ public protocol StateStore: AnyObject, Sendable {
     /// Run counts per queue and status, the oldest queued run of each queue and the held steps,
     /// counted by the database (what `/metrics` reads at each scrape).
     func queueFigures() throws -> QueueFigures
-    /// Removes a run and everything journaled about it.
+    /// Removes a run and everything journaled about it, and journals a `run.deleted` event (no
+    /// run id; data `run`) in the same transaction.
     func deleteRun(_ id: String) throws
     /// Calls `wake` (on a thread of the store's) soon after another process submits a run,
     /// asks for a control verb or changes the queue, until the returned watch is cancelled.

@@ -19,6 +19,9 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let runInterrupted = EventType(rawValue: "run.interrupted")
     /// A run moved to this node from another one (its owner died or was fenced).
     public static let runTakenOver = EventType(rawValue: "run.taken_over")
+    /// A run and everything journaled about it was deleted (`orchestrate delete`): data `run`.
+    /// Not the run's own event (`run_id` is null: its events are gone).
+    public static let runDeleted = EventType(rawValue: "run.deleted")
     // Steps.
     public static let stepStarted = EventType(rawValue: "step.started")
     public static let stepRetrying = EventType(rawValue: "step.retrying")

@@ -37,6 +37,7 @@ import Testing
         let resumed = try h.orchestrate(["resume", runID])
         #expect(resumed.status == 0, "\(resumed.stdout)\n\(resumed.stderr)")
         #expect(h.lines("out") == ["s1", "s2", "s4", "s5"])
+        #expect(resumed.stdout.contains("(5 succeeded)"), "the summary counts the steps finished before the kill: \(resumed.stdout)")
         // Every tick 0..<30 is there; at most the one in flight at the kill was repeated.
         let ticks = h.lines("ticks").compactMap { Int($0) }
         #expect(Set(ticks) == Set(0..<30))
@@ -47,6 +48,63 @@ import Testing
         let resumedFrom = s3?["outputs"]?["resumed_from"]?.intValue ?? 0
         #expect(resumedFrom >= 7, "the checkpoint was not handed back: resumed_from \(resumedFrom)")
         #expect(s3?["attempt"]?.intValue == 2)
+    }
+
+    /// A fan-out's items are journaled when they start: one not started at the kill has no row
+    /// of its own, `status` lists it as pending (from its fan-out's row), and the resume runs it.
+    @Test func aFanOutKilledMidWayResumesItsUnstartedItems() throws {
+        let runID = try killFanOutOfCheckpointSteps(secret: nil)
+        #expect(try h.storeSQL("SELECT count(*) FROM steps WHERE run_id = '\(runID)' AND kind = 'item'") == "1")
+        let steps = try h.status(runID)["steps"]?.arrayValue ?? []
+        let second = steps.first { $0["id"]?.stringValue == "each[1]" }
+        #expect(second?["status"]?.stringValue == "pending" && second?["kind"]?.stringValue == "item")
+        try resumeFanOutOfCheckpointSteps(runID, secret: nil)
+    }
+
+    /// When a fan-out's list holds a secret (its row keeps the list masked), each item is
+    /// journaled with its real element at the expansion instead, so an item resumed after a kill
+    /// still gets it: here the file it writes is named by the secret, not `***`.
+    @Test func aFanOutWhoseListHoldsASecretResumesItsItemsWithTheirRealElements() throws {
+        let secret = h.path("item-1")
+        let runID = try killFanOutOfCheckpointSteps(secret: secret)
+        #expect(try h.storeSQL("SELECT count(*) FROM steps WHERE run_id = '\(runID)' AND kind = 'item'") == "3")
+        try resumeFanOutOfCheckpointSteps(runID, secret: secret)
+    }
+
+    /// A fan-out of three `test.checkpoint` items, one at a time, each writing 20 lines to the
+    /// file its element names (`item-0`, `item-1`, `item-2`), after a step that resolves the
+    /// secret (`item-1`'s path when `secret` is set, a value no item holds otherwise), killed
+    /// during the first item.
+    private func killFanOutOfCheckpointSteps(secret: String?) throws -> String {
+        let file = h.workflow("""
+            version: 1
+            name: fan-out-killed
+            secrets:
+              token: { env: ORC_TEST_FILE_TOKEN }
+            steps:
+              first: { uses: test.noop }
+              each:
+                needs: [first]
+                uses: test.checkpoint
+                for_each: ["\(h.path("item-0"))", "\(h.path("item-1"))", "\(h.path("item-2"))"]
+                max_parallel: 1
+                with: { file: "${{ item }}", count: 20, delay_ms: 50 }
+            """)
+        let process = try h.start(["run", file], environment: ["ORC_TEST_FILE_TOKEN": secret ?? "not-an-item"])
+        #expect(h.waitFor { h.lines("item-0").count >= 3 })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(!FileManager.default.fileExists(atPath: h.path("item-1")), "the second item had not started at the kill")
+        return try #require(try h.runIDs().first)
+    }
+
+    private func resumeFanOutOfCheckpointSteps(_ runID: String, secret: String?) throws {
+        let resumed = try h.orchestrate(["resume", runID], environment: ["ORC_TEST_FILE_TOKEN": secret ?? "not-an-item"])
+        #expect(resumed.status == 0, "\(resumed.stdout)\n\(resumed.stderr)")
+        #expect(Set(h.lines("item-0").compactMap { Int($0) }) == Set(0 ..< 20))
+        #expect(h.lines("item-1").count == 20, "the resumed item wrote to the file its element names")
+        #expect(h.lines("item-2").count == 20)
+        #expect(try h.status(runID)["status"]?.stringValue == "succeeded")
     }
 
     @Test func aRunningRunCannotBeResumedTwice() throws {

@@ -111,6 +111,24 @@ import Testing
         #expect(step?["idempotency_key"]?.stringValue == "\(runID)/attempt-1")
     }
 
+    /// `${{ run.attempt }}` in `with` is evaluated again at each attempt: each attempt of this
+    /// step counts in a file of its own, so each one fails its first (and only) call.
+    @Test func runAttemptInWithIsTheAttemptsNumber() throws {
+        let file = h.workflow("""
+            version: 1
+            name: attempts
+            steps:
+              flaky:
+                uses: test.flaky
+                with: { counter_file: "\(h.path("counter"))-${{ run.attempt }}", fail_times: 1 }
+                retry: { max_attempts: 3, initial_interval: 10ms }
+            """)
+        let result = try h.orchestrate(["run", file])
+        #expect(result.status == 1, "\(result.stdout)")
+        #expect((1 ... 3).map { h.lines("counter-\($0)").count } == [1, 1, 1])
+        #expect(!FileManager.default.fileExists(atPath: h.path("counter-4")))
+    }
+
     @Test func aPermanentErrorIsNotRetried() throws {
         let file = flaky(failTimes: 5, kind: "permanent", retry: "{ max_attempts: 5, initial_interval: 10ms }")
         let result = try h.orchestrate(["run", file, "--json"])

@@ -43,6 +43,28 @@ import Testing
         #expect(statuses == ["slow": "cancelled", "broken": "failed", "after": "not_run", "last": "not_run"])
     }
 
+    /// The summary counts declared steps: a fan-out is one step, whatever its items did.
+    @Test func aFanOutCountsAsOneStep() throws {
+        let file = h.workflow("""
+            version: 1
+            name: summary-fan-out
+            steps:
+              each:
+                uses: test.noop
+                for_each: [1, 2, 3]
+              after:
+                needs: [each]
+                uses: test.noop
+              broken:
+                uses: test.fail
+                with: { kind: permanent, message: boom }
+                continue_on_error: true
+            """)
+        let result = try h.orchestrate(["run", file])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("(1 failed, 2 succeeded)"), "the summary: \(result.stdout)")
+    }
+
     @Test func retryRunsTheStepsThatDidNotRun() throws {
         _ = try h.orchestrate(["run", failingRun()])
         let runID = try #require(try h.runIDs().first)

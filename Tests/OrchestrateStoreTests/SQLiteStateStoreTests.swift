@@ -67,6 +67,42 @@ import Testing
         #expect(events.map { $0.data["error"]?.stringValue } == batch.events.map { $0.data["error"]?.stringValue })
     }
 
+    /// Migration v10 rebuilds the events table without AUTOINCREMENT: every event keeps its seq
+    /// and text, and the highest seq ever handed out stays taken even when its event was
+    /// deleted before (a `run.deleted` event holds it), so the next event's seq is above it.
+    @Test func eventsWithoutAutoincrementKeepEverySeqAndNeverReuseOne() throws {
+        let stateDir = dir.file("v9").path
+        let path = try SQLiteStateStore(directory: stateDir).path
+        // The events table as migrations v1 and v9 left it, with the newest events (run `gone`)
+        // deleted: sqlite_sequence remembers seq 4.
+        let downgrade = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), [path, """
+            DROP TABLE events;
+            CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT, time REAL NOT NULL,
+                                 type TEXT NOT NULL, step TEXT, data_json TEXT NOT NULL DEFAULT '{}');
+            CREATE INDEX events_run ON events(run_id, seq);
+            CREATE INDEX events_progress ON events(run_id, step, seq) WHERE type = 'step.progress';
+            INSERT INTO events (run_id, time, type, step, data_json) VALUES
+                ('r1', 1.5, 'run.added', NULL, '{}'), ('r1', 2.5, 'step.progress', 'up', '{"bytes":3}'),
+                ('gone', 3.5, 'run.added', NULL, '{}'), ('gone', 4.5, 'run.finished', NULL, '{}');
+            DELETE FROM events WHERE run_id = 'gone';
+            DELETE FROM grdb_migrations WHERE identifier = 'v10 events without AUTOINCREMENT';
+            """])
+        #expect(downgrade.status == 0, "\(downgrade.stderr)")
+
+        let store = try SQLiteStateStore(directory: stateDir)
+        let kept = try store.events(runID: nil, afterSeq: 0, limit: 10)
+        #expect(kept.map(\.seq) == [1, 2, 4])
+        #expect(kept.map(\.type) == [.runAdded, .stepProgress, .runDeleted])
+        #expect(kept[1].runID == "r1" && kept[1].step == "up" && kept[1].time == 2.5 && kept[1].data == ["bytes": 3])
+        #expect(try store.latestProgress(runID: "r1").map(\.seq) == [2])
+        try store.appendEvents([EventRecord(runID: "r1", time: 5, type: .runFinished)])
+        #expect(try store.events(runID: nil, afterSeq: 4, limit: 10).map(\.seq) == [5])
+        let schema = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sqlite3"),
+                                          [path, "SELECT sql FROM sqlite_master WHERE name = 'events'"])
+        #expect(!schema.stdout.contains("AUTOINCREMENT"), "\(schema.stdout)")
+        #expect(try store.integrityCheck() == "ok")
+    }
+
     @Test func manyOpenersOfANewStoreAtOnceAllSucceed() throws {
         // Processes started together on a new state directory must not race to create the schema.
         for round in 0..<10 {

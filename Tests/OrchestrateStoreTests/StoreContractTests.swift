@@ -312,6 +312,41 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(zip(events, events.dropFirst()).allSatisfy { $0.seq < $1.seq })
     }
 
+    /// A fan-out's items have rows only once started; the fan-out's row lists them all. Both
+    /// readers of steps list every item of the list, the unstarted ones as pending with their
+    /// index and element; an item's own row wins over the list.
+    @Test(arguments: StoreKind.allCases)
+    func aFanOutsUnstartedItemsAreListedAsPending(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        var batch = JournalBatch()
+        var fanOut = StepRecord(runID: "r1", id: "wide", step: "wide", kind: .fanOut, status: .running)
+        fanOut.item = ["a", "b", "c", "d"]
+        var started = StepRecord(runID: "r1", id: "wide[1]", step: "wide", kind: .item, status: .running)
+        started.itemIndex = 1
+        started.item = "b"
+        started.attempt = 1
+        var other = StepRecord(runID: "r1", id: "other", step: "other", kind: .fanOut, status: .succeeded)
+        other.item = ["x"]
+        var otherItem = StepRecord(runID: "r1", id: "other[0]", step: "other", kind: .item, status: .succeeded)
+        otherItem.itemIndex = 0
+        otherItem.item = "x"
+        batch.stepUpserts = [fanOut, started, other, otherItem]
+        try t.store.commit(batch)
+
+        for steps in [try t.store.steps(ofRun: "r1"), try #require(try t.store.runDetail("r1")).steps] {
+            #expect(steps.count == 7, "\(steps.map(\.id))")
+            let byID = Dictionary(uniqueKeysWithValues: steps.map { ($0.id, $0) })
+            #expect(byID["wide[1]"]?.status == .running && byID["wide[1]"]?.attempt == 1)
+            for (index, element) in [(0, "a"), (2, "c"), (3, "d")] {
+                let item = try #require(byID["wide[\(index)]"])
+                #expect(item.kind == .item && item.status == .pending && item.step == "wide" && item.runID == "r1")
+                #expect(item.itemIndex == index && item.item == .string(element) && item.attempt == 0)
+            }
+            #expect(byID["other[0]"]?.status == .succeeded)
+        }
+    }
+
     /// Text that array literals and quoting could mangle: quotes, backslashes, braces, commas,
     /// the word NULL, newlines and non-ASCII, beside real NULLs, in one multi-row commit.
     @Test(arguments: StoreKind.allCases)
@@ -727,6 +762,24 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try t.store.events(runID: "r1", afterSeq: 0, limit: 10).isEmpty)
         #expect(try t.store.tryAcquireLeases([(key: "k", limit: 1)], holder: "keep/a", owner: .current, lease: 60))
         #expect(try t.store.run("keep") != nil)
+    }
+
+    /// A follower resumes by seq: deleting the run that holds the newest events must not let a
+    /// later event take one of their seqs again. The deletion is an event of its own.
+    @Test(arguments: StoreKind.allCases)
+    func deletingTheNewestRunNeverLetsASeqBeHandedOutAgain(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun("old")
+        try t.makeRun("newest")
+        try t.store.appendEvents([EventRecord(runID: "newest", time: 2, type: .runFinished)])
+        let seen = try #require(try t.store.events(runID: nil, afterSeq: 0, limit: 100).last?.seq)
+        try t.store.deleteRun("newest")
+        try t.store.appendEvents([EventRecord(runID: "old", time: 3, type: .runFinished)])
+        let after = try t.store.events(runID: nil, afterSeq: seen, limit: 100)
+        #expect(after.map(\.type) == [.runDeleted, .runFinished])
+        #expect(after.first?.runID == nil && after.first?.data == ["run": "newest"])
+        #expect(after.allSatisfy { $0.seq > seen })
+        #expect(try t.store.events(runID: "old", afterSeq: 0, limit: 100).map(\.type) == [.runAdded, .runFinished])
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -252,11 +252,15 @@ extension PostgresStateStore {
         }
     }
 
+    /// The deletion leaves a `run.deleted` event, as the SQLite store's does (there it keeps the
+    /// highest seq taken; here the sequence never goes back anyway).
     public func deleteRun(_ id: String) throws {
         try pool.transaction { conn in
             try conn.execute("DELETE FROM events WHERE run_id = $1", [id])
             try conn.execute("DELETE FROM leases WHERE holder LIKE $1", [Self.likePrefix(id + "/")])
             try conn.execute("DELETE FROM runs WHERE id = $1", [id])
+            try Self.insertEvents([EventRecord(runID: nil, time: Date().timeIntervalSince1970, type: .runDeleted,
+                                               data: ["run": .string(id)])], conn)
         }
     }
 

@@ -132,7 +132,8 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
             ])
         }
         guard results.count == 6, results[1].count == 1 else { return nil }
-        return RunDetailRecord(run: Self.runRecord(results[1][0]), steps: results[2].all.map(Self.stepRecord),
+        return RunDetailRecord(run: Self.runRecord(results[1][0]),
+                               steps: UnstartedItems.adding(to: results[2].all.map(Self.stepRecord)),
                                items: results[3].all.map(Self.itemRecord), progress: results[4].all.map(Self.eventRecord))
     }
 
@@ -327,8 +328,9 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         try pool.withConnection { conn in try Self.steps(ofRun: runID, conn) }
     }
 
+    /// The run's step rows, and its fan-outs' items that have no row yet (`UnstartedItems`).
     private static func steps(ofRun runID: String, _ conn: PGConnection) throws -> [StepRecord] {
-        try conn.execute(stepsOfRun, [runID]).all.map(stepRecord)
+        UnstartedItems.adding(to: try conn.execute(stepsOfRun, [runID]).all.map(stepRecord))
     }
 
     // MARK: Checkpoints
