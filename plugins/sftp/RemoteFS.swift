@@ -249,46 +249,36 @@ final class RemoteFile {
     // MARK: - Reading
 
     /// Reads `[from, to)` into `sink` at the same offsets, with up to `window` bytes of READ
-    /// requests in flight; the channel's I/O thread writes each reply's data to `sink` as it
-    /// arrives. Calls `progress(end)` as the bytes below `end` are written, in order. A file that
-    /// ends before `to` is `source_changed`.
+    /// requests in flight beyond what `progress` has returned from; the channel's I/O thread asks
+    /// for each piece and writes its data to `sink` as it arrives (`ReadStream`). Calls
+    /// `progress(end)` as the bytes below `end` are written in order, every half window. A file
+    /// that ends before `to` is `source_changed`.
     func read(from: Int64, to: Int64, window: Int, into sink: any ReadSink,
               progress: (Int64) throws(StepError) -> Void) throws(StepError)
     {
-        let piece = fs.connection.maximumRead
-        var reads: [(request: SFTPChannel.Request, offset: Int64, size: Int)] = []
-        var inFlight = 0
-        var next = from
+        guard from < to else { return }
+        let stream = try channel.stream(handle, from: from, to: to, window: window, piece: fs.connection.maximumRead, into: sink)
         // Abandoning waits for a sink write in progress: none lands after this returns.
-        defer { for (request, _, _) in reads { channel.abandon(request) } }
-        while next < to || !reads.isEmpty {
-            while next < to && inFlight < window {
-                let size = Int(min(Int64(piece), to - next))
-                reads.append((try channel.read(handle, at: next, length: size, into: sink), next, size))
-                inFlight += size
-                next += Int64(size)
+        defer { channel.abandon(stream) }
+        var position = from
+        while position < to {
+            let (end, refusal) = try channel.advance(stream, released: position, fs.step)
+            if end > position {
+                position = end
+                try progress(end)
             }
-            let (request, offset, size) = reads[0]
-            // A short read (allowed by the protocol) is completed before the next piece counts.
-            var reply = try channel.wait(request, fs.step)
-            if reply.type == SFTP.Packet.status.rawValue {
-                let (code, message) = try RemoteFS.status(&reply)
-                if code == SFTP.Status.eof {
-                    throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed")
+            if var reply = refusal {
+                if reply.type == SFTP.Packet.status.rawValue {
+                    let (code, message) = try RemoteFS.status(&reply)
+                    if code == SFTP.Status.eof {
+                        throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed")
+                    }
+                    throw SFTPStatus.error("read \(path)", status: code, message: message)
                 }
-                throw SFTPStatus.error("read \(path)", status: code, message: message)
+                guard reply.type == SFTP.Packet.data.rawValue else { throw WireReader.malformed }
+                if let error = reply.sinkError { throw error }
+                throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed")  // no data
             }
-            guard reply.type == SFTP.Packet.data.rawValue else { throw WireReader.malformed }
-            if let error = reply.sinkError { throw error }
-            if reply.sunk == 0 { throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed") }
-            let end = offset + Int64(reply.sunk)
-            inFlight -= reply.sunk
-            if reply.sunk < size {
-                reads[0] = (try channel.read(handle, at: end, length: size - reply.sunk, into: sink), end, size - reply.sunk)
-            } else {
-                reads.removeFirst()  // at most window / piece entries
-            }
-            try progress(end)
         }
     }
 
