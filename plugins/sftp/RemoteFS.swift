@@ -195,7 +195,7 @@ final class RemoteFile {
         var done = 0
         while done < count {
             let size = min(piece, count - done)
-            while bytesInFlight > 0 && bytesInFlight + size > window { try awaitOldestWrite() }
+            while bytesInFlight > 0 && bytesInFlight + size > window { try awaitWrites(freeing: max(window / 2, size)) }
             let at = offset + Int64(done)
             let request = try channel.send(.write, capacity: size + handle.count + 16) { writer throws(StepError) in
                 writer.string(handle)
@@ -217,7 +217,25 @@ final class RemoteFile {
 
     /// Waits until every write sent so far is acknowledged.
     func flush() throws(StepError) {
-        while !writes.isEmpty { try awaitOldestWrite() }
+        if !writes.isEmpty { try awaitWrites(freeing: .max) }
+    }
+
+    /// Waits until the oldest writes holding at least `bytes` of the window are acknowledged.
+    /// Waiting for the last of them first (OpenSSH answers in order, so the others are in by
+    /// then) wakes this thread once for all of them, not once per write.
+    private func awaitWrites(freeing bytes: Int) throws(StepError) {
+        var last = 0, freed = writes[0].size
+        while freed < bytes && last + 1 < writes.count {
+            last += 1
+            freed += writes[last].size
+        }
+        do {
+            _ = try channel.wait(writes[last].request, fs.step)
+        } catch {
+            abandonWrites()  // cancelled, or the connection is gone
+            throw error
+        }
+        for _ in 0 ... last { try awaitOldestWrite() }
     }
 
     private func awaitOldestWrite() throws(StepError) {

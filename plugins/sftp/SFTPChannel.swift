@@ -33,6 +33,8 @@ final class SFTPChannel: @unchecked Sendable {
         fileprivate var sent = 0
         fileprivate var reply: Reply?
         fileprivate var abandoned = false
+        /// Set once a thread waits for this reply: only such a reply wakes the waiters.
+        fileprivate var awaited = false
         /// A READ's destination: the data is written to `sink` at `offset`, at most `limit` bytes.
         fileprivate var sink: (target: any ReadSink, offset: Int64, limit: Int)?
         /// Set while the I/O thread writes this request's data to its sink.
@@ -287,6 +289,7 @@ final class SFTPChannel: @unchecked Sendable {
     func wait(_ request: Request, _ step: StepContext?) throws(StepError) -> Reply {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
+        request.awaited = true
         while true {
             if let reply = request.reply { return reply }
             if let failure { throw failure }
@@ -409,8 +412,8 @@ final class SFTPChannel: @unchecked Sendable {
             }
             let now = Connection.now()
             let (busy, stop) = locked { () -> (Bool, Bool) in
-                // Waiters are woken for a reply they wait for, or a stream that is due; not for
-                // every READ of a stream.
+                // Waiters are woken for a reply one of them waits for, or a stream that is due:
+                // not for every READ of a stream, nor for each of the writes an upload waits past.
                 var wakeWaiters = false
                 for (id, reply) in replies {
                     guard let request = waiting.removeValue(forKey: id) else { continue }
@@ -422,7 +425,7 @@ final class SFTPChannel: @unchecked Sendable {
                         }
                     } else if !request.abandoned {
                         request.reply = reply
-                        wakeWaiters = true
+                        if request.awaited { wakeWaiters = true }
                     } else if reply.type == SFTP.Packet.handle.rawValue {
                         // An abandoned open succeeded after all: close what it opened (the
                         // reply to that is dropped too: nobody waits for its id).
