@@ -25,8 +25,8 @@ final class ReadStream: @unchecked Sendable {
     /// READs in flight, by offset (ascending: the rest of a short reply keeps its piece's place).
     var pending: [(offset: Int64, length: Int, request: SFTPChannel.Request)] = []
     /// The first reply that was not the data asked for (a status such as EOF, an empty or
-    /// oversized DATA, a failed write to the sink): the stream asks for nothing more and the
-    /// downloading thread says why.
+    /// oversized DATA, a failed write to the sink): the stream asks for nothing more, its piece
+    /// stays pending (so `position` stops below it), and the downloading thread says why.
     var refusal: SFTPChannel.Reply?
     /// The downloading thread sleeps until `position` reaches this.
     var wakeAt = Int64.max

@@ -255,13 +255,16 @@ final class SFTPChannel: @unchecked Sendable {
     /// A reply to one of `stream`'s READs (not abandoned) arrived: the rest of a short one and
     /// the next pieces are asked for. Called by the I/O thread with `mutex` held.
     private func answerLocked(_ stream: ReadStream, _ request: Request, _ reply: Reply) {
-        guard let (_, offset, _) = request.sink, let length = stream.answered(offset) else { return }
-        if reply.type == SFTP.Packet.data.rawValue && reply.sinkError == nil && reply.sunk > 0 {
-            if reply.sunk < length { askLocked(stream, offset + Int64(reply.sunk), length - reply.sunk) }
-            _ = askLocked(stream)
-        } else if stream.refusal == nil {
-            stream.refusal = reply
+        guard let (_, offset, _) = request.sink else { return }
+        guard reply.type == SFTP.Packet.data.rawValue && reply.sinkError == nil && reply.sunk > 0 else {
+            // The piece stays pending: the in-order position never passes bytes not written
+            // (a checkpoint beyond them would resume above a hole).
+            if stream.refusal == nil { stream.refusal = reply }
+            return
         }
+        guard let length = stream.answered(offset) else { return }
+        if reply.sunk < length { askLocked(stream, offset + Int64(reply.sunk), length - reply.sunk) }
+        _ = askLocked(stream)
     }
 
     private func takeIDLocked() -> UInt32 {
