@@ -16,13 +16,16 @@ It relays the client's requests unchanged and the server's replies too, except f
     the next reply (servers may answer out of order): the later pieces of a file land, the first
     does not (the file must need a second READ, or the first reply is never sent);
   * `short-reads` (no lie, a stingy server): every SSH_FXP_DATA reply carries at most 10,007
-    bytes, fewer than asked for, as the protocol allows.
+    bytes, fewer than asked for, as the protocol allows;
+  * `slow-goodbye` (no lie, a slow server): honest, but it ends 3 s after the client closed the
+    session, so sshd closes the channel that much later (a polite close waits for that).
 """
 import os
 import struct
 import subprocess
 import sys
 import threading
+import time
 
 SSH_FXP_DATA = 103
 SSH_FXP_ATTRS = 105
@@ -99,6 +102,8 @@ def main():
             held = None
         client_out.flush()
     server.wait()
+    if lie == "slow-goodbye":
+        time.sleep(3)
 
 
 if __name__ == "__main__":
