@@ -25,8 +25,9 @@ system), the server's (the sshd started here and its sessions: sshd, the shell t
 subsystem, sftp-server) and peak RSS are reported with orchestrate/OpenSSH ratios (goal: <= 1.0,
 RSS under 64 MiB). orchestrate's time is the whole
 `orchestrate run` (start-up, validation, journal, connect, host-key check included). "others" is
-the CPU time the rest of the machine used meanwhile (all busy time less client and server): on a
-shared machine, entries with others near 0 are the undisturbed ones.
+the CPU time the rest of the machine used meanwhile (all busy time less this bench's processes
+and the server's): on a shared machine, entries with others near 0 are the undisturbed ones
+(kernel threads writing back the entry's files count there too: a few hundredths to tenths).
 
     swift build -c release    # orchestrate and liborchestrate-plugin-sftp.so in one directory
     python3 bench/sftp/bench.py --bin .build/release [--mib 1024] [--files 1000] [--repeat 3]
@@ -35,6 +36,7 @@ shared machine, entries with others near 0 are the undisturbed ones.
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import socket
@@ -86,6 +88,12 @@ def reaped_cpu(pid):
     """CPU time (s) of the children that process `pid` has reaped so far (the sshd: its sessions)."""
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu():
+    """CPU time (s) of this bench and every child it has reaped (the entries, their helpers)."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
 
 
 def machine_busy():
@@ -263,13 +271,13 @@ steps:
                     if key == "download":
                         os.link(big, f"{remote}/src.bin")
                     warm(big if key in ("upload", "download") else None)
-                    server, busy = reaped_cpu(sshd.pid), machine_busy()
+                    server, busy, own = reaped_cpu(sshd.pid), machine_busy(), own_cpu()
                     made = make()  # a command to time, or the persistent session's own measurement
                     elapsed, rss, cpu = made if isinstance(made, tuple) else timed(made)
-                    busy = machine_busy() - busy
+                    busy, own = machine_busy() - busy, own_cpu() - own
                     time.sleep(0.05)  # sshd reaps the session's processes
                     server = reaped_cpu(sshd.pid) - server
-                    results[label].append((elapsed, rss, cpu, server, busy - cpu - server))
+                    results[label].append((elapsed, rss, cpu, server, busy - own - server))
             print(f"\n{name}:")
             medians = {label: statistics.median(run[0] for run in runs) for label, runs in results.items()}
             for label, runs in results.items():
