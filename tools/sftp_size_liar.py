@@ -12,14 +12,20 @@ It relays the client's requests unchanged and the server's replies too, except f
   * `huge-packet`: the first SSH_FXP_DATA reply claims to be 2 GiB long (a client that believes
     length fields allocates that much, or waits for bytes that never come);
   * `overlong-data`: every SSH_FXP_DATA reply carries 1,000 bytes more than were asked for;
+  * `overlong-first-late`: only the first SSH_FXP_DATA reply is overlong, and it is sent after
+    the next reply (servers may answer out of order): the later pieces of a file land, the first
+    does not (the file must need a second READ, or the first reply is never sent);
   * `short-reads` (no lie, a stingy server): every SSH_FXP_DATA reply carries at most 10,007
-    bytes, fewer than asked for, as the protocol allows.
+    bytes, fewer than asked for, as the protocol allows;
+  * `slow-goodbye` (no lie, a slow server): honest, but it ends 3 s after the client closed the
+    session, so sshd closes the channel that much later (a polite close waits for that).
 """
 import os
 import struct
 import subprocess
 import sys
 import threading
+import time
 
 SSH_FXP_DATA = 103
 SSH_FXP_ATTRS = 105
@@ -40,6 +46,7 @@ def main():
     lie = sys.argv[1]
     delta = int(lie) if lie.lstrip("-").isdigit() else 0
     lied_once = False
+    held = None  # `overlong-first-late`: the bad reply, sent after the next one
     server = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     client_in, client_out = sys.stdin.buffer, sys.stdout.buffer
 
@@ -83,9 +90,20 @@ def main():
         if body[0] == SSH_FXP_DATA and lie == "huge-packet" and not lied_once:
             lied_once = True
             header = struct.pack(">I", 0x7FFFFFFF)
+        if body[0] == SSH_FXP_DATA and lie == "overlong-first-late" and not lied_once:
+            lied_once = True
+            (count,) = struct.unpack(">I", body[5:9])
+            body = body[:5] + struct.pack(">I", count + 1000) + body[9:] + b"\x00" * 1000
+            held = struct.pack(">I", len(body)) + body
+            continue
         client_out.write(header + body)
+        if held is not None:
+            client_out.write(held)
+            held = None
         client_out.flush()
     server.wait()
+    if lie == "slow-goodbye":
+        time.sleep(3)
 
 
 if __name__ == "__main__":

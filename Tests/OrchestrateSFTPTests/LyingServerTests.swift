@@ -60,6 +60,42 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: h.path("got/framed.bin")), "no destination file")
     }
 
+    /// The first piece of a file is refused (an overlong reply) after the second landed: the
+    /// attempt fails without counting the second piece as done, so the retry asks for the first
+    /// again (and fails again) instead of resuming from the end of the file and renaming a hole
+    /// into place. (A READ stream that dropped the refused piece from those in flight did that.)
+    @Test(arguments: SSHTransportKind.allCases)
+    func aRefusedPieceIsNeverCountedAsDoneBehindOneThatLanded(transport: SSHTransportKind) throws {
+        let peer = try liar("overlong-first-late")
+        Harness.randomFile("\(peer.remoteRoot)/late.bin", size: 300_000, seed: 27)  // two READs
+        let result = try download(peer, file: "late.bin", transport: transport)
+        #expect(result.status == 1, "\(result.stdout.suffix(2000))")
+        #expect(result.stdout.contains("malformed SFTP packet"), "\(result.stdout.suffix(2000))")
+        #expect(result.stdout.contains("step.retrying"), "the retry must not find the file done: \(result.stdout.suffix(2000))")
+        #expect(!FileManager.default.fileExists(atPath: h.path("got/late.bin")), "no destination file")
+    }
+
+    /// Not a lie: a server slow to say goodbye (each polite close waits up to a second for it,
+    /// then ends the connection). A ranged download closes its eight connections side by side,
+    /// so that costs it about one second more than against a prompt server, not eight.
+    @Test(arguments: SSHTransportKind.allCases)
+    func theConnectionsOfARangedDownloadCloseSideBySide(transport: SSHTransportKind) throws {
+        let ranged = "connections: 8\n      parallel_threshold_mib: 1"
+        let prompt = try liar(delta: 0)  // the same relay, honest and prompt
+        Harness.randomFile("\(prompt.remoteRoot)/ranged.bin", size: 8 << 20, seed: 28)
+        var started = Date()
+        let promptResult = try download(prompt, file: "ranged.bin", transport: transport, with: ranged)
+        let promptTime = Date().timeIntervalSince(started)
+        let slow = try liar("slow-goodbye")
+        Harness.randomFile("\(slow.remoteRoot)/ranged.bin", size: 8 << 20, seed: 28)
+        try FileManager.default.removeItem(atPath: h.path("got/ranged.bin"))
+        started = Date()
+        let slowResult = try download(slow, file: "ranged.bin", transport: transport, with: ranged)
+        let slowTime = Date().timeIntervalSince(started)
+        #expect(promptResult.status == 0 && slowResult.status == 0, "\(slowResult.stdout.suffix(2000))")
+        #expect(slowTime - promptTime < 4, "closed one after the other: \(promptTime) s, then \(slowTime) s with a slow goodbye")
+    }
+
     /// Not a lie: a server may answer a READ with fewer bytes than asked. The channel writes each
     /// reply's data straight into the partial file at its request's offset; the rest is asked for
     /// again, and the file arrives byte-identical over several ranges and in-flight windows (a

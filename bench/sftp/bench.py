@@ -21,9 +21,13 @@ orchestrate runs once per --transports entry (libssh2: the plugin's own SSH; ope
 orchestrate too, labelled "baseline", in the same run (a before/after comparison side by side).
 
 Each pair runs --repeat times, alternating; the median wall time, the client's CPU time (user +
-system) and peak RSS are reported with orchestrate/OpenSSH ratios (goal: <= 1.0, RSS under
-64 MiB). orchestrate's time is the whole
-`orchestrate run` (start-up, validation, journal, connect, host-key check included).
+system), the server's (the sshd started here and its sessions: sshd, the shell that starts the
+subsystem, sftp-server) and peak RSS are reported with orchestrate/OpenSSH ratios (goal: <= 1.0,
+RSS under 64 MiB). orchestrate's time is the whole
+`orchestrate run` (start-up, validation, journal, connect, host-key check included). "others" is
+the CPU time the rest of the machine used meanwhile (all busy time less this bench's processes
+and the server's): on a shared machine, entries with others near 0 are the undisturbed ones
+(kernel threads writing back the entry's files count there too: a few hundredths to tenths).
 
     swift build -c release    # orchestrate and liborchestrate-plugin-sftp.so in one directory
     python3 bench/sftp/bench.py --bin .build/release [--mib 1024] [--files 1000] [--repeat 3]
@@ -32,6 +36,7 @@ system) and peak RSS are reported with orchestrate/OpenSSH ratios (goal: <= 1.0,
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import socket
@@ -77,6 +82,24 @@ Subsystem sftp {sftp_server}
     with open(f"{work}/known_hosts", "w") as f:
         f.write(f"[127.0.0.1]:{port} {pub[0]} {pub[1]}\n")
     return proc, port
+
+
+def reaped_cpu(pid):
+    """CPU time (s) of the children that process `pid` has reaped so far (the sshd: its sessions)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu():
+    """CPU time (s) of this bench and every child it has reaped (the entries, their helpers)."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+def machine_busy():
+    """CPU time (s) the whole machine has spent busy (not idle, not waiting for I/O)."""
+    ticks = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def random_file(path, size):
@@ -248,14 +271,20 @@ steps:
                     if key == "download":
                         os.link(big, f"{remote}/src.bin")
                     warm(big if key in ("upload", "download") else None)
+                    server, busy, own = reaped_cpu(sshd.pid), machine_busy(), own_cpu()
                     made = make()  # a command to time, or the persistent session's own measurement
-                    results[label].append(made if isinstance(made, tuple) else timed(made))
+                    elapsed, rss, cpu = made if isinstance(made, tuple) else timed(made)
+                    busy, own = machine_busy() - busy, own_cpu() - own
+                    time.sleep(0.05)  # sshd reaps the session's processes
+                    server = reaped_cpu(sshd.pid) - server
+                    results[label].append((elapsed, rss, cpu, server, busy - own - server))
             print(f"\n{name}:")
-            medians = {label: statistics.median(x for x, _, _ in runs) for label, runs in results.items()}
+            medians = {label: statistics.median(run[0] for run in runs) for label, runs in results.items()}
             for label, runs in results.items():
-                r = max(x for _, x, _ in runs)
-                cpu = statistics.median(x for _, _, x in runs)
-                print(f"  {label:<22} {medians[label]:8.2f} s   CPU {cpu:6.2f} s   peak RSS {r:6.1f} MiB")
+                r = max(run[1] for run in runs)
+                cpu, server, others = (statistics.median(run[i] for run in runs) for i in (2, 3, 4))
+                print(f"  {label:<22} {medians[label]:8.2f} s   CPU {cpu:6.2f} s   server {server:5.2f} s   "
+                      f"peak RSS {r:6.1f} MiB   others {others:5.2f} s")
             for label, _ in ours:
                 ratios = "   ".join(f"/{other} = {medians[label] / medians[other]:.2f}" for other, _ in theirs)
                 print(f"  {label:<22} {ratios}")

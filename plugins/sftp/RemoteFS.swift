@@ -195,7 +195,7 @@ final class RemoteFile {
         var done = 0
         while done < count {
             let size = min(piece, count - done)
-            while bytesInFlight > 0 && bytesInFlight + size > window { try awaitOldestWrite() }
+            while bytesInFlight > 0 && bytesInFlight + size > window { try awaitWrites(freeing: max(window / 2, size)) }
             let at = offset + Int64(done)
             let request = try channel.send(.write, capacity: size + handle.count + 16) { writer throws(StepError) in
                 writer.string(handle)
@@ -217,7 +217,25 @@ final class RemoteFile {
 
     /// Waits until every write sent so far is acknowledged.
     func flush() throws(StepError) {
-        while !writes.isEmpty { try awaitOldestWrite() }
+        if !writes.isEmpty { try awaitWrites(freeing: .max) }
+    }
+
+    /// Waits until the oldest writes holding at least `bytes` of the window are acknowledged.
+    /// Waiting for the last of them first (OpenSSH answers in order, so the others are in by
+    /// then) wakes this thread once for all of them, not once per write.
+    private func awaitWrites(freeing bytes: Int) throws(StepError) {
+        var last = 0, freed = writes[0].size
+        while freed < bytes && last + 1 < writes.count {
+            last += 1
+            freed += writes[last].size
+        }
+        do {
+            _ = try channel.wait(writes[last].request, fs.step)
+        } catch {
+            abandonWrites()  // cancelled, or the connection is gone
+            throw error
+        }
+        for _ in 0 ... last { try awaitOldestWrite() }
     }
 
     private func awaitOldestWrite() throws(StepError) {
@@ -249,46 +267,36 @@ final class RemoteFile {
     // MARK: - Reading
 
     /// Reads `[from, to)` into `sink` at the same offsets, with up to `window` bytes of READ
-    /// requests in flight; the channel's I/O thread writes each reply's data to `sink` as it
-    /// arrives. Calls `progress(end)` as the bytes below `end` are written, in order. A file that
-    /// ends before `to` is `source_changed`.
+    /// requests in flight beyond what `progress` has returned from; the channel's I/O thread asks
+    /// for each piece and writes its data to `sink` as it arrives (`ReadStream`). Calls
+    /// `progress(end)` as the bytes below `end` are written in order, every half window. A file
+    /// that ends before `to` is `source_changed`.
     func read(from: Int64, to: Int64, window: Int, into sink: any ReadSink,
               progress: (Int64) throws(StepError) -> Void) throws(StepError)
     {
-        let piece = fs.connection.maximumRead
-        var reads: [(request: SFTPChannel.Request, offset: Int64, size: Int)] = []
-        var inFlight = 0
-        var next = from
+        guard from < to else { return }
+        let stream = try channel.stream(handle, from: from, to: to, window: window, piece: fs.connection.maximumRead, into: sink)
         // Abandoning waits for a sink write in progress: none lands after this returns.
-        defer { for (request, _, _) in reads { channel.abandon(request) } }
-        while next < to || !reads.isEmpty {
-            while next < to && inFlight < window {
-                let size = Int(min(Int64(piece), to - next))
-                reads.append((try channel.read(handle, at: next, length: size, into: sink), next, size))
-                inFlight += size
-                next += Int64(size)
+        defer { channel.abandon(stream) }
+        var position = from
+        while position < to {
+            let (end, refusal) = try channel.advance(stream, released: position, fs.step)
+            if end > position {
+                position = end
+                try progress(end)
             }
-            let (request, offset, size) = reads[0]
-            // A short read (allowed by the protocol) is completed before the next piece counts.
-            var reply = try channel.wait(request, fs.step)
-            if reply.type == SFTP.Packet.status.rawValue {
-                let (code, message) = try RemoteFS.status(&reply)
-                if code == SFTP.Status.eof {
-                    throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed")
+            if var reply = refusal {
+                if reply.type == SFTP.Packet.status.rawValue {
+                    let (code, message) = try RemoteFS.status(&reply)
+                    if code == SFTP.Status.eof {
+                        throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed")
+                    }
+                    throw SFTPStatus.error("read \(path)", status: code, message: message)
                 }
-                throw SFTPStatus.error("read \(path)", status: code, message: message)
+                guard reply.type == SFTP.Packet.data.rawValue else { throw WireReader.malformed }
+                if let error = reply.sinkError { throw error }
+                throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed")  // no data
             }
-            guard reply.type == SFTP.Packet.data.rawValue else { throw WireReader.malformed }
-            if let error = reply.sinkError { throw error }
-            if reply.sunk == 0 { throw .retryable("\(path) shrank while it was being downloaded", code: "source_changed") }
-            let end = offset + Int64(reply.sunk)
-            inFlight -= reply.sunk
-            if reply.sunk < size {
-                reads[0] = (try channel.read(handle, at: end, length: size - reply.sunk, into: sink), end, size - reply.sunk)
-            } else {
-                reads.removeFirst()  // at most window / piece entries
-            }
-            try progress(end)
         }
     }
 

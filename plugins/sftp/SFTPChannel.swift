@@ -22,8 +22,9 @@ protocol ReadSink: AnyObject, Sendable {
 /// arrives is dropped by id, and a request not yet sent is never sent, so abandoning never
 /// breaks the connection for the others.
 ///
-/// The data of a READ may go straight from the stream to a `ReadSink` (the download's file),
+/// The data of a READ goes straight from the stream to a `ReadSink` (the download's file),
 /// written by the I/O thread: no copy into a reply, no hand-over of the bytes between threads.
+/// A download's READs are a `ReadStream`, which the I/O thread keeps in flight by itself.
 final class SFTPChannel: @unchecked Sendable {
     /// One request and, once it arrived, its reply.
     final class Request: @unchecked Sendable {
@@ -32,10 +33,14 @@ final class SFTPChannel: @unchecked Sendable {
         fileprivate var sent = 0
         fileprivate var reply: Reply?
         fileprivate var abandoned = false
+        /// Set once a thread waits for this reply: only such a reply wakes the waiters.
+        fileprivate var awaited = false
         /// A READ's destination: the data is written to `sink` at `offset`, at most `limit` bytes.
         fileprivate var sink: (target: any ReadSink, offset: Int64, limit: Int)?
         /// Set while the I/O thread writes this request's data to its sink.
         fileprivate var sinking = false
+        /// The stream this READ belongs to: its reply is handled there, not waited for.
+        fileprivate var stream: ReadStream?
 
         fileprivate init(id: UInt32, packet: [UInt8]) {
             self.id = id
@@ -72,6 +77,9 @@ final class SFTPChannel: @unchecked Sendable {
     /// Set while the I/O thread waits other than for room in the stream: only then does a new
     /// request need to wake it (a wait for room takes the queue when it wakes).
     private var ioAsleep = false
+    /// Threads waiting for a sink write to finish (abandoning its request): only then does the
+    /// end of each write broadcast.
+    private var sinkWaiters = 0
     /// Sent packets kept for reuse by big requests (writes): a fresh 255 KiB array per request
     /// costs page faults each (measured: a sixth of the CPU of an upload).
     private var spare: [[UInt8]] = []
@@ -144,48 +152,147 @@ final class SFTPChannel: @unchecked Sendable {
 
     /// Queues a request of `type`; `fill` writes its fields after the id.
     func send(_ type: SFTP.Packet, capacity: Int = 64, _ fill: (inout WireWriter) throws(StepError) -> Void) throws(StepError) -> Request {
-        try send(type, capacity: capacity, sink: nil, fill)
-    }
-
-    /// Queues a READ of `length` bytes at `offset` of `handle` whose data the I/O thread writes
-    /// to `sink` at `offset` as it arrives (the reply then says how many bytes, `Reply.sunk`).
-    func read(_ handle: [UInt8], at offset: Int64, length: Int, into sink: any ReadSink) throws(StepError) -> Request {
-        try send(.read, sink: (sink, offset, length)) { $0.string(handle); $0.u64(UInt64(offset)); $0.u32(UInt32(length)) }
-    }
-
-    private func send(_ type: SFTP.Packet, capacity: Int = 64, sink: (any ReadSink, Int64, Int)?,
-                      _ fill: (inout WireWriter) throws(StepError) -> Void) throws(StepError) -> Request
-    {
         let request: Request
         pthread_mutex_lock(mutex)
         if let failure = failure ?? (stopping ? .retryable("the connection to \(host) is closing", code: "connection_lost") : nil) {
             pthread_mutex_unlock(mutex)
             throw failure
         }
-        let id = nextID
-        nextID = nextID == UInt32.max ? 16 : nextID + 1
+        let id = takeIDLocked()
         let buffer = capacity > 4096 ? spare.popLast() ?? [] : []
         pthread_mutex_unlock(mutex)
         var writer = WireWriter(type, id: id, capacity: capacity, reusing: buffer)
         try fill(&writer)
         request = Request(id: id, packet: writer.finish())
-        request.sink = sink
         let (failed, asleep) = locked { () -> (StepError?, Bool) in
             if let failure { return (failure, false) }
             queue.append(request)
             waiting[id] = request
-            defer { ioAsleep = false }
-            return (nil, ioAsleep)
+            return (nil, takeAsleepLocked())
         }
         if let failed { throw failed }
         if asleep { wake() }
         return request
     }
 
+    /// Starts reading `[from, to)` of `handle` into `sink`: READs of up to `piece` bytes, up to
+    /// `window` bytes ahead of what `advance` released, asked for and written by the I/O thread.
+    /// `abandon` it unless it ended.
+    func stream(_ handle: [UInt8], from: Int64, to: Int64, window: Int, piece: Int, into sink: any ReadSink) throws(StepError) -> ReadStream {
+        let stream = ReadStream(handle: handle, sink: sink, from: from, to: to, window: window, piece: piece)
+        let asleep = try locked { () throws(StepError) -> Bool in
+            if let failure = failure ?? (stopping ? .retryable("the connection to \(host) is closing", code: "connection_lost") : nil) {
+                throw failure
+            }
+            return askLocked(stream) && takeAsleepLocked()
+        }
+        if asleep { wake() }
+        return stream
+    }
+
+    /// Releases `stream`'s window up to `released` (what the caller has accounted for), then
+    /// waits until its bytes are written in order up to half a window beyond that (or to its
+    /// end). Returns that position, and the reply that stopped the stream, if one did (its
+    /// position then stays where it is). Cancelling `step` abandons the stream.
+    func advance(_ stream: ReadStream, released: Int64, _ step: StepContext?) throws(StepError) -> (position: Int64, refusal: Reply?) {
+        let target = min(stream.end, released + Int64(max(stream.window / 2, 1)))
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if released > stream.released {
+            stream.released = released
+            // With READs in flight the I/O thread asks for more as each reply lands; with none,
+            // nothing would wake it.
+            if stream.pending.isEmpty && askLocked(stream) && takeAsleepLocked() { wake() }
+        }
+        while true {
+            if let refusal = stream.refusal { return (stream.position, refusal) }
+            let position = stream.position
+            if position >= target { return (position, nil) }
+            if let failure { throw failure }
+            if let step, step.isCancelled {
+                abandonLocked(stream)
+                throw .cancelled("sftp transfer cancelled")
+            }
+            stream.wakeAt = target
+            timedWaitLocked()
+        }
+    }
+
+    /// Gives up on `stream`: its READs not sent are dropped, the replies to the others are, and
+    /// none of its data is written once this returns.
+    func abandon(_ stream: ReadStream) { locked { abandonLocked(stream) } }
+
+    private func abandonLocked(_ stream: ReadStream) {
+        stream.abandoned = true
+        for piece in stream.pending { abandonLocked(piece.request) }
+        stream.pending.removeAll()
+    }
+
+    /// Queues the READs `stream`'s window allows; true if it queued any. Called with `mutex` held.
+    private func askLocked(_ stream: ReadStream) -> Bool {
+        var asked = false
+        while let (offset, length) = stream.nextPiece() {
+            askLocked(stream, offset, length)
+            asked = true
+        }
+        return asked
+    }
+
+    private func askLocked(_ stream: ReadStream, _ offset: Int64, _ length: Int) {
+        let id = takeIDLocked()
+        var writer = WireWriter(.read, id: id, capacity: stream.handle.count + 32)
+        writer.string(stream.handle)
+        writer.u64(UInt64(offset))
+        writer.u32(UInt32(length))
+        let request = Request(id: id, packet: writer.finish())
+        request.sink = (stream.sink, offset, length)
+        request.stream = stream
+        queue.append(request)
+        waiting[request.id] = request
+        stream.asked(offset, length, request)
+    }
+
+    /// A reply to one of `stream`'s READs (not abandoned) arrived: the rest of a short one and
+    /// the next pieces are asked for. Called by the I/O thread with `mutex` held.
+    private func answerLocked(_ stream: ReadStream, _ request: Request, _ reply: Reply) {
+        guard let (_, offset, _) = request.sink else { return }
+        guard reply.type == SFTP.Packet.data.rawValue && reply.sinkError == nil && reply.sunk > 0 else {
+            // The piece stays pending: the in-order position never passes bytes not written
+            // (a checkpoint beyond them would resume above a hole).
+            if stream.refusal == nil { stream.refusal = reply }
+            return
+        }
+        guard let length = stream.answered(offset) else { return }
+        if reply.sunk < length { askLocked(stream, offset + Int64(reply.sunk), length - reply.sunk) }
+        _ = askLocked(stream)
+    }
+
+    private func takeIDLocked() -> UInt32 {
+        defer { nextID = nextID == UInt32.max ? 16 : nextID + 1 }
+        return nextID
+    }
+
+    /// Whether the I/O thread sleeps in a wait that a new request must interrupt (it then no
+    /// longer counts as asleep: one wake-up is enough). Called with `mutex` held.
+    private func takeAsleepLocked() -> Bool {
+        defer { ioAsleep = false }
+        return ioAsleep
+    }
+
+    /// Waits on `replied` for at most 0.1 s (a cancel is noticed within that). `mutex` held.
+    private func timedWaitLocked() {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        deadline.tv_nsec += 100_000_000
+        if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
+        pthread_cond_timedwait(replied, mutex, &deadline)
+    }
+
     /// Waits for the reply to `request`. Cancelling `step` abandons the request.
     func wait(_ request: Request, _ step: StepContext?) throws(StepError) -> Reply {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
+        request.awaited = true
         while true {
             if let reply = request.reply { return reply }
             if let failure { throw failure }
@@ -193,11 +300,7 @@ final class SFTPChannel: @unchecked Sendable {
                 abandonLocked(request)
                 throw .cancelled("sftp transfer cancelled")
             }
-            var deadline = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &deadline)
-            deadline.tv_nsec += 100_000_000
-            if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
-            pthread_cond_timedwait(replied, mutex, &deadline)
+            timedWaitLocked()
         }
     }
 
@@ -213,8 +316,11 @@ final class SFTPChannel: @unchecked Sendable {
         request.abandoned = true
         // Once this returns, the request's sink is never written to again, nor held: a reply
         // that comes late (or never) must not keep the download's partial file open.
+        sinkWaiters += 1
         while request.sinking { pthread_cond_wait(replied, mutex) }
+        sinkWaiters -= 1
         request.sink = nil
+        request.stream = nil
         // Still queued means not started (the I/O thread takes a request out before sending it).
         if let index = queue[queueHead...].firstIndex(where: { $0 === request }) {
             queue.remove(at: index)
@@ -309,23 +415,32 @@ final class SFTPChannel: @unchecked Sendable {
             }
             let now = Connection.now()
             let (busy, stop) = locked { () -> (Bool, Bool) in
+                // Waiters are woken for a reply one of them waits for, or a stream that is due:
+                // not for every READ of a stream, nor for each of the writes an upload waits past.
+                var wakeWaiters = false
                 for (id, reply) in replies {
                     guard let request = waiting.removeValue(forKey: id) else { continue }
-                    if !request.abandoned {
+                    if !request.abandoned, let stream = request.stream {
+                        answerLocked(stream, request, reply)
+                        if stream.due {
+                            stream.wakeAt = .max
+                            wakeWaiters = true
+                        }
+                    } else if !request.abandoned {
                         request.reply = reply
+                        if request.awaited { wakeWaiters = true }
                     } else if reply.type == SFTP.Packet.handle.rawValue {
                         // An abandoned open succeeded after all: close what it opened (the
                         // reply to that is dropped too: nobody waits for its id).
                         var reader = reply.reader
                         guard let handle = try? reader.data() else { continue }
-                        let closeID = nextID
-                        nextID = nextID == UInt32.max ? 16 : nextID + 1
+                        let closeID = takeIDLocked()
                         var writer = WireWriter(.close, id: closeID)
                         writer.string(handle)
                         queue.append(Request(id: closeID, packet: writer.finish()))
                     }
                 }
-                if !replies.isEmpty { pthread_cond_broadcast(replied) }
+                if wakeWaiters { pthread_cond_broadcast(replied) }
                 return (!waiting.isEmpty || current != nil || queueHead < queue.count, stopping)
             }
             if stop {
@@ -398,7 +513,7 @@ final class SFTPChannel: @unchecked Sendable {
             }
             locked {
                 request.sinking = false
-                pthread_cond_broadcast(replied)
+                if sinkWaiters > 0 { pthread_cond_broadcast(replied) }
             }
             return (id, reply)
         }

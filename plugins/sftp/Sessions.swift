@@ -68,7 +68,11 @@ final class Session: @unchecked Sendable {
             defer { idle.removeAll(); primary = nil }
             return idle + (primary.map { [$0] } ?? [])
         }
-        for connection in connections { connection.shutdown() }
+        // A polite close waits for the server's goodbye (with OpenSSH, until ssh exits: ~10 ms
+        // each here): side by side, the ranges' connections add one wait to a download's end, not four.
+        let others = connections.dropFirst().map { connection in Worker { connection.shutdown() } }
+        connections.first?.shutdown()
+        for worker in others { worker.join() }
     }
 }
 
