@@ -65,7 +65,7 @@ final class SignalRelay: @unchecked Sendable {
                 } else {
                     beforeExit()
                     Terminal.line("interrupted again: exiting now; interrupted runs can be resumed", to: .standardError)
-                    ProcessExit.now(ExitStatus.interrupted)
+                    ProcessExit.immediately(ExitStatus.interrupted)
                 }
             }
             source.resume()

@@ -14,6 +14,10 @@ final class Instance {
     var blockedOnKeys = false
     /// Where its last attempt talked to (from its inputs), for holding it when that host is gone.
     var endpoint: Endpoint?
+    /// An item's element (or its compensation's) when it holds a secret's value: the journal keeps
+    /// it masked in `record.item`, `${{ item }}` binds this. Nil when the two are the same, and
+    /// after a resume until `boundItem` evaluates the fan-out's list again.
+    var element: JSONValue?
 
     init(record: StepRecord, spec: Runnable) {
         self.record = record

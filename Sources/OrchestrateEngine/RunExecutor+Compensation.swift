@@ -21,7 +21,9 @@ extension RunExecutor {
             var record = StepRecord(runID: run.id, id: id, step: step.id, kind: .compensation)
             record.item = original.record.kind == .item ? original.record.item : nil
             record.itemIndex = original.record.itemIndex
-            instances[id] = Instance(record: record, spec: Runnable(compensation: compensation, of: step, workflow: workflow))
+            let compensating = Instance(record: record, spec: Runnable(compensation: compensation, of: step, workflow: workflow))
+            compensating.element = original.element
+            instances[id] = compensating
             batch.stepUpserts.append(record)
         }
         if !order.isEmpty && !order.allSatisfy({ instances[$0]?.record.status.isFinished ?? false }) {

@@ -179,27 +179,57 @@ extension RunExecutor {
             return fail(instance, StepFailure(kind: .invalidInput, code: "expression", message: "\(error)", retryAfter: nil))
         }
         instance.record.kind = .fanOut
+        // The redactor knows the secrets resolved so far; a fan-out may come before any attempt.
+        if !workflow.secrets.isEmpty { _ = resolveSecrets() }
         instance.record.item = redactor.redact(.array(items))
         instance.record.status = .running
         instance.record.startedAt = now()
         batch.stepUpserts.append(instance.record)
         emit(EventType.stepStarted, step: instance.id, data: ["items": .int(Int64(items.count)), "uses": .string(step.uses)])
         // The fan-out's row holds the list: an item's own row is written when it starts
-        // (`UnstartedItems`), unless the list held a secret, which its row keeps masked.
-        let listJournaled = redactor.isEmpty || instance.record.item == .array(items)
+        // (`UnstartedItems`). A secret's value in an element is masked there, as everywhere in
+        // the journal; the element itself stays in memory (`Instance.element`), and a resume
+        // evaluates the list again (`boundItem`).
+        let masking = !redactor.isEmpty
         for (index, item) in items.enumerated() {
             var child = StepRecord(runID: run.id, id: UnstartedItems.id(step: step.id, index: index), step: step.id,
                                    kind: .item)
             child.itemIndex = index
-            child.item = item
-            instances[child.id] = Instance(record: child, spec: instance.spec)
-            if !listJournaled { batch.stepUpserts.append(child) }
+            child.item = masking ? redactor.redact(item) : item
+            let itemInstance = Instance(record: child, spec: instance.spec)
+            if masking && child.item != item { itemInstance.element = item }
+            instances[child.id] = itemInstance
         }
         registerFanOut(instance, step: step)
         if items.isEmpty { finishFanOut(fanOuts[step.id]!) }
     }
 
     // MARK: Starting an attempt
+
+    /// What `${{ item }}` is for `instance`: nil unless it is an item or an item's compensation.
+    ///
+    /// The journal holds an element with a secret's value masked. In the process that expanded
+    /// the fan-out the element is in memory (`Instance.element`); after a resume (or a takeover)
+    /// the fan-out's `for_each` is evaluated again, as at its expansion, and used if it masks to
+    /// the journaled list. Secrets are resolved before this is called, so the redactor knows them.
+    func boundItem(_ instance: Instance) throws -> JSONValue? {
+        guard instance.record.kind == .item || instance.record.kind == .compensation else { return nil }
+        if let element = instance.element { return element }
+        guard let journaled = instance.record.item, !redactor.isEmpty, journaled.holdsMask,
+              let index = instance.record.itemIndex, let step = workflow.step(instance.record.step),
+              let forEach = step.forEach
+        else { return instance.record.item }
+        if listsEvaluatedAgain[step.id] == nil {
+            let list = try forEach.evaluate(in: evaluationContext(item: nil, attempt: 1)).arrayValue ?? []
+            guard redactor.redact(.array(list)) == instances[step.id]?.record.item else {
+                throw ItemNotRecoverable(step: step.id)
+            }
+            listsEvaluatedAgain[step.id] = list
+        }
+        guard let list = listsEvaluatedAgain[step.id], index < list.count else { throw ItemNotRecoverable(step: step.id) }
+        instance.element = list[index]
+        return list[index]
+    }
 
     enum StartOutcome { case started, noSlot, blocked, failed }
 
@@ -210,7 +240,14 @@ extension RunExecutor {
         guard inFlight.count < options.maxParallel else { return .noSlot }
         let attemptNumber = instance.record.attempt + 1
         let secrets = resolveSecrets()
-        let bound = instance.record.kind == .item || instance.record.kind == .compensation ? instance.record.item : nil
+        let bound: JSONValue?
+        do {
+            bound = try boundItem(instance)
+        } catch {
+            waitingRetry.remove(instance.id)
+            fail(instance, StepFailure(kind: .permanent, code: "for_each", message: "\(error)", retryAfter: nil))
+            return .failed
+        }
         let context = evaluationContext(item: bound, attempt: attemptNumber, secrets: secrets)
         let inputs: JSONValue
         var keys: [(key: String, limit: Int)] = []
@@ -280,5 +317,27 @@ extension RunExecutor {
                               deadline: instance.spec.timeout.map { Monotonic.now() + $0.seconds })
         inFlight.add(attempt, of: instance)
         return .started
+    }
+}
+
+/// A resumed item whose element held a secret's value (journaled masked) and whose fan-out's
+/// list no longer evaluates to the list the run started with (a secret changed value since).
+struct ItemNotRecoverable: Error, CustomStringConvertible {
+    let step: String
+    var description: String {
+        "an element of \(step)'s for_each held a secret's value, which is never journaled, and the list no longer "
+            + "evaluates to the one the run started with (has the secret changed?): the item cannot be resumed"
+    }
+}
+
+private extension JSONValue {
+    /// Whether a string in it holds `Redactor.mask`.
+    var holdsMask: Bool {
+        switch self {
+        case .string(let text): return text.contains(Redactor.mask)
+        case .array(let values): return values.contains { $0.holdsMask }
+        case .object(let members): return members.values.contains { $0.holdsMask }
+        default: return false
+        }
     }
 }

@@ -143,6 +143,9 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     /// Secrets resolved so far (their values never leave memory) and the redactor built from them.
     private var secretsSeen = SecretsSeen()
+    /// Fan-out lists evaluated again on resume because their journaled elements were masked
+    /// (`boundItem`), by step id.
+    var listsEvaluatedAgain: [String: [JSONValue]] = [:]
     /// `${{ run }}` by attempt number (`runContext`); the run's id and directory never change.
     private var runContexts: [Int: JSONValue] = [:]
 

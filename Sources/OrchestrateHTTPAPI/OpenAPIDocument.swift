@@ -138,7 +138,7 @@ enum OpenAPIDocument {
                                  "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}}
         },
         "/api/queues/{name}/{action}": {
-          "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"}},
+          "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"}},
                          {"name": "action", "in": "path", "required": true, "schema": {"type": "string", "enum": ["stop", "start"]}}],
           "post": {"summary": "Make one named queue passive (stop) or active again (start) on every serve; its other queues go on", "operationId": "setNamedQueuePassive",
                    "responses": {"200": {"description": "Done", "content": {"application/json": {"schema": {"type": "object", "required": ["queue", "passive"], "properties": {"queue": {"type": "string"}, "passive": {"type": "boolean"}}}}}},
@@ -235,7 +235,7 @@ enum OpenAPIDocument {
             "workflow_yaml": {"type": ["string", "null"], "description": "the workflow itself"},
             "file_name": {"type": ["string", "null"], "description": "the name workflow_yaml's diagnostics use"},
             "inputs": {"type": ["object", "null"]}, "labels": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
-            "queue": {"type": ["string", "null"], "pattern": "^[A-Za-z0-9._-]{1,64}$"}, "priority": {"type": ["integer", "null"]},
+            "queue": {"type": ["string", "null"], "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"}, "priority": {"type": ["integer", "null"]},
             "id": {"type": ["string", "null"], "pattern": "^[^/ ]+$"},
             "max_rate": {"type": ["integer", "string", "null"], "minimum": 1, "description": "bytes per second, or as --max-rate: 10M, \"Mon-Fri 08:00,10M 19:00,off\""}},
             "oneOf": [{"required": ["workflow_path"], "properties": {"workflow_path": {"type": "string"}}},

@@ -23,4 +23,13 @@ public enum ProcessExit {
         fflush(nil)
         _exit(status)
     }
+
+    /// Like `now`, for the emergency exit (a second Ctrl-C), without flushing the C streams:
+    /// `fflush` waits for a stream's lock, and a thread blocked writing to a stdout nobody reads
+    /// (a full pipe, a terminal stopped with Ctrl-S) holds it forever; the exit the user asked for
+    /// must not wait on that. What a run prints goes out with write(2) (`Terminal`,
+    /// `BatchedWriter`), so nothing of it waits in a C stream.
+    public static func immediately(_ status: Int32) -> Never {
+        _exit(status)
+    }
 }

@@ -5,8 +5,8 @@
 ///
 /// The stores' readers of steps (`steps(ofRun:)`, `runDetail`) list such an item as what it
 /// is, a pending item, so every caller (a resume, `status`, the API) sees each item of the list.
-/// When the list holds a secret (a fan-out's row keeps it redacted) the engine writes the items'
-/// rows at the expansion, as before, so an item never has to be read back from a redacted list.
+/// A secret's value in the list is masked here as in every row; the engine keeps the real
+/// elements in memory and, on resume, evaluates the list again (`RunExecutor.boundItem`).
 public enum UnstartedItems {
     /// The id of the `index`th item of fan-out `step`: `upload[3]`.
     public static func id(step: String, index: Int) -> String { "\(step)[\(index)]" }

@@ -20,7 +20,9 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// A run moved to this node from another one (its owner died or was fenced).
     public static let runTakenOver = EventType(rawValue: "run.taken_over")
     /// A run and everything journaled about it was deleted (`orchestrate delete`): data `run`.
-    /// Not the run's own event (`run_id` is null: its events are gone).
+    /// Not the run's own event (`run_id` is null: its events are gone). The one SQLite
+    /// migration v10 may write, to keep the highest seq of runs deleted before it, has data `{}`:
+    /// which run it was is no longer known.
     public static let runDeleted = EventType(rawValue: "run.deleted")
     // Steps.
     public static let stepStarted = EventType(rawValue: "step.started")
@@ -85,13 +87,15 @@ public enum RunControl: String, Sendable, CaseIterable {
 }
 
 /// Names of queues (`submit --queue`, `serve --queue`): letters, digits, `.`, `_`, `-`, at most
-/// 64, so they read well in `list`, URLs and metrics labels.
+/// 64, so they read well in `list`, URLs and metrics labels. Not dots alone: `.` and `..` are
+/// path segments a URL client folds away (`/api/queues/../stop` is sent as `/api/stop`).
 public enum QueueName {
-    public static let rule = "a queue name is 1 to 64 letters, digits, '.', '_' or '-'"
+    public static let rule = "a queue name is 1 to 64 letters, digits, '.', '_' or '-', not dots alone"
 
     public static func isValid(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 64
             && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
+            && name.contains { $0 != "." }
     }
 
     /// A named queue made passive on its own is a `queue_state` row keyed by this and its name

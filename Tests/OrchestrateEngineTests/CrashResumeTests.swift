@@ -61,14 +61,32 @@ import Testing
         try resumeFanOutOfCheckpointSteps(runID, secret: nil)
     }
 
-    /// When a fan-out's list holds a secret (its row keeps the list masked), each item is
-    /// journaled with its real element at the expansion instead, so an item resumed after a kill
-    /// still gets it: here the file it writes is named by the secret, not `***`.
+    /// When a fan-out's list holds a secret's value, the journal holds it masked (the fan-out's
+    /// row, and an item's when it starts), yet an item resumed after a kill gets its real
+    /// element, the list being evaluated again: here the file it writes is named by the secret,
+    /// not `***`.
     @Test func aFanOutWhoseListHoldsASecretResumesItsItemsWithTheirRealElements() throws {
         let secret = h.path("item-1")
         let runID = try killFanOutOfCheckpointSteps(secret: secret)
-        #expect(try h.storeSQL("SELECT count(*) FROM steps WHERE run_id = '\(runID)' AND kind = 'item'") == "3")
+        #expect(try h.storeSQL("SELECT count(*) FROM steps WHERE run_id = '\(runID)' AND kind = 'item'") == "1")
+        let masked = try h.storeSQL("SELECT item_json FROM steps WHERE run_id = '\(runID)' AND id = 'each'")
+        #expect(masked.contains("***") && !masked.contains(secret), "\(masked)")
         try resumeFanOutOfCheckpointSteps(runID, secret: secret)
+        #expect(try h.storeSQL("SELECT count(*) FROM steps WHERE run_id = '\(runID)' AND kind = 'item'") == "3")
+        #expect(try h.storeSQL("SELECT count(*) FROM steps WHERE item_json LIKE '%\(secret)%'") == "0",
+                "an item's row holds the secret")
+    }
+
+    /// If the secret has another value when the run resumes, the list no longer masks to the one
+    /// journaled: the unstarted items fail with a clear error instead of running with `***`.
+    @Test func aFanOutWhoseSecretChangedCannotResumeItsMaskedItems() throws {
+        let secret = h.path("item-1")
+        let runID = try killFanOutOfCheckpointSteps(secret: secret)
+        let resumed = try h.orchestrate(["resume", runID], environment: ["ORC_TEST_FILE_TOKEN": "another-value"])
+        #expect(resumed.status == 1, "\(resumed.stdout)\n\(resumed.stderr)")
+        #expect(resumed.stdout.contains("cannot be resumed"), "\(resumed.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: h.path("***")))
+        #expect(try h.status(runID)["status"]?.stringValue == "failed")
     }
 
     /// A fan-out of three `test.checkpoint` items, one at a time, each writing 20 lines to the

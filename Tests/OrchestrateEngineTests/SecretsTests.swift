@@ -64,6 +64,43 @@ import Testing
         }
     }
 
+    /// A fan-out whose list holds a secret's value (here from `env`, the first thing the run
+    /// does, before any attempt resolved the secret): each item gets its real element, and the
+    /// journal holds the list and the items' rows masked.
+    @Test func aFanOutOverASecretsValueKeepsItOutOfTheStore() throws {
+        let file = h.workflow("""
+            version: 1
+            name: fan-out-secret
+            secrets:
+              token: { env: TEST_TOKEN }
+            steps:
+              each:
+                uses: test.echo
+                for_each: ["${{ env.TEST_TOKEN }}/a", "plain/b"]
+                with: { path: "${{ item }}", seen: "${{ item == secrets.token + '/a' }}" }
+            """)
+        let result = try h.orchestrate(["run", file, "--json"], environment: ["TEST_TOKEN": secret])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let runID = try #require(try h.runIDs().last)
+        let steps = try h.status(runID)["steps"]?.arrayValue ?? []
+        let first = steps.first { $0["id"]?.stringValue == "each[0]" }
+        #expect(first?["outputs"]?["with"]?["path"]?.stringValue == "***/a", "\(steps)")
+        #expect(first?["outputs"]?["with"]?["seen"] == .bool(true), "the item did not get the real element")
+        #expect(steps.first { $0["id"]?.stringValue == "each[1]" }?["outputs"]?["with"]?["path"]?.stringValue == "plain/b")
+        #expect(!result.stdout.contains(secret))
+        #expect(try h.storeSQL("SELECT count(*) FROM steps WHERE run_id = '\(runID)' AND item_json LIKE '%\(secret)%'") == "0")
+        if let url = h.storeURL {
+            let dump = try EngineTestStore.dump(url)
+            #expect(dump.contains(runID) && !dump.contains(secret), "the secret is in the PostgreSQL store")
+        } else {
+            let enumerator = FileManager.default.enumerator(atPath: h.state)!
+            while let relative = enumerator.nextObject() as? String {
+                guard let data = FileManager.default.contents(atPath: h.state + "/" + relative) else { continue }
+                #expect(data.range(of: Data(secret.utf8)) == nil, "the secret is in \(relative)")
+            }
+        }
+    }
+
     /// While a run that hands a secret to child processes executes (exec through `env`, through
     /// `stdin`, and exec inside an isolated plugin runner), no process on the machine shows it
     /// in its command line (/proc/PID/cmdline, what `ps` shows every user); afterwards no output

@@ -224,8 +224,10 @@ final class SFTPChannel: @unchecked Sendable {
 
     private func abandonLocked(_ stream: ReadStream) {
         stream.abandoned = true
-        for piece in stream.pending { abandonLocked(piece.request) }
-        stream.pending.removeAll()
+        // `abandonLocked(request)` may wait (the mutex released) for a piece being written; the
+        // I/O thread adds no piece meanwhile (`answerLocked` ignores an abandoned stream), and
+        // popping re-reads what is pending after each wait.
+        while let piece = stream.pending.popLast() { abandonLocked(piece.request) }
     }
 
     /// Queues the READs `stream`'s window allows; true if it queued any. Called with `mutex` held.
@@ -255,7 +257,9 @@ final class SFTPChannel: @unchecked Sendable {
     /// A reply to one of `stream`'s READs (not abandoned) arrived: the rest of a short one and
     /// the next pieces are asked for. Called by the I/O thread with `mutex` held.
     private func answerLocked(_ stream: ReadStream, _ request: Request, _ reply: Reply) {
-        guard let (_, offset, _) = request.sink else { return }
+        // Abandoned while this piece was written: ask for nothing more (not even the rest of a
+        // short reply), or a READ outside `pending` would write to the file after `abandon`.
+        guard !stream.abandoned, let (_, offset, _) = request.sink else { return }
         guard reply.type == SFTP.Packet.data.rawValue && reply.sinkError == nil && reply.sunk > 0 else {
             // The piece stays pending: the in-order position never passes bytes not written
             // (a checkpoint beyond them would resume above a hole).
