@@ -44,17 +44,20 @@ import Testing
                              ("events", events.stdout), ("status", status.stdout)] {
             #expect(!text.contains(secret), "the secret leaked into \(name)")
         }
-        // Nothing in the state directory holds it: database, WAL, run directories.
+        try expectSecretNowhereInTheStore(runID: runID)
+    }
+
+    /// Nothing in the state directory holds the secret (database, WAL, run directories), nor, on
+    /// PostgreSQL, the whole database (which must hold the run).
+    private func expectSecretNowhereInTheStore(runID: String) throws {
         let enumerator = FileManager.default.enumerator(atPath: h.state)!
         var scanned = 0
         while let relative = enumerator.nextObject() as? String {
-            let full = h.state + "/" + relative
-            guard let data = FileManager.default.contents(atPath: full) else { continue }
+            guard let data = FileManager.default.contents(atPath: h.state + "/" + relative) else { continue }
             scanned += 1
             #expect(data.range(of: Data(secret.utf8)) == nil, "the secret is in \(relative)")
         }
         if let url = h.storeURL {
-            // A PostgreSQL store: its whole database, which must hold the run.
             let dump = try EngineTestStore.dump(url)
             #expect(dump.contains(runID) && !dump.contains(secret), "the secret is in the PostgreSQL store")
         } else {
@@ -90,16 +93,7 @@ import Testing
         #expect(!result.stdout.contains(secret))
         // (Not with a query naming the secret: its command line would show the secret to
         // `aSecretNeverAppearsInAnyProcessListing`, which runs beside this test.)
-        if let url = h.storeURL {
-            let dump = try EngineTestStore.dump(url)
-            #expect(dump.contains(runID) && !dump.contains(secret), "the secret is in the PostgreSQL store")
-        } else {
-            let enumerator = FileManager.default.enumerator(atPath: h.state)!
-            while let relative = enumerator.nextObject() as? String {
-                guard let data = FileManager.default.contents(atPath: h.state + "/" + relative) else { continue }
-                #expect(data.range(of: Data(secret.utf8)) == nil, "the secret is in \(relative)")
-            }
-        }
+        try expectSecretNowhereInTheStore(runID: runID)
     }
 
     /// While a run that hands a secret to child processes executes (exec through `env`, through
@@ -172,15 +166,7 @@ import Testing
         outputs.append(("status", try h.orchestrate(["status", runID, "--json"]).stdout))
         for (name, text) in outputs { #expect(!text.contains(secret), "the secret leaked into \(name)") }
         #expect(outputs[0].1.contains("step.succeeded"))
-        let enumerator = FileManager.default.enumerator(atPath: h.state)!
-        while let relative = enumerator.nextObject() as? String {
-            guard let data = FileManager.default.contents(atPath: h.state + "/" + relative) else { continue }
-            #expect(data.range(of: needle) == nil, "the secret is in \(relative)")
-        }
-        if let url = h.storeURL {
-            let dump = try EngineTestStore.dump(url)
-            #expect(dump.contains(runID) && !dump.contains(secret), "the secret is in the PostgreSQL store")
-        }
+        try expectSecretNowhereInTheStore(runID: runID)
     }
 
     /// Whether `pid`'s chain of parents reaches `ancestor` (from /proc/PID/stat's ppid field).
