@@ -60,9 +60,18 @@ final class SignalRelay: @unchecked Sendable {
             source.setEventHandler { [self] in
                 let n = lock.withLock { count += 1; return count }
                 if n == 1 {
-                    Terminal.line("\n" + announce, to: .standardError)
-                    onFirst()
+                    // Off the handler: a source runs its handler once at a time, so a line that
+                    // blocks (a terminal stopped with Ctrl-S) would keep the second signal out.
+                    DispatchQueue.global().async {
+                        Terminal.line("\n" + announce, to: .standardError)
+                        onFirst()
+                    }
                 } else {
+                    // The exit asked for happens within 2 s even if writing the last lines blocks.
+                    Thread.detachNewThread {
+                        Thread.sleep(forTimeInterval: 2)
+                        ProcessExit.immediately(ExitStatus.interrupted)
+                    }
                     beforeExit()
                     Terminal.line("interrupted again: exiting now; interrupted runs can be resumed", to: .standardError)
                     ProcessExit.immediately(ExitStatus.interrupted)

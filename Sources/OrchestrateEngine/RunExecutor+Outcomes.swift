@@ -90,6 +90,9 @@ extension RunExecutor {
     /// Records a final failure; unless the step may fail (`continue_on_error`), the run fails.
     /// `notRetried` says why a step with attempts left was not tried again.
     func fail(_ instance: Instance, _ failure: StepFailure, notRetried: String? = nil) {
+        // An expression's error may quote what it read (an item's element with a secret's value).
+        var failure = failure
+        failure.message = redactor.redact(failure.message)
         instance.record.status = .failed
         instance.record.finishedAt = now()
         instance.record.errorKind = failure.kind.rawValue

@@ -190,14 +190,14 @@ extension RunExecutor {
         // (`UnstartedItems`). A secret's value in an element is masked there, as everywhere in
         // the journal; the element itself stays in memory (`Instance.element`), and a resume
         // evaluates the list again (`boundItem`).
-        let masking = !redactor.isEmpty
+        let masked = redactor.isEmpty ? nil : instance.record.item?.arrayValue
         for (index, item) in items.enumerated() {
             var child = StepRecord(runID: run.id, id: UnstartedItems.id(step: step.id, index: index), step: step.id,
                                    kind: .item)
             child.itemIndex = index
-            child.item = masking ? redactor.redact(item) : item
+            child.item = masked?[index] ?? item
             let itemInstance = Instance(record: child, spec: instance.spec)
-            if masking && child.item != item { itemInstance.element = item }
+            if child.item != item { itemInstance.element = item }
             instances[child.id] = itemInstance
         }
         registerFanOut(instance, step: step)
@@ -210,21 +210,24 @@ extension RunExecutor {
     ///
     /// The journal holds an element with a secret's value masked. In the process that expanded
     /// the fan-out the element is in memory (`Instance.element`); after a resume (or a takeover)
-    /// the fan-out's `for_each` is evaluated again, as at its expansion, and used if it masks to
-    /// the journaled list. Secrets are resolved before this is called, so the redactor knows them.
+    /// the fan-out's `for_each` is evaluated again, as at its expansion, with the secrets and
+    /// environment of now, and used if it masks to the journaled list (a rotated secret read
+    /// the same way is used, as every attempt uses a secret's current value). Secrets are resolved
+    /// before this is called, so the redactor knows them; a secret that no longer resolves masks
+    /// nothing, and the list then does not match.
     func boundItem(_ instance: Instance) throws -> JSONValue? {
         guard instance.record.kind == .item || instance.record.kind == .compensation else { return nil }
         if let element = instance.element { return element }
-        guard let journaled = instance.record.item, !redactor.isEmpty, journaled.holdsMask,
+        guard let journaled = instance.record.item, !workflow.secrets.isEmpty, journaled.holdsMask,
               let index = instance.record.itemIndex, let step = workflow.step(instance.record.step),
               let forEach = step.forEach
         else { return instance.record.item }
         if listsEvaluatedAgain[step.id] == nil {
-            let list = try forEach.evaluate(in: evaluationContext(item: nil, attempt: 1)).arrayValue ?? []
-            guard redactor.redact(.array(list)) == instances[step.id]?.record.item else {
-                throw ItemNotRecoverable(step: step.id)
-            }
-            listsEvaluatedAgain[step.id] = list
+            // Evaluated once per fan-out, matched or not: every item and compensation of a list
+            // that no longer matches fails without evaluating it again.
+            let list = try? forEach.evaluate(in: evaluationContext(item: nil, attempt: 1)).arrayValue
+            let matches = list.map { redactor.redact(.array($0)) == instances[step.id]?.record.item } ?? false
+            listsEvaluatedAgain[step.id] = matches ? list : []
         }
         guard let list = listsEvaluatedAgain[step.id], index < list.count else { throw ItemNotRecoverable(step: step.id) }
         instance.element = list[index]
@@ -256,8 +259,10 @@ extension RunExecutor {
             if instance.record.idempotencyKey == nil, let template = instance.spec.idempotencyKey {
                 instance.record.idempotencyKey = redactor.redact(try template.evaluate(in: context).interpolated)
             }
+            // Keys are journaled (leases, events): masked like everything else, which can only
+            // make two keys one, a stricter limit.
             for limit in instance.spec.concurrency {
-                keys.append((try limit.key.evaluate(in: context).interpolated, limit.limit))
+                keys.append((redactor.redact(try limit.key.evaluate(in: context).interpolated), limit.limit))
             }
         } catch {
             waitingRetry.remove(instance.id)
@@ -321,12 +326,13 @@ extension RunExecutor {
 }
 
 /// A resumed item whose element held a secret's value (journaled masked) and whose fan-out's
-/// list no longer evaluates to the list the run started with (a secret changed value since).
+/// list no longer evaluates to one that masks to the list journaled (it changed since, or a
+/// secret no longer resolves).
 struct ItemNotRecoverable: Error, CustomStringConvertible {
     let step: String
     var description: String {
         "an element of \(step)'s for_each held a secret's value, which is never journaled, and the list no longer "
-            + "evaluates to the one the run started with (has the secret changed?): the item cannot be resumed"
+            + "evaluates to the one the run started with (has a secret or the environment changed?): the item cannot be resumed"
     }
 }
 

@@ -69,7 +69,7 @@ import Testing
 
     /// A fan-out whose list holds a secret's value (here from `env`, the first thing the run
     /// does, before any attempt resolved the secret): each item gets its real element, and the
-    /// journal holds the list and the items' rows masked.
+    /// journal holds the list, the items' rows and their concurrency keys masked.
     @Test func aFanOutOverASecretsValueKeepsItOutOfTheStore() throws {
         let file = h.workflow("""
             version: 1
@@ -80,6 +80,7 @@ import Testing
               each:
                 uses: test.echo
                 for_each: ["${{ env.TEST_TOKEN }}/a", "plain/b"]
+                concurrency: [{ key: "dest:${{ env.TEST_TOKEN }}", limit: 1 }]  # both items: one waits
                 with: { path: "${{ item }}", seen: "${{ item == secrets.token + '/a' }}" }
             """)
         let result = try h.orchestrate(["run", file, "--json"], environment: ["TEST_TOKEN": secret])
