@@ -54,7 +54,7 @@ struct GlobalOptions: ParsableArguments {
         return options
     }
 
-    /// The state directory, resolved as DESIGN.md says: flag, $ORCHESTRATE_STATE, XDG.
+    /// The state directory, resolved as docs/design.md says: flag, $ORCHESTRATE_STATE, XDG.
     func resolvedStateDirectory() -> String {
         let env = ProcessInfo.processInfo.environment
         if let dir = stateDirectory, !dir.isEmpty { return absolute(dir) }

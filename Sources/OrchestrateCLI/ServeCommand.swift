@@ -33,7 +33,7 @@ struct ServeCommand: ParsableCommand {
 
             --watch FILE turns the workflow's watch folder (its `on: watch:` block) into work: each \
             file that has stopped changing for `settle` becomes a run, or an item of the workflow's \
-            persistent session, exactly once (see README "Watch folders").
+            persistent session, exactly once (see docs/watch-folders.md).
 
             Examples:
               orchestrate serve --max-parallel 8
@@ -55,7 +55,7 @@ struct ServeCommand: ParsableCommand {
     var queues: [String] = []
 
     @Option(name: .customLong("http"), help: ArgumentHelp(
-        "Also serve the HTTP API on HOST:PORT (e.g. 127.0.0.1:8080; see README \"HTTP API\").", valueName: "addr"))
+        "Also serve the HTTP API on HOST:PORT (e.g. 127.0.0.1:8080; see docs/http-api.md).", valueName: "addr"))
     var http: String?
 
     @Option(name: .customLong("http-token-file"), help: ArgumentHelp(
@@ -138,7 +138,7 @@ struct ServeCommand: ParsableCommand {
         }
     }
 
-    /// Starts the thread that fires registered schedules (README "Schedules").
+    /// Starts the thread that fires registered schedules (docs/schedules.md).
     private func startScheduler(store: any StateStore, observer: any RunObserver) -> Scheduler {
         var options = Scheduler.Options()
         options.warn = { Terminal.warning($0) }

@@ -4,7 +4,7 @@ import OrchestrateStore
 /// A run taken over from another node (its owner died or lost its lease): what that node kept
 /// on its own disk is not here.
 ///
-/// The rule, written down in README "Several machines": a succeeded step that ran on another
+/// The rule, written down in docs/several-machines.md: a succeeded step that ran on another
 /// node runs again here when its `with:` reads `${{ run.dir }}` (its results are files in that
 /// node's run directory) and a step still to run reads the run directory too (it needs them).
 /// Steps whose effect is elsewhere (an API call, an upload: the server holds the result) are

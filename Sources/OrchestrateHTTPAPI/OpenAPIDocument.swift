@@ -171,7 +171,7 @@ enum OpenAPIDocument {
                                 "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}}
         },
         "/metrics": {
-          "get": {"summary": "Prometheus metrics (README \"Metrics\")", "operationId": "metrics",
+          "get": {"summary": "Prometheus metrics (docs/metrics.md)", "operationId": "metrics",
                   "responses": {"200": {"description": "The Prometheus text exposition format", "content": {"text/plain": {"schema": {"type": "string"}}}},
                                 "401": {"$ref": "#/components/responses/Problem"}}}
         },

@@ -4,7 +4,7 @@ import OrchestrateJSON
 import OrchestrateStore
 import Prometheus
 
-/// The Prometheus metrics of one `serve` process, served at `/metrics` (README "Metrics").
+/// The Prometheus metrics of one `serve` process, served at `/metrics` (docs/metrics.md).
 ///
 /// Counters and histograms are fed by the events the engine journals in this process (it is a
 /// `RunObserver`): counting costs a dictionary look-up under a lock per event, never a store
@@ -47,7 +47,7 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
         _ = gauge("steps_held", "Steps held because their host stopped answering (error code unreachable), in the whole store", [])
     }
 
-    // MARK: Names (the README's metrics table lists them)
+    // MARK: Names (docs/metrics.md lists them)
 
     private func descriptor(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "orchestrate", metricName: name, unitName: unit, helpText: help)

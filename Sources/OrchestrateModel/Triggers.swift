@@ -1,4 +1,4 @@
-// `on:`: what starts runs of a workflow without anyone typing `submit` (DESIGN.md, "Schedules,
+// `on:`: what starts runs of a workflow without anyone typing `submit` (docs/design.md, "Schedules,
 // watch folders, bandwidth timetables"). `serve` acts on them: schedules once the workflow is
 // registered (`orchestrate schedule add`), watch folders given with `serve --watch FILE`.
 import Foundation

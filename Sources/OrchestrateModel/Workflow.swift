@@ -1,5 +1,5 @@
 // The validated workflow: what the engine plans and runs. Built only by `WorkflowLoader`, so a
-// `Workflow` value has passed every check in the language (see DESIGN.md, "Workflow language v1").
+// `Workflow` value has passed every check in the language (see docs/design.md, "Workflow language v1").
 import OrchestrateJSON
 
 /// A validated workflow file.

@@ -8,7 +8,7 @@ extension PluginRegistry {
     /// The environment variable with extra plugin directories or files, colon-separated.
     public static let pluginPathVariable = "ORCHESTRATE_PLUGIN_PATH"
 
-    /// The search order from DESIGN.md ("Command line"), earliest wins a step-id clash:
+    /// The search order from docs/design.md ("Command line"), earliest wins a step-id clash:
     ///
     /// 1. the install's own plugins: `liborchestrate-plugin-*.so` next to the executable (where
     ///    SwiftPM puts the built-in plugins), then every library in

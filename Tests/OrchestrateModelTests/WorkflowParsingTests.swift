@@ -4,7 +4,7 @@ import OrchestrateJSON
 import OrchestrateModel
 import Testing
 
-/// The example of DESIGN.md ("Workflow language v1"), completed with activate and set-metadata
+/// The example of docs/design.md ("Workflow language v1"), completed with activate and set-metadata
 /// steps. Its description is quoted here: unquoted, "Classic upload: create…" is not valid YAML
 /// (a plain scalar cannot contain ": ").
 let vimeoWorkflow = """
@@ -83,7 +83,7 @@ private func at(_ d: [Diagnostic]) -> [String] { d.map { "\($0.location.line):\(
 
 @Suite("Workflow parsing")
 struct WorkflowParsingTests {
-    @Test("the DESIGN.md vimeo example parses with the right structure")
+    @Test("the docs/design.md vimeo example parses with the right structure")
     func vimeo() throws {
         let wf = try parse(vimeoWorkflow)
         #expect(wf.file == "test.yaml")
@@ -351,7 +351,7 @@ struct WorkflowParsingTests {
         #expect(wf.steps.count == 5)
     }
 
-    @Test("the DESIGN.md description line, unquoted, is a YAML error")
+    @Test("the docs/design.md description line, unquoted, is a YAML error")
     func designDescriptionNeedsQuotes() {
         let d = errors("name: x\ndescription: Classic upload: create ticket\nsteps:\n  a: { uses: exec, with: { command: [x] } }\n")
         #expect(d.count == 1)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The long crash campaign: tools/crash_campaign.py with 500 SIGKILLs (by default) shared out over
 the Vimeo streaming flow, the tus flow, an SFTP tree upload, a persistent SFTP session and a chain
-of exec steps, then its figures as a Markdown table (the README's Benchmarks section shows one run).
+of exec steps, then its figures as a Markdown table (bench/RESULTS.md shows one run).
 
     bench/crash/bench.py [--kills 500] [--seed N] [--sftp-big-mib 72] [--bin-dir DIR] [crash_campaign.py options]
 
