@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HummingbirdCore
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTPTypes
@@ -69,6 +70,23 @@ final class ConnectionTable: Sendable {
     }
 
     func remove(_ id: Int) { _ = state.withLockedValue { $0.entries.removeValue(forKey: id) } }
+}
+
+/// The hard bound on accepted sockets, on the listening socket: `ConnectionTable` makes room at
+/// its capacity by closing a connection, which takes a moment; meanwhile at most `slack` more
+/// are accepted, then accepting pauses (new connections wait in the kernel's backlog) until
+/// closes catch up. So descriptors stay bounded however fast clients connect.
+struct AcceptedSocketBound: AvailableConnectionsDelegate {
+    let limit: Int
+    private var open = 0
+
+    static let slack = 16
+
+    init(capacity: Int) { limit = capacity + Self.slack }
+
+    mutating func connectionOpened() { open += 1 }
+    mutating func connectionClosed() { open -= 1 }
+    func isAcceptingNewConnections() -> Bool { open < limit }
 }
 
 /// One connection's deadlines and its place in the `ConnectionTable`, in its pipeline after the

@@ -114,7 +114,8 @@ public enum HTTPAPIServer {
         let address = configuration.address
         let app = Application(
             responder: HeadResponder(router: router.buildResponder()), server: server,
-            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "orchestrate"),
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "orchestrate",
+                                 availableConnectionsDelegate: AcceptedSocketBound(capacity: limits.maxConnections)),
             onServerRunning: { channel in
                 started.finish(.success(channel.localAddress?.port ?? address.port))
             },
