@@ -95,7 +95,7 @@ struct ServeCommand: ParsableCommand {
     var httpBodyTimeout = 60.0
 
     @Option(name: .customLong("http-idle-timeout"), help: ArgumentHelp(
-        "Seconds a keep-alive API connection may wait between requests.", valueName: "s"))
+        "Seconds a keep-alive API connection may wait between requests, or a client leave its answer unread.", valueName: "s"))
     var httpIdleTimeout = 60.0
 
     @Option(name: .customLong("api-workflows"), help: ArgumentHelp(

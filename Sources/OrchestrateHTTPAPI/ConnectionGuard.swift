@@ -16,7 +16,8 @@ public struct ConnectionLimits: Sendable {
     public var headTimeout = 10.0
     /// Seconds from the end of the head to the end of the body (at most `APIContext.maxBodySize`).
     public var bodyTimeout = 60.0
-    /// Seconds a keep-alive connection may wait with no request in progress.
+    /// Seconds a keep-alive connection may wait with no request in progress, and a client may
+    /// leave its answer unread (the connection's writes stalled, an event stream's too).
     public var idleTimeout = 60.0
 
     public init() {}
@@ -95,7 +96,9 @@ struct AcceptedSocketBound: AvailableConnectionsDelegate {
 /// (idle deadline). A missed deadline closes the connection.
 ///
 /// A client that closes its side while its event stream is answered is gone: the connection
-/// is closed at once, so the stream ends and frees its slot.
+/// is closed at once, so the stream ends and frees its slot. A client that stops reading (the
+/// connection stays unwritable) is closed after the idle deadline: it would hold its
+/// connection, and a stream its slot, for ever.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -112,6 +115,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var unanswered = 0
     private var streaming = false
     private var deadline: Scheduled<Void>?
+    /// Armed while the connection cannot take more writes.
+    private var stalled: Scheduled<Void>?
 
     init(table: ConnectionTable, limits: ConnectionLimits) {
         self.table = table
@@ -135,6 +140,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
+        stalled?.cancel()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        stalled?.cancel()
+        stalled = nil
+        if !context.channel.isWritable {
+            let channel = context.channel
+            stalled = context.eventLoop.scheduleTask(in: Self.amount(limits.idleTimeout)) { channel.close(promise: nil) }
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     private func bytesArrived(context: ChannelHandlerContext) {
@@ -198,8 +214,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private func arm(_ seconds: Double, context: ChannelHandlerContext) {
         deadline?.cancel()
         let channel = context.channel
-        deadline = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) { channel.close(promise: nil) }
+        deadline = context.eventLoop.scheduleTask(in: Self.amount(seconds)) { channel.close(promise: nil) }
     }
+
+    private static func amount(_ seconds: Double) -> TimeAmount { .nanoseconds(Int64(seconds * 1e9)) }
 }
 
 /// Tells its owner when bytes arrive on the connection (first in the pipeline).

@@ -235,6 +235,29 @@ import Testing
         print("low descriptor limit: \(used) s CPU in 4 s under a flood of 300 connections")
     }
 
+    /// A client that asks and never reads its answers (its connection stays unwritable) is
+    /// closed after the idle deadline instead of holding its connection for ever.
+    @Test func aClientThatStopsReadingIsClosed() throws {
+        let serve = try APIServe(extra: ["--http-idle-timeout", "1"])
+        let fd = try RawHTTP.connect(port: serve.port)
+        defer { close(fd) }
+        var small: Int32 = 4096
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        // 1,000 pipelined requests for the OpenAPI document (some 20 MB of answers), none read.
+        let request = "GET /api/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(serve.token)\r\n\r\n"
+        let sender = Thread { RawHTTP.send(fd, Array(String(repeating: request, count: 1000).utf8)) }
+        sender.start()
+        let started = Date()
+        var hungUp = false
+        while !hungUp && Date().timeIntervalSince(started) < 15 {
+            var entry = pollfd(fd: fd, events: Int16(0x2000 /* POLLRDHUP */), revents: 0)
+            _ = poll(&entry, 1, 100)
+            hungUp = entry.revents & Int16(0x2000 | POLLHUP | POLLERR) != 0
+        }
+        let took = Date().timeIntervalSince(started)
+        #expect(hungUp && took < 10, "a client that does not read: closed \(hungUp) after \(took) s")
+    }
+
     /// An event stream's slot is free as soon as its client hangs up (not at the next keep-alive).
     @Test func eventStreamSlotIsFreedWhenTheClientHangsUp() throws {
         let serve = try APIServe(extra: ["--http-max-streams", "1"])
