@@ -210,6 +210,10 @@ struct ServeCommand: ParsableCommand {
             // As Jupyter does: the dashboard's URL with the token, to open as it is (the page
             // moves the token out of the address bar at once).
             Terminal.line("Dashboard: \(running.baseURL)/?token=\(defaultToken)", to: .standardError)
+            if running.maxConnections < httpMaxConnections {
+                Terminal.warning("the HTTP API takes at most \(running.maxConnections) connections, not \(httpMaxConnections): "
+                                 + "half the descriptor limit (ulimit -n), the rest is for the runs")
+            }
             Terminal.line("HTTP API on \(running.baseURL)/api/ (Authorization: Bearer <the token in \(stateDirectory)/http-token>)",
                           to: .standardError)
         } catch let error as HTTPAPIServer.StartError {

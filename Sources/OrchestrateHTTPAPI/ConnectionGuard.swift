@@ -47,8 +47,6 @@ final class ConnectionTable: Sendable {
 
     init(capacity: Int) { self.capacity = capacity }
 
-    var count: Int { state.withLockedValue { $0.entries.count } }
-
     /// Registers `channel`; at capacity, closes the oldest evictable connection to make room.
     /// nil when the table is full of connections at work: the caller closes `channel`.
     func admit(_ channel: any Channel) -> Int? {

@@ -50,6 +50,8 @@ public enum HTTPAPIServer {
     public struct Running: Sendable {
         /// `http://127.0.0.1:8080` (the port actually bound, when 0 was asked).
         public let baseURL: String
+        /// The connection cap in force: the one asked for, or half the descriptor limit if lower.
+        public let maxConnections: Int
     }
 
     /// Binds and starts serving in the background; returns once it accepts connections, or
@@ -130,7 +132,7 @@ public enum HTTPAPIServer {
             }
         }
         let port = try started.wait()
-        return Running(baseURL: "\(scheme)://\(address.hostForURL):\(port)")
+        return Running(baseURL: "\(scheme)://\(address.hostForURL):\(port)", maxConnections: limits.maxConnections)
     }
 }
 
