@@ -53,9 +53,15 @@ final class APIClient {
         }
     }
 
-    /// Collects a response body (libcurl's write callback hands over one chunk at a time).
+    /// The largest answer taken (a page of 1000 runs or journal events is a few MiB): a server
+    /// that sends more, or an endless body, is cut off with an error instead of filling memory.
+    static let maxAnswerBytes = 64 << 20
+
+    /// Collects a response body (libcurl's write callback hands over one chunk at a time), up to
+    /// `maxAnswerBytes`.
     private final class Body {
         var bytes: [UInt8] = []
+        var tooLarge = false
     }
 
     private func request(_ path: String) throws -> (status: Int, body: [UInt8]) {
@@ -81,11 +87,19 @@ final class APIClient {
                 orc_curl_setopt_write_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
                     let body = Unmanaged<Body>.fromOpaque(context!).takeUnretainedValue()
                     let length = size * count
+                    guard body.bytes.count + length <= APIClient.maxAnswerBytes else {
+                        body.tooLarge = true
+                        return 0  // libcurl stops with CURLE_WRITE_ERROR
+                    }
                     if let data { data.withMemoryRebound(to: UInt8.self, capacity: length) { body.bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) } }
                     return length
                 }
                 return curl_easy_perform(handle)
             }
+        }
+        if body.tooLarge {
+            throw CLIFailure(status: ExitStatus.runFailed, message: "\(server)\(path): the answer is larger than "
+                             + "\(Self.maxAnswerBytes >> 20) MiB; refused (is it an orchestrate serve --http?)")
         }
         guard code == CURLE_OK else {
             let message = errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }

@@ -79,6 +79,29 @@ struct ServeCommand: ParsableCommand {
         "API requests that may wait for their turn; more are answered 503 with Retry-After.", valueName: "n"))
     var httpMaxWaiting = 64
 
+    @Option(name: .customLong("http-max-connections"), help: ArgumentHelp(
+        "API connections open at once (at most half the descriptor limit); past it the longest idle one is closed.", valueName: "n"))
+    var httpMaxConnections = 512
+
+    @Option(name: .customLong("http-max-streams"), help: ArgumentHelp("API event streams open at once.", valueName: "n"))
+    var httpMaxStreams = 64
+
+    @Option(name: .customLong("http-head-timeout"), help: ArgumentHelp(
+        "Seconds a client has to send a request's head; then its connection is closed.", valueName: "s"))
+    var httpHeadTimeout = 10.0
+
+    @Option(name: .customLong("http-body-timeout"), help: ArgumentHelp(
+        "Seconds a client has to send a request's body once its head is in.", valueName: "s"))
+    var httpBodyTimeout = 60.0
+
+    @Option(name: .customLong("http-idle-timeout"), help: ArgumentHelp(
+        "Seconds a keep-alive API connection may wait between requests, or a client leave its answer unread.", valueName: "s"))
+    var httpIdleTimeout = 60.0
+
+    @Option(name: .customLong("api-workflows"), help: ArgumentHelp(
+        "The API starts only the workflows of this directory, by name (no workflow_yaml or workflow_path).", valueName: "dir"))
+    var apiWorkflows: String?
+
     @Flag(name: .customLong("no-schedules"), help: "Do not start the runs of registered schedules (other serve processes do).")
     var noSchedules = false
 
@@ -92,8 +115,20 @@ struct ServeCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if http == nil && (httpTokenFile != nil || tlsCert != nil || tlsKey != nil || httpPlaintext) {
-            throw ValidationError("--http-token-file, --tls-cert, --tls-key and --http-plaintext need --http ADDR")
+        if http == nil && (httpTokenFile != nil || tlsCert != nil || tlsKey != nil || httpPlaintext || apiWorkflows != nil) {
+            throw ValidationError("--http-token-file, --tls-cert, --tls-key, --http-plaintext and --api-workflows need --http ADDR")
+        }
+        if httpMaxConnections < 1 || httpMaxStreams < 1 {
+            throw ValidationError("--http-max-connections and --http-max-streams must be at least 1")
+        }
+        for (name, seconds) in [("head", httpHeadTimeout), ("body", httpBodyTimeout), ("idle", httpIdleTimeout)] where !(seconds > 0 && seconds <= 86400) {
+            throw ValidationError("--http-\(name)-timeout takes seconds, more than 0 and at most 86400")
+        }
+        if let apiWorkflows {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: apiWorkflows, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ValidationError("--api-workflows \(apiWorkflows) is not a directory")
+            }
         }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("give both --tls-cert and --tls-key, or neither") }
         if httpMaxRequests < 1 { throw ValidationError("--http-max-requests must be at least 1") }
@@ -164,11 +199,21 @@ struct ServeCommand: ParsableCommand {
                                                             tlsCertificate: tlsCert, tlsKey: tlsKey)
             configuration.maxActiveRequests = httpMaxRequests
             configuration.maxWaitingRequests = httpMaxWaiting
+            configuration.maxEventStreams = httpMaxStreams
+            configuration.connections.maxConnections = httpMaxConnections
+            configuration.connections.headTimeout = httpHeadTimeout
+            configuration.connections.bodyTimeout = httpBodyTimeout
+            configuration.connections.idleTimeout = httpIdleTimeout
+            configuration.workflowDirectory = apiWorkflows.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
             let running = try HTTPAPIServer.start(configuration, store: store, registry: registry, stateDirectory: stateDirectory,
                                                   metrics: metrics)
             // As Jupyter does: the dashboard's URL with the token, to open as it is (the page
             // moves the token out of the address bar at once).
             Terminal.line("Dashboard: \(running.baseURL)/?token=\(defaultToken)", to: .standardError)
+            if running.maxConnections < httpMaxConnections {
+                Terminal.warning("the HTTP API takes at most \(running.maxConnections) connections, not \(httpMaxConnections): "
+                                 + "half the descriptor limit (ulimit -n), the rest is for the runs")
+            }
             Terminal.line("HTTP API on \(running.baseURL)/api/ (Authorization: Bearer <the token in \(stateDirectory)/http-token>)",
                           to: .standardError)
         } catch let error as HTTPAPIServer.StartError {

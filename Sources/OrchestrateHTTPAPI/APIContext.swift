@@ -5,9 +5,14 @@ import NIOCore
 struct APIContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     var token: APITokens.Token?
+    /// The request's connection: an event stream ends when it closes.
+    let connection: any Channel
+    /// The request was a HEAD, answered as its GET without the body (`HeadResponder`).
+    var isHead = false
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        connection = source.channel
     }
 
     /// Request bodies are bounded: a submitted workflow and its inputs are small.

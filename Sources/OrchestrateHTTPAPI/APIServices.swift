@@ -12,6 +12,8 @@ final class APIServices: Sendable {
     let registry: PluginRegistry
     let stateDirectory: String
     let maxStreams: Int
+    /// `--api-workflows DIR`: the only workflows `POST /api/runs` may start.
+    let workflows: APIWorkflows?
     /// Shared by every event stream (one store read for all of them).
     let eventFeed = EventFeed()
     /// Identical reads within a quarter second share one answer.
@@ -24,12 +26,14 @@ final class APIServices: Sendable {
 
     /// `workerThreads`: as many as requests may be worked on at once, and a few for the event
     /// streams' reads.
-    init(store: any StateStore, registry: PluginRegistry, stateDirectory: String, maxStreams: Int, workerThreads: Int) {
+    init(store: any StateStore, registry: PluginRegistry, stateDirectory: String, maxStreams: Int, workerThreads: Int,
+         workflows: APIWorkflows?) {
         self.workers = APIWorkers(count: workerThreads)
         self.store = store
         self.registry = registry
         self.stateDirectory = stateDirectory
         self.maxStreams = maxStreams
+        self.workflows = workflows
     }
 
     /// Runs `work` (store calls, and encoding what they read) off the cooperative pool and the

@@ -1,8 +1,8 @@
 import Hummingbird
 import HTTPTypes
 
-/// Every request needs `Authorization: Bearer TOKEN`, except that an event stream may give the
-/// token as `?token=` (a browser's EventSource cannot set headers), and the dashboard's static
+/// Every request needs `Authorization: Bearer TOKEN`, except that an event stream (exactly its
+/// two routes, `EventStream.isStream`) may give the token as `?token=` (a browser's EventSource cannot set headers), and the dashboard's static
 /// files need none (they hold no data). A read-only token may only read (GET, HEAD): anything
 /// else is 403.
 ///
@@ -36,8 +36,7 @@ struct BearerAuthMiddleware: RouterMiddleware {
             guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
             return parts[1]
         }
-        if request.method == .get, request.uri.path.hasSuffix("/events"),
-           let token = request.uri.queryParameters.get("token") { return Substring(token) }
+        if EventStream.isStream(request), let token = request.uri.queryParameters.get("token") { return Substring(token) }
         return nil
     }
 }

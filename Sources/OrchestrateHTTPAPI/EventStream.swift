@@ -17,24 +17,30 @@ enum EventStream {
     static let keepAliveInterval: Double = 10
 
     static func add(to router: Router<APIContext>, services: APIServices) {
-        router.get("/api/events") { request, _ in
+        router.get("/api/events") { request, context in
             var after = try resumePoint(request)
             if after == fromTheEnd { after = try await services.blocking { try latestSeq(services.store) } }
-            return try stream(runID: nil, after: after, services: services)
+            return try stream(runID: nil, after: after, services: services, context: context)
         }
         router.get("/api/runs/{id}/events") { request, context in
             let id = try context.parameters.require("id")
             let after = try resumePoint(request)
             guard after != fromTheEnd else { throw Problem(.badRequest, "after=end is for /api/events; a run's stream starts at its beginning") }
             guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }
-            return try stream(runID: id, after: after, services: services)
+            return try stream(runID: id, after: after, services: services, context: context)
         }
     }
 
     /// Whether `request` asks for an event stream (which `AdmissionMiddleware` does not count).
-    static func isStream(_ request: Request) -> Bool {
-        request.method == .get && (request.uri.path == "/api/events"
-            || (request.uri.path.hasPrefix("/api/runs/") && request.uri.path.hasSuffix("/events")))
+    static func isStream(_ request: Request) -> Bool { isStream(method: request.method, path: request.uri.path) }
+
+    /// `GET /api/events` or `GET /api/runs/{id}/events` exactly (`path` with or without its query).
+    static func isStream(method: HTTPRequest.Method, path: String) -> Bool {
+        guard method == .get else { return false }
+        let route = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        if route == "/api/events" { return true }
+        let parts = route.split(separator: "/", omittingEmptySubsequences: false)
+        return parts.count == 5 && parts[0].isEmpty && parts[1] == "api" && parts[2] == "runs" && !parts[3].isEmpty && parts[4] == "events"
     }
 
     /// `?after=end` (the stream of everything): only what happens from now on. The dashboard
@@ -65,20 +71,29 @@ enum EventStream {
         return high
     }
 
-    static func stream(runID: String?, after: Int64, services: APIServices) throws -> Response {
-        guard services.openStream() else {
-            throw Problem(.serviceUnavailable, "too many event streams are open (at most \(services.maxStreams)); retry later", retryAfter: 5)
-        }
+    /// The stream's response; it holds one of the `maxStreams` slots until its client is gone
+    /// (its connection closes: `ConnectionGuard` closes it as soon as the client hangs up).
+    static func stream(runID: String?, after: Int64, services: APIServices, context: APIContext) throws -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
+        // A HEAD takes no slot: its body is never written.
+        if context.isHead {
+            var response = Response(status: .ok, headers: headers)
+            response.headers[.contentLength] = nil  // unknown: it never ends
+            return response
+        }
+        guard services.openStream() else {
+            throw Problem(.serviceUnavailable, "too many event streams are open (at most \(services.maxStreams)); retry later", retryAfter: 5)
+        }
+        let connection = context.connection
         let feed = services.eventFeed
         let body = ResponseBody { writer in
             defer { services.closeStream() }
             var last = after
             var lastWrite = Date()
             try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
-            while !Task.isCancelled {
+            while !Task.isCancelled && connection.isActive {
                 try await feed.refresh(services, startingAfter: last)
                 var text: [ByteBuffer] = []
                 var more = false

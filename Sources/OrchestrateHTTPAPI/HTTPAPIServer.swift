@@ -28,6 +28,11 @@ public enum HTTPAPIServer {
         /// wait for their turn; more are answered 503 with Retry-After (`RequestAdmission`).
         public var maxActiveRequests = 4
         public var maxWaitingRequests = 64
+        /// Connections and their deadlines (`ConnectionGuard`).
+        public var connections = ConnectionLimits()
+        /// With it, `POST /api/runs` starts only the workflows in this directory, by name
+        /// (`APIWorkflows`); without it, any workflow file or YAML text.
+        public var workflowDirectory: String?
 
         public init(address: ListenAddress, tokens: APITokens, tlsCertificate: String? = nil, tlsKey: String? = nil) {
             self.address = address
@@ -45,6 +50,8 @@ public enum HTTPAPIServer {
     public struct Running: Sendable {
         /// `http://127.0.0.1:8080` (the port actually bound, when 0 was asked).
         public let baseURL: String
+        /// The connection cap in force: the one asked for, or half the descriptor limit if lower.
+        public let maxConnections: Int
     }
 
     /// Binds and starts serving in the background; returns once it accepts connections, or
@@ -54,10 +61,13 @@ public enum HTTPAPIServer {
     {
         let services = APIServices(store: store, registry: registry, stateDirectory: stateDirectory,
                                    maxStreams: configuration.maxEventStreams,
-                                   workerThreads: configuration.maxActiveRequests + 2)
+                                   workerThreads: configuration.maxActiveRequests + 2,
+                                   workflows: configuration.workflowDirectory.map { APIWorkflows(directory: $0) })
         let router = Router(context: APIContext.self)
+        let methods = MethodTable()
         router.add(middleware: ProblemMiddleware())
         router.add(middleware: BearerAuthMiddleware(tokens: configuration.tokens))
+        router.add(middleware: MethodMiddleware(table: methods))
         router.add(middleware: AdmissionMiddleware(admission: RequestAdmission(maxActive: configuration.maxActiveRequests,
                                                                                maxWaiting: configuration.maxWaitingRequests)))
         router.add(middleware: ReadCacheInvalidation(cache: services.readCache))
@@ -69,7 +79,17 @@ public enum HTTPAPIServer {
         MetricsRoute.add(to: router, services: services, metrics: metrics)
         router.get("/api/openapi.json") { _, _ in JSONResponse.make(OpenAPIDocument.json) }
         DashboardRoutes.add(to: router)
+        methods.load(router)
 
+        // Every connection is counted and held to its deadlines (`ConnectionGuard`), at most
+        // half the descriptor limit of them.
+        let limits = {
+            var limits = configuration.connections
+            limits.maxConnections = ConnectionLimits.connectionCap(requested: limits.maxConnections)
+            return limits
+        }()
+        let table = ConnectionTable(capacity: limits.maxConnections)
+        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionGuard(table: table, limits: limits)])
         let server: HTTPServerBuilder
         if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
             do {
@@ -77,12 +97,12 @@ public enum HTTPAPIServer {
                 let privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
                 let tls = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) },
                                                                    privateKey: .privateKey(privateKey))
-                server = try .tls(.http1(), tlsConfiguration: tls)
+                server = try .tls(.http1(configuration: http1), tlsConfiguration: tls)
             } catch {
                 throw StartError(description: "--tls-cert \(cert) / --tls-key \(key): \(error)")
             }
         } else {
-            server = .http1()
+            server = .http1(configuration: http1)
         }
         let scheme = configuration.tlsCertificate == nil ? "http" : "https"
 
@@ -95,8 +115,9 @@ public enum HTTPAPIServer {
         let started = StartSignal()
         let address = configuration.address
         let app = Application(
-            router: router, server: server,
-            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "orchestrate"),
+            responder: HeadResponder(router: router.buildResponder()), server: server,
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "orchestrate",
+                                 availableConnectionsDelegate: AcceptedSocketBound(capacity: limits.maxConnections)),
             onServerRunning: { channel in
                 started.finish(.success(channel.localAddress?.port ?? address.port))
             },
@@ -111,7 +132,7 @@ public enum HTTPAPIServer {
             }
         }
         let port = try started.wait()
-        return Running(baseURL: "\(scheme)://\(address.hostForURL):\(port)")
+        return Running(baseURL: "\(scheme)://\(address.hostForURL):\(port)", maxConnections: limits.maxConnections)
     }
 }
 

@@ -30,7 +30,7 @@ enum OpenAPIDocument {
     {
       "openapi": "3.1.0",
       "info": {"title": "orchestrate", "version": "1",
-               "description": "The API of `orchestrate serve --http`. Every request needs `Authorization: Bearer TOKEN`; event streams (GET) also take `?token=` (EventSource cannot set headers); a token in a cookie, or in the URL of anything but an event stream, is ignored. Errors are RFC 9457 problem documents."},
+               "description": "The API of `orchestrate serve --http`. Every request needs `Authorization: Bearer TOKEN`; the two event streams (GET /api/events and GET /api/runs/{id}/events) also take `?token=` (EventSource cannot set headers); a token in a cookie, or in the URL of anything else, is ignored. HEAD answers every GET operation without its body; a known path asked with a method it does not take is 405 with `Allow`. Errors are RFC 9457 problem documents. A server started with `--api-workflows DIR` starts only the workflows of DIR, by name (`workflow`), and answers 403 to `workflow_path` and `workflow_yaml`."},
       "security": [{"bearer": []}],
       "paths": {
         "/api/runs": {
@@ -230,7 +230,8 @@ enum OpenAPIDocument {
             "next": {"type": "string", "description": "the next due time (ISO 8601, UTC); absent while paused"}}},
           "Transfer": {"type": "object", "properties": {"bytes_done": {"type": "integer"}, "bytes_total": {"type": "integer"}, "elapsed_s": {"type": "number"},
                        "average_rate": {"type": "number"}, "remaining_s": {"type": "number"}}},
-          "Submission": {"type": "object", "additionalProperties": false, "description": "A member that is null counts as not given.", "properties": {
+          "Submission": {"type": "object", "additionalProperties": false, "description": "A member that is null counts as not given. One of workflow (a server with --api-workflows) or workflow_path or workflow_yaml (any other server).", "properties": {
+            "workflow": {"type": ["string", "null"], "pattern": "^[^./][^/]*$", "description": "a workflow of the server's --api-workflows directory: NAME.yaml or NAME.yml there (no '/', not starting with '.', not leading out of it through a symbolic link)"},
             "workflow_path": {"type": ["string", "null"], "description": "absolute path of a workflow file on the server"},
             "workflow_yaml": {"type": ["string", "null"], "description": "the workflow itself"},
             "file_name": {"type": ["string", "null"], "description": "the name workflow_yaml's diagnostics use"},
@@ -238,7 +239,8 @@ enum OpenAPIDocument {
             "queue": {"type": ["string", "null"], "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"}, "priority": {"type": ["integer", "null"]},
             "id": {"type": ["string", "null"], "pattern": "^[^/ ]+$"},
             "max_rate": {"type": ["integer", "string", "null"], "minimum": 1, "description": "bytes per second, or as --max-rate: 10M, \"Mon-Fri 08:00,10M 19:00,off\""}},
-            "oneOf": [{"required": ["workflow_path"], "properties": {"workflow_path": {"type": "string"}}},
+            "oneOf": [{"required": ["workflow"], "properties": {"workflow": {"type": "string"}}},
+                      {"required": ["workflow_path"], "properties": {"workflow_path": {"type": "string"}}},
                       {"required": ["workflow_yaml"], "properties": {"workflow_yaml": {"type": "string"}}}],
             "example": {"workflow_yaml": "version: 1\nname: hello\nsteps:\n  greet: { uses: exec, with: { command: [echo, hello] } }\n", "queue": "examples", "labels": {"team": "media"}}},
           "Node": {"type": "object", "required": ["name", "live", "runs_held", "workers"], "properties": {

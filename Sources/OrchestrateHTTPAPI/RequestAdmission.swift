@@ -9,7 +9,7 @@ import HTTPTypes
 ///
 /// Event streams are not counted: they are long-lived and bounded by `maxEventStreams`, and a
 /// browser's EventSource gives up for good on a 503. The dashboard's static files are not
-/// counted either (they cost nothing).
+/// counted either (they cost nothing). A request's body is read before it is admitted.
 final class RequestAdmission: @unchecked Sendable {
     let maxActive: Int
     let maxWaiting: Int
@@ -66,6 +66,12 @@ struct AdmissionMiddleware: RouterMiddleware {
                 next: (Request, APIContext) async throws -> Response) async throws -> Response
     {
         if DashboardRoutes.isAsset(request) || EventStream.isStream(request) { return try await next(request, context) }
+        // A request takes a slot only once it has all arrived: a client that sends its body
+        // slowly holds its connection (until `ConnectionGuard`'s body deadline), not a slot.
+        var request = request
+        if request.method != .get && request.method != .head {
+            _ = try await request.collectBody(upTo: APIContext.maxBodySize)
+        }
         guard await admission.enter() else {
             throw Problem(.serviceUnavailable, "the server is busy (\(admission.maxActive) requests at work, "
                           + "\(admission.maxWaiting) waiting); retry in \(admission.retryAfter) s",

@@ -12,10 +12,11 @@ import OrchestrateTokenBucket
 ///  "labels": {"batch": "7"}, "queue": "uploads", "priority": 5}
 /// ```
 /// or `"workflow_yaml": "name: …"` (with an optional `"file_name"` for its diagnostics) instead
-/// of `workflow_path`. A workflow or inputs that do not validate are a 422 whose `errors` list
+/// of `workflow_path`. A server with `--api-workflows DIR` takes only `"workflow": "NAME"` (a
+/// workflow of DIR, `APIWorkflows`) and refuses the other two with 403. A workflow or inputs that do not validate are a 422 whose `errors` list
 /// the problems, each workflow error with its FILE:LINE:COL.
 struct RunSubmission: Sendable {
-    enum Source: Sendable { case path(String), yaml(String, file: String) }
+    enum Source: Sendable { case path(String), yaml(String, file: String), named(String) }
 
     var source: Source
     var inputs: [String: JSONValue]
@@ -25,18 +26,12 @@ struct RunSubmission: Sendable {
     var id: String?
     var maxRate: RateTimetable?
 
-    init(_ body: [String: JSONValue]) throws {
-        let known: Set<String> = ["workflow_path", "workflow_yaml", "file_name", "inputs", "labels", "queue", "priority", "id", "max_rate"]
+    init(_ body: [String: JSONValue], workflows: APIWorkflows?) throws {
+        let known: Set<String> = ["workflow", "workflow_path", "workflow_yaml", "file_name", "inputs", "labels", "queue", "priority", "id", "max_rate"]
         if let unknown = body.keys.sorted().first(where: { !known.contains($0) }) {
             throw Problem(.badRequest, "unknown member '\(unknown)'; known: \(known.sorted().joined(separator: ", "))")
         }
-        switch (try body.string("workflow_path"), try body.string("workflow_yaml")) {
-        case (let path?, nil):
-            guard path.hasPrefix("/") else { throw Problem(.badRequest, "workflow_path must be an absolute path on the server") }
-            source = .path(path)
-        case (nil, let yaml?): source = .yaml(yaml, file: try body.string("file_name") ?? "submitted.yaml")
-        default: throw Problem(.badRequest, "give exactly one of workflow_path and workflow_yaml")
-        }
+        source = try Self.source(body, restricted: workflows != nil)
         inputs = try body.object("inputs") ?? [:]
         labels = try (body.object("labels") ?? [:]).mapValues {
             guard let text = $0.stringValue else { throw Problem(.badRequest, "label values must be strings") }
@@ -50,6 +45,31 @@ struct RunSubmission: Sendable {
             throw Problem(.badRequest, "id must be non-empty, without '/' or spaces")
         }
         maxRate = try Self.maxRate(body["max_rate"])
+    }
+
+    /// Which workflow: `workflow` (a name) on a server with `--api-workflows`, else
+    /// `workflow_path` or `workflow_yaml`.
+    private static func source(_ body: [String: JSONValue], restricted: Bool) throws -> Source {
+        if restricted {
+            guard body["workflow_path"] == nil && body["workflow_yaml"] == nil else {
+                throw Problem(.forbidden, "this server starts only the workflows of its --api-workflows directory: "
+                              + "give \"workflow\": NAME, not workflow_path or workflow_yaml")
+            }
+            guard let name = try body.string("workflow") else {
+                throw Problem(.badRequest, "give \"workflow\": NAME, a workflow of the server's --api-workflows directory")
+            }
+            return .named(name)
+        }
+        guard body["workflow"] == nil else {
+            throw Problem(.badRequest, "\"workflow\": NAME needs a server started with --api-workflows DIR; give workflow_path or workflow_yaml")
+        }
+        switch (try body.string("workflow_path"), try body.string("workflow_yaml")) {
+        case (let path?, nil):
+            guard path.hasPrefix("/") else { throw Problem(.badRequest, "workflow_path must be an absolute path on the server") }
+            return .path(path)
+        case (nil, let yaml?): return .yaml(yaml, file: try body.string("file_name") ?? "submitted.yaml")
+        default: throw Problem(.badRequest, "give exactly one of workflow_path and workflow_yaml")
+        }
     }
 
     /// `max_rate`: bytes per second, or a text as `--max-rate` takes (`10M`, a timetable).
@@ -66,10 +86,19 @@ struct RunSubmission: Sendable {
     /// Validates and queues the run; returns its detail. Runs on the blocking pool.
     func submit(_ services: APIServices) throws -> JSONValue {
         let catalog = RegistryStepCatalog(registry: services.registry)
+        // A name is resolved here, on the blocking pool: it reads the file system.
+        var file: String?
+        switch source {
+        case .path(let path): file = path
+        case .named(let name):
+            guard let workflows = services.workflows else { throw Problem(.badRequest, "this server takes no workflow names") }
+            file = try workflows.resolve(name)
+        case .yaml: file = nil
+        }
         let workflow: Workflow
         do {
             switch source {
-            case .path(let path): workflow = try WorkflowLoader.load(path: path, catalog: catalog)
+            case .path, .named: workflow = try WorkflowLoader.load(path: file!, catalog: catalog)
             case .yaml(let yaml, let file): workflow = try WorkflowLoader.parse(source: yaml, file: file, catalog: catalog)
             }
         } catch {
@@ -84,7 +113,7 @@ struct RunSubmission: Sendable {
             // Relative input paths mean nothing to a remote client: they resolve against the
             // workflow file's directory (or the state directory, for YAML sent in the body).
             let base: String
-            if case .path(let path) = source { base = (path as NSString).deletingLastPathComponent } else { base = services.stateDirectory }
+            if let file { base = (file as NSString).deletingLastPathComponent } else { base = services.stateDirectory }
             resolved = try workflow.resolveInputs(strings: [:], json: inputs, currentDirectory: base)
         } catch {
             throw Problem(.unprocessableContent, "the inputs do not match the workflow",

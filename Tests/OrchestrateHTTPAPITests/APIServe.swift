@@ -22,10 +22,17 @@ final class APIServe: @unchecked Sendable {
 
     var baseArguments: [String] { ["--state", state, "--plugin-path", APIServe.pluginDir] }
 
-    init(extra: [String] = []) throws {
+    /// `descriptorLimit`: serve runs under `ulimit -n` of it (through /bin/sh, which execs it).
+    init(extra: [String] = [], descriptorLimit: Int? = nil) throws {
         let tokens = dir.write("tokens", "# name access token\nreader read \(readerToken)\n").path
-        process.executableURL = TestPaths.orchestrate
-        process.arguments = ["serve", "--http", "127.0.0.1:\(port)", "--http-token-file", tokens] + extra + baseArguments
+        let arguments = ["serve", "--http", "127.0.0.1:\(port)", "--http-token-file", tokens] + extra + baseArguments
+        if let descriptorLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", TestPaths.orchestrate.path] + arguments
+        } else {
+            process.executableURL = TestPaths.orchestrate
+            process.arguments = arguments
+        }
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = try FileHandle(forWritingTo: dir.write("serve.err", ""))
         try process.run()

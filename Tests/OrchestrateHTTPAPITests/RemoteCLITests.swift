@@ -78,4 +78,45 @@ import Testing
         #expect(untrusted.status != 0 && untrusted.stderr.contains("--cacert"), "\(untrusted.stderr)")
         _ = serve
     }
+
+    /// A server that answers without end: the CLI stops at its bound (64 MiB) with an error
+    /// that says so, instead of holding the answer in memory until it aborts.
+    @Test func anEndlessAnswerIsCutOff() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        #expect(bound && listen(listener, 4) == 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let sent = Locked(0)
+        Thread {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else { return }
+            defer { close(fd) }
+            var request = [UInt8](repeating: 0, count: 65536)
+            _ = read(fd, &request, request.count)
+            RawHTTP.send(fd, Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"runs\": [".utf8))
+            let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 1 << 20)
+            // Up to 256 MiB (the CLI must stop long before).
+            for _ in 0..<256 {
+                let n = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return }
+                sent.update { $0 += n }
+            }
+        }.start()
+        let dir = TemporaryDirectory("remote-endless")
+        let tokenFile = dir.write("token", "0123456789abcdef0123\n").path
+        let started = Date()
+        let result = try ChildProcess.orchestrate(["list", "--server", "http://127.0.0.1:\(port)", "--token-file", tokenFile,
+                                                   "--state", dir.file("s").path])
+        let took = Date().timeIntervalSince(started)
+        #expect(result.status != 0 && result.stderr.contains("larger than 64 MiB"), "\(result.stderr)")
+        #expect(took < 30, "took \(took) s")
+        #expect(sent.value < 200 << 20, "the server sent \(sent.value >> 20) MiB before the CLI hung up")
+    }
 }

@@ -1,0 +1,233 @@
+import Foundation
+import HTTPTypes
+import HummingbirdCore
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTPTypes
+
+/// How many connections the API holds and how long each may take, against clients that open
+/// sockets and wait (`serve --http-max-connections`, `--http-head-timeout`, ...).
+public struct ConnectionLimits: Sendable {
+    /// Connections open at once. Past it, a new connection closes the one that has waited
+    /// longest without a request in progress (a slow head or an idle keep-alive connection); if
+    /// every connection is working on a request, the new one is closed.
+    public var maxConnections = 512
+    /// Seconds from the connection's first byte (or its opening) to the end of the request head.
+    public var headTimeout = 10.0
+    /// Seconds from the end of the head to the end of the body (at most `APIContext.maxBodySize`).
+    public var bodyTimeout = 60.0
+    /// Seconds a keep-alive connection may wait with no request in progress, and a client may
+    /// leave its answer unread (the connection's writes stalled, an event stream's too).
+    public var idleTimeout = 60.0
+
+    public init() {}
+
+    /// `requested`, but at most half the process's descriptor limit (RLIMIT_NOFILE): the other
+    /// half stays for the runs' files, sockets and pipes and for the store.
+    public static func connectionCap(requested: Int) -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return requested }
+        return max(1, min(requested, Int(limit.rlim_cur / 2)))
+    }
+}
+
+/// Every open API connection, oldest first, with whether it may be closed to make room (no
+/// request of it in progress). Shared by the connections of every event loop.
+final class ConnectionTable: Sendable {
+    let capacity: Int
+    private struct Entry {
+        let channel: any Channel
+        var evictable: Bool
+    }
+    private struct State {
+        var next = 0
+        var entries: [Int: Entry] = [:]
+    }
+    private let state = NIOLockedValueBox(State())
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// Registers `channel`; at capacity, closes the oldest evictable connection to make room.
+    /// nil when the table is full of connections at work: the caller closes `channel`.
+    func admit(_ channel: any Channel) -> Int? {
+        var victim: (any Channel)?
+        let id = state.withLockedValue { state -> Int? in
+            if state.entries.count >= capacity {
+                guard let oldest = state.entries.filter(\.value.evictable).keys.min() else { return nil }
+                victim = state.entries.removeValue(forKey: oldest)?.channel
+            }
+            state.next += 1
+            state.entries[state.next] = Entry(channel: channel, evictable: true)
+            return state.next
+        }
+        victim?.close(promise: nil)
+        return id
+    }
+
+    func setEvictable(_ id: Int, _ evictable: Bool) {
+        state.withLockedValue { $0.entries[id]?.evictable = evictable }
+    }
+
+    func remove(_ id: Int) { _ = state.withLockedValue { $0.entries.removeValue(forKey: id) } }
+}
+
+/// The hard bound on accepted sockets, on the listening socket: `ConnectionTable` makes room at
+/// its capacity by closing a connection, which takes a moment; meanwhile at most `slack` more
+/// are accepted, then accepting pauses (new connections wait in the kernel's backlog) until
+/// closes catch up. So descriptors stay bounded however fast clients connect.
+struct AcceptedSocketBound: AvailableConnectionsDelegate {
+    let limit: Int
+    private var open = 0
+
+    static let slack = 16
+
+    init(capacity: Int) { limit = capacity + Self.slack }
+
+    mutating func connectionOpened() { open += 1 }
+    mutating func connectionClosed() { open -= 1 }
+    func isAcceptingNewConnections() -> Bool { open < limit }
+}
+
+/// One connection's deadlines and its place in the `ConnectionTable`, in its pipeline after the
+/// HTTP decoder. Phases: waiting for a head (head deadline, from the first byte), reading a body
+/// (body deadline), working on a request (none: an event stream lasts), idle between requests
+/// (idle deadline). A missed deadline closes the connection.
+///
+/// A client that closes its side while its event stream is answered is gone: the connection
+/// is closed at once, so the stream ends and frees its slot. A client that stops reading (the
+/// connection stays unwritable) is closed after the idle deadline: it would hold its
+/// connection, and a stream its slot, for ever.
+final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private enum Phase { case awaitingHead, readingBody, working, idle }
+
+    private let table: ConnectionTable
+    private let limits: ConnectionLimits
+    private var id: Int?
+    private var phase = Phase.awaitingHead
+    /// Requests whose response has not ended yet.
+    private var unanswered = 0
+    private var streaming = false
+    private var deadline: Scheduled<Void>?
+    /// Armed while the connection cannot take more writes.
+    private var stalled: Scheduled<Void>?
+
+    init(table: ConnectionTable, limits: ConnectionLimits) {
+        self.table = table
+        self.limits = limits
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        guard let id = table.admit(context.channel) else {
+            context.close(promise: nil)
+            return
+        }
+        self.id = id
+        let table = self.table
+        context.channel.closeFuture.whenComplete { _ in table.remove(id) }
+        // Bytes as they arrive, before decoding: the first byte of a request starts its head
+        // deadline (until then an idle connection is only idle).
+        let firstByte = FirstByteWatcher { [weak self] in self?.bytesArrived(context: context) }
+        try? context.pipeline.syncOperations.addHandler(firstByte, position: .first)
+        arm(limits.headTimeout, context: context)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        stalled?.cancel()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        stalled?.cancel()
+        stalled = nil
+        if !context.channel.isWritable {
+            let channel = context.channel
+            stalled = context.eventLoop.scheduleTask(in: Self.amount(limits.idleTimeout)) { channel.close(promise: nil) }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func bytesArrived(context: ChannelHandlerContext) {
+        guard phase == .idle else { return }
+        phase = .awaitingHead
+        setEvictable(true)
+        arm(limits.headTimeout, context: context)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            unanswered += 1
+            streaming = EventStream.isStream(method: head.method, path: head.path ?? "")
+            phase = .readingBody
+            setEvictable(false)
+            arm(limits.bodyTimeout, context: context)
+        case .body:
+            break
+        case .end:
+            settle(context: context)
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) {
+            unanswered = max(0, unanswered - 1)
+            // A response may end before its request did (a 401 or 413 sent while the body still
+            // arrives): the body deadline still holds then.
+            if phase == .working { settle(context: context) }
+        }
+        context.write(data, promise: promise)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event, streaming, unanswered > 0 {
+            context.close(promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// A request is complete: working while a response is due, else idle.
+    private func settle(context: ChannelHandlerContext) {
+        if unanswered > 0 {
+            phase = .working
+            deadline?.cancel()
+            deadline = nil
+        } else {
+            phase = .idle
+            streaming = false
+            setEvictable(true)
+            arm(limits.idleTimeout, context: context)
+        }
+    }
+
+    private func setEvictable(_ evictable: Bool) {
+        if let id { table.setEvictable(id, evictable) }
+    }
+
+    private func arm(_ seconds: Double, context: ChannelHandlerContext) {
+        deadline?.cancel()
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: Self.amount(seconds)) { channel.close(promise: nil) }
+    }
+
+    private static func amount(_ seconds: Double) -> TimeAmount { .nanoseconds(Int64(seconds * 1e9)) }
+}
+
+/// Tells its owner when bytes arrive on the connection (first in the pipeline).
+private final class FirstByteWatcher: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    private let arrived: () -> Void
+
+    init(_ arrived: @escaping () -> Void) { self.arrived = arrived }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        arrived()
+        context.fireChannelRead(data)
+    }
+}
