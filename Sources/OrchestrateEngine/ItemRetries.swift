@@ -32,7 +32,7 @@ struct ItemRetries {
 
     /// What a failure leads to.
     enum Decision: Equatable {
-        /// Handed out again at `at` (after `delay` seconds).
+        /// Handed out again after `delay` seconds.
         case retry(delay: Double)
         /// Held until the host answers, at most until `givesUpAt`.
         case hold(givesUpAt: Double)

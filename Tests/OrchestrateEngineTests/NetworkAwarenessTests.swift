@@ -141,6 +141,8 @@ import Testing
         }
         #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 })
         let runID = try #require(try h.runIDs().first)
+        // Without a bounded hold the run would wait forever: cancel it rather than leave it behind.
+        defer { _ = try? h.orchestrate(["cancel", runID]) }
         // While held, status (text and JSON) says what it waits for, and until when.
         #expect(h.waitFor(4) {
             (try? h.status(runID)["steps"]?[0]?["error"]?.stringValue)?.contains("still waiting for 127.0.0.1:\(port): connection refused; next probe in") == true
