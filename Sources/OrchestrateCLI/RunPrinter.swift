@@ -141,6 +141,9 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
         case EventType.stepHeld:
             return prefix + "\(step) " + Terminal.styled("held", .yellow)
                 + ": \(d["host"]?.stringValue ?? "its host") does not answer (\(d["reason"]?.stringValue ?? "")); waiting for it"
+                + (d["gives_up_at"]?.doubleValue.map { " until \(Self.utcTime($0)) (hold_timeout)" } ?? "")
+        case EventType.stepStillHeld:
+            return prefix + "\(step) " + Terminal.styled("held", .yellow) + ": \(d["message"]?.stringValue ?? "still waiting")"
         case EventType.stepReleased:
             return prefix + "\(step) \(d["host"]?.stringValue ?? "its host") answers again; resuming"
         case EventType.stepWaiting:
@@ -249,5 +252,12 @@ enum ProgressFormat {
             }
         }
         return parts.joined(separator: "  ")
+    }
+}
+
+extension RunPrinter {
+    /// `2026-11-27T03:00:00Z`, as the engine writes a hold's end.
+    static func utcTime(_ seconds: Double) -> String {
+        Date(timeIntervalSince1970: seconds.rounded()).ISO8601Format()
     }
 }

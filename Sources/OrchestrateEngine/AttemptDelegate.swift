@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
 
@@ -26,10 +27,27 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     /// item up to this sequence number has been handed out.
     private var handedOutThrough: Int64 = 0
     private var itemProgressJournaled: [String: Double] = [:]
+    /// Items that failed and will be handed out again (retried, or held on their host).
+    private var retries: ItemRetries
+    /// The step's host, probed while items are held on it.
+    private let endpoint: Endpoint?
+    private let holdTimeout: Duration
+    private let random: @Sendable () -> Double
+    /// The probing of the host while items are held: when next, the backoff, whether under way,
+    /// and why the host did not answer last.
+    private var probeNext = 0.0
+    private var probeDelay = UnreachableHosts.firstDelay
+    private var probing = false
 
     init(runID: String, instanceID: String, declaredStep: String, store: any StateStore, owner: OwnerIdentity,
-         redactor: Redactor, sink: any AttemptEventSink)
+         redactor: Redactor, sink: any AttemptEventSink, itemRetry: RetryPolicy = .default,
+         endpoint: Endpoint? = nil, holdTimeout: Duration = Step.defaultHoldTimeout,
+         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) })
     {
+        self.retries = ItemRetries(policy: itemRetry, canHold: endpoint != nil, holdTimeout: holdTimeout.seconds)
+        self.endpoint = endpoint
+        self.holdTimeout = holdTimeout
+        self.random = random
         self.owner = owner
         self.runID = runID
         self.instanceID = instanceID
@@ -81,8 +99,10 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
         let deadline = Monotonic.now() + timeout.seconds
         while true {
             if sink.attemptIsCancelled(instanceID) { return .timeout }
-            if let item = takeQueuedItem() { return item }
-            if sink.attemptSessionClosing(instanceID) { return .closed }
+            settleHeldItems()
+            if let item = takeRetriedItem() ?? takeQueuedItem() { return item }
+            // Closing waits for the items that will be tried again (a hold ends by its timeout).
+            if sink.attemptSessionClosing(instanceID) && lock.withLock({ retries.waitingCount == 0 }) { return .closed }
             let remaining = deadline - Monotonic.now()
             if remaining <= 0 { return .timeout }
             Thread.sleep(forTimeInterval: min(remaining, 0.1))
@@ -90,30 +110,122 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     }
 
     private func takeQueuedItem() -> NextItem? {
-        lock.withLock {
+        lock.withLock { () -> NextItem? in
             guard let item = try? store.nextQueuedItem(runID: runID, stepID: declaredStep, after: handedOutThrough) else { return nil }
             handedOutThrough = item.seq
+            retries.handedOut(id: item.id, json: item.json, checkpoint: item.checkpoint)
             sink.attemptEvent(type: EventType.itemStarted, step: instanceID,
                               data: ["item": .string(item.id), "value": (try? JSONValue(parsing: item.json)) ?? .null])
             return .item(id: item.id, json: item.json, checkpoint: item.checkpoint)
         }
     }
 
+    /// An item that failed earlier and whose delay has passed (or whose host answers again).
+    private func takeRetriedItem() -> NextItem? {
+        lock.withLock { () -> NextItem? in
+            guard retries.waitingCount > 0, let item = retries.takeDue(now: Self.wallClock()) else { return nil }
+            sink.attemptEvent(type: EventType.itemStarted, step: instanceID,
+                              data: ["item": .string(item.id), "value": (try? JSONValue(parsing: item.json)) ?? .null,
+                                     "attempt": .int(Int64(item.failures + 1))])
+            return .item(id: item.id, json: item.json, checkpoint: item.checkpoint)
+        }
+    }
+
     func itemDone(id: String, error: String?) {
+        lock.withLock { retries.finished(id: id) }
+        finishItem(id: id, error: error)
+    }
+
+    /// Journals the item's end with its `item.finished` event in one transaction; the live
+    /// display hears of it after.
+    private func finishItem(id: String, error: String?) {
         let message = error.map(redactor.redact)
         var data: [String: JSONValue] = ["item": .string(id), "ok": .bool(message == nil)]
         if let message { data["error"] = .string(message) }
         let event = EventRecord(runID: runID, time: Date().timeIntervalSince1970, type: EventType.itemFinished,
                                 step: instanceID, data: .object(data))
-        // Journaled with the item's status in one transaction; the live display hears of it after.
         if (try? store.finishItem(runID: runID, stepID: declaredStep, id: id, error: message, event: event, fence: owner)) != nil {
             sink.attemptJournaledEvent(event)
         }
     }
 
+    /// An item failed with a kind (`orchestrate.item-failure.v1`): tried again per the step's
+    /// `retry:`, held while its host does not answer, or finished failed for a person to see.
+    /// A retry costs an event in the run's next commit, nothing else.
+    func itemFailed(id: String, failure: StepFailure) {
+        var failure = failure
+        failure.message = redactor.redact(failure.message)
+        if failure.kind == .cancelled {
+            // Not finished: handed out again on the next attempt, as an unreported item is.
+            lock.withLock { retries.finished(id: id) }
+            return
+        }
+        let now = Self.wallClock()
+        let decision = lock.withLock {
+            let decision = retries.failed(id: id, failure, now: now, unitRandom: random())
+            if case .hold = decision, !probing, retries.heldCount == 1 {
+                probeDelay = UnreachableHosts.firstDelay
+                probeNext = now + probeDelay
+            }
+            return decision
+        }
+        var data: [String: JSONValue] = ["item": .string(id), "kind": .string(failure.kind.rawValue),
+                                         "code": failure.code.map(JSONValue.string) ?? .null, "reason": .string(failure.message)]
+        switch decision {
+        case .finish(let why):
+            finishItem(id: id, error: why.map { "\(failure.message) (\($0))" } ?? failure.message)
+        case .retry(let delay):
+            data["delay_ms"] = .int(Int64((delay * 1000).rounded()))
+            sink.attemptEvent(type: EventType.itemRetrying, step: instanceID, data: .object(data))
+        case .hold(let givesUpAt):
+            data["host"] = endpoint.map { .string($0.description) } ?? .null
+            data["gives_up_at"] = .double(givesUpAt)
+            sink.attemptEvent(type: EventType.itemHeld, step: instanceID, data: .object(data))
+        }
+    }
+
+    /// While items are held on the host: those past their `hold_timeout` finish failed, and the
+    /// host is probed when due (by the worker that asks for an item then; the others go on). An
+    /// answer releases every held item.
+    private func settleHeldItems() {
+        guard let endpoint else { return }
+        let now = Self.wallClock()
+        let (expired, probe) = lock.withLock { () -> ([ItemRetries.Item], Bool) in
+            guard retries.heldCount > 0 else { return ([], false) }
+            let expired = retries.expired(now: now)
+            let probe = !probing && retries.heldCount > 0 && probeNext <= now
+            if probe { probing = true }
+            return (expired, probe)
+        }
+        for item in expired {
+            finishItem(id: item.id, error: "\(endpoint) did not answer for "
+                + "\(formatDuration(holdTimeout)) (hold_timeout); gave up: \(item.reason)")
+        }
+        guard probe else { return }
+        let failure = HostProbe.failure(endpoint)
+        let released = lock.withLock { () -> [String] in
+            probing = false
+            guard failure == nil else {
+                probeDelay = min(probeDelay * 2, UnreachableHosts.maxDelay)
+                probeNext = Self.wallClock() + probeDelay
+                return []
+            }
+            return retries.release(now: Self.wallClock())
+        }
+        for id in released {
+            sink.attemptEvent(type: EventType.itemReleased, step: instanceID,
+                              data: ["item": .string(id), "host": .string(endpoint.description)])
+        }
+    }
+
+    private static func wallClock() -> Double { Date().timeIntervalSince1970 }
+
     func saveItemCheckpoint(id: String, data: [UInt8]) -> Bool {
         guard data.count <= 1 << 20 else { return false }
-        return (try? store.saveItemCheckpoint(runID: runID, stepID: declaredStep, id: id, data: data, fence: owner)) != nil
+        guard (try? store.saveItemCheckpoint(runID: runID, stepID: declaredStep, id: id, data: data, fence: owner)) != nil
+        else { return false }
+        lock.withLock { retries.checkpointSaved(id: id, data) }
+        return true
     }
 
     /// Per-file progress: shown live, and journaled as `item.progress` once a second per item

@@ -85,6 +85,8 @@ struct Runnable {
     let continueOnError: Bool
     /// nil: the engine's default.
     let isolation: StepIsolation?
+    /// How long it may be held on a host that does not answer (`hold_timeout:`).
+    let holdTimeout: Duration
 
     init(step: Step, workflow: Workflow) {
         isolation = step.isolation
@@ -95,6 +97,7 @@ struct Runnable {
         concurrency = workflow.concurrency + step.concurrency
         idempotencyKey = step.idempotencyKey
         continueOnError = step.continueOnError
+        holdTimeout = step.holdTimeout
     }
 
     init(compensation: Compensation, of step: Step, workflow: Workflow) {
@@ -106,6 +109,7 @@ struct Runnable {
         idempotencyKey = nil
         continueOnError = false
         isolation = step.isolation
+        holdTimeout = compensation.holdTimeout
     }
 }
 

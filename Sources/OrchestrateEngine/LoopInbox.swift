@@ -10,7 +10,7 @@ import OrchestrateStore
 struct LoopInbox {
     var completions: [Completion] = []
     var events: [EventRecord] = []
-    var probeAnswers: [(Endpoint, Bool)] = []
+    var probeAnswers: [(Endpoint, String?)] = []
     var cancelRequested = false
     /// `orchestrate close`: long-lived steps finish their queued items and end.
     var closeRequested = false
@@ -24,7 +24,7 @@ struct LoopInbox {
     /// What the loop acts on in a round: the messages since the last round, now taken, and the
     /// standing requests.
     mutating func takeRound() -> (completions: [Completion], events: [EventRecord], cancel: Bool,
-                                  interruptTo: RunStatus?, probeAnswers: [(Endpoint, Bool)])
+                                  interruptTo: RunStatus?, probeAnswers: [(Endpoint, String?)])
     {
         defer {
             completions.removeAll()

@@ -184,27 +184,31 @@ extension RunExecutor {
 
     // MARK: Network awareness
 
-    /// The step's host does not answer: hold it (no attempt spent) and probe the host.
+    /// The step's host does not answer: hold it (no attempt spent) and probe the host, for at
+    /// most its `hold_timeout`.
     private func hold(_ instance: Instance, on endpoint: Endpoint, _ failure: StepFailure) {
+        let current = now()
+        let holdTimeout = instance.spec.holdTimeout.seconds
         instance.record.status = .held
         instance.record.errorKind = failure.kind.rawValue
         instance.record.errorCode = failure.code
         instance.record.errorMessage = failure.message
         instance.record.nextAttemptAt = nil
         batch.stepUpserts.append(instance.record)
-        unreachable.hold(instance.id, on: endpoint, now: now())
+        unreachable.hold(instance.id, on: endpoint, reason: failure.message, holdTimeout: holdTimeout, now: current)
         emit(EventType.stepHeld, step: instance.id,
-             data: ["host": .string(endpoint.description), "reason": .string(failure.message)])
+             data: ["host": .string(endpoint.description), "reason": .string(failure.message),
+                    "gives_up_at": .double(current + holdTimeout)])
     }
 
     func startDueProbes() {
         for endpoint in unreachable.startDueProbes(now: now()) { probeInBackground(endpoint) }
     }
 
-    /// A probe's answer: release the endpoint's held steps, or probe again later (backoff up
-    /// to 30 s).
-    func probed(_ endpoint: Endpoint, answers: Bool) {
-        for id in unreachable.probed(endpoint, answers: answers, now: now()) {
+    /// A probe's answer (`failure` nil: the host answered): release the endpoint's held steps,
+    /// or probe again later (backoff up to 30 s).
+    func probed(_ endpoint: Endpoint, failure: String?) {
+        for id in unreachable.probed(endpoint, failure: failure, now: now()) {
             guard let instance = instances[id], instance.record.status == .held else { continue }
             instance.record.status = .waitingRetry
             instance.record.nextAttemptAt = now()
@@ -212,6 +216,43 @@ extension RunExecutor {
             waitingRetry.insert(id)
             emit(EventType.stepReleased, step: id, data: ["host": .string(endpoint.description)])
         }
+    }
+
+    /// Held steps whose `hold_timeout` ran out fail (code `unreachable`, kind `timeout`: the
+    /// engine's time limit ended them, not an attempt; they are not retried); those due say that
+    /// they still wait: a `step.still_held` event, and the line as the step's error, which
+    /// `status` and the run's detail show.
+    func checkHeldSteps() {
+        guard unreachable.heldCount > 0 else { return }
+        let current = now()
+        for gone in unreachable.expired(now: current) {
+            guard let instance = instances[gone.instanceID], instance.record.status == .held else { continue }
+            let message = "\(gone.endpoint) did not answer for \(formatDuration(instance.spec.holdTimeout)) "
+                + "(hold_timeout); gave up: \(gone.reason)"
+            fail(instance, StepFailure(kind: .timeout, code: "unreachable", message: message, retryAfter: nil))
+        }
+        for waiting in unreachable.dueReports(now: current) {
+            guard let instance = instances[waiting.instanceID], instance.record.status == .held else { continue }
+            instance.record.errorMessage = Self.stillHeldLine(waiting, now: current)
+            batch.stepUpserts.append(instance.record)
+            emit(EventType.stepStillHeld, step: waiting.instanceID,
+                 data: ["host": .string(waiting.endpoint.description), "reason": .string(waiting.reason),
+                        "next_probe_at": .double(max(waiting.nextProbe, current)), "held_since": .double(waiting.since),
+                        "gives_up_at": .double(waiting.givesUpAt), "message": .string(instance.record.errorMessage!)])
+        }
+    }
+
+    /// "still waiting for files.example:22: connection refused; next probe in 30 s; gives up at
+    /// 2026-11-27T03:00:00Z".
+    static func stillHeldLine(_ waiting: UnreachableHosts.Waiting, now: Double) -> String {
+        let nextProbe = Int(max(waiting.nextProbe - now, 0).rounded(.up))
+        return "still waiting for \(waiting.endpoint): \(waiting.reason); next probe in \(nextProbe) s; "
+            + "gives up at \(utcTime(waiting.givesUpAt))"
+    }
+
+    /// `2026-11-27T03:00:00Z`: the hold's end as an operator reads it in a log or `status`.
+    static func utcTime(_ seconds: Double) -> String {
+        Date(timeIntervalSince1970: seconds.rounded()).ISO8601Format()
     }
 
     func beginInterrupt(leaving status: RunStatus) {

@@ -309,7 +309,9 @@ extension RunExecutor {
                                   attempt: attemptNumber, timeout: instance.spec.timeout, checkpoint: checkpoint,
                                   bandwidth: bandwidth)
         let delegate = AttemptDelegate(runID: run.id, instanceID: instance.id, declaredStep: instance.record.step,
-                                       store: store, owner: owner, redactor: redactor, sink: self)
+                                       store: store, owner: owner, redactor: redactor, sink: self,
+                                       itemRetry: instance.spec.retry, endpoint: instance.endpoint,
+                                       holdTimeout: instance.spec.holdTimeout, random: options.random)
         let invocation: any StepRunning
         if (instance.spec.isolation ?? options.defaultIsolation) == .process {
             invocation = IsolatedStepInvocation(stepType: stepType, request: request, delegate: delegate,

@@ -40,6 +40,9 @@ public struct EngineOptions: Sendable {
     /// (`BriefSpin`): right for one run and its quick steps, wasted CPU when many runs share
     /// the cores (`serve` turns it off unless it runs one run at a time).
     public var briefSpin = true
+    /// How often a step held on a host that does not answer says it still waits (`step.still_held`;
+    /// `ORCHESTRATE_HOLD_REPORT_SECONDS`, mainly for tests).
+    public var holdReportInterval: Double = 60
 
     public init() {}
 }
@@ -139,7 +142,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// Sessions opened by this process and not yet closed: session step id → (type, outputs).
     var openSessions: [String: (StepType, JSONValue)] = [:]
     /// Network awareness: the steps held per unreachable host, and the probing of each.
-    var unreachable = UnreachableHosts()
+    var unreachable: UnreachableHosts
 
     /// Secrets resolved so far (their values never leave memory) and the redactor built from them.
     private var secretsSeen = SecretsSeen()
@@ -161,6 +164,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.observer = observer
         self.run = run
         self.dependencies = StepDependencies(workflow: workflow)
+        self.unreachable = UnreachableHosts(reportInterval: options.holdReportInterval)
         self.runDirectory = run.localRunDirectory(stateDirectory: options.stateDirectory)
         self.bandwidth = BandwidthCaps([run.rateCap.map { TokenBucket(timetable: $0) }, options.bandwidth])
         self.threads = AttemptThreads(name: "steps of \(run.id)", spins: options.briefSpin)
@@ -291,7 +295,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             let (newCompletions, newEvents, cancelNow, interruptTo, probes) = takeSignals()
             batch.events.append(contentsOf: newEvents)
             for completion in newCompletions { handle(completion) }
-            for (endpoint, answers) in probes { probed(endpoint, answers: answers) }
+            for (endpoint, failure) in probes { probed(endpoint, failure: failure) }
             if let interruptTo, interrupting == nil { beginInterrupt(leaving: interruptTo) }
             if interrupting != nil {
                 if inFlight.isEmpty {
@@ -306,6 +310,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             if cancelNow && !ending.isEnding { beginEnding(.cancelled, reason: "cancelled") }
             checkTimeouts()
             startDueProbes()
+            checkHeldSteps()
 
             if !ending.isEnding {
                 schedule()
@@ -364,7 +369,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         launch(inFlight.takeToLaunch())
     }
 
-    private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, Bool)]) {
+    private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, String?)]) {
         signal.withLock {
             attemptNews.store(false, ordering: .releasing)
             completionsWaiting.store(0, ordering: .releasing)
@@ -390,7 +395,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         var until = wallNow + 1
         for id in waitingRetry { until = min(until, instances[id]?.record.nextAttemptAt ?? until) }
         if !blockedOnKeys.isEmpty { until = min(until, wallNow + 0.05) }
-        if let probeDue = unreachable.nextProbeDue { until = min(until, probeDue) }
+        if let holdDue = unreachable.nextDue { until = min(until, holdDue) }
         let monotonicNow = Monotonic.now()
         for attempt in inFlight.byInstance.values {
             if let deadline = attempt.deadline { until = min(until, wallNow + max(deadline - monotonicNow, 0)) }
@@ -428,8 +433,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// Probes an unreachable endpoint on an attempt thread (a connect may take a while).
     func probeInBackground(_ endpoint: Endpoint) {
         threads.run { [self] in
-            let answers = HostProbe.answers(endpoint)
-            handToLoop { $0.probeAnswers.append((endpoint, answers)) }
+            let failure = HostProbe.failure(endpoint)
+            handToLoop { $0.probeAnswers.append((endpoint, failure)) }
         }
     }
 

@@ -120,10 +120,13 @@ public struct StepDefaults: Sendable {
     public let timeout: Duration?
     /// Already merged over `RetryPolicy.default`.
     public let retry: RetryPolicy
+    /// `defaults.hold_timeout`, else `Step.defaultHoldTimeout`.
+    public let holdTimeout: Duration
 
-    public init(timeout: Duration? = nil, retry: RetryPolicy = .default) {
+    public init(timeout: Duration? = nil, retry: RetryPolicy = .default, holdTimeout: Duration = Step.defaultHoldTimeout) {
         self.timeout = timeout
         self.retry = retry
+        self.holdTimeout = holdTimeout
     }
 }
 
@@ -171,6 +174,16 @@ public struct Step: Sendable {
     public let continueOnError: Bool
     /// Where the plugin runs (`isolation:`); nil: the engine's default.
     public internal(set) var isolation: StepIsolation? = nil
+    /// How long the step (or one of its session's items) may be held while its host does not
+    /// answer before it fails with the code `unreachable`: its own `hold_timeout:`, else
+    /// `defaults.hold_timeout`, else `defaultHoldTimeout`.
+    public internal(set) var holdTimeout: Duration = Step.defaultHoldTimeout
+
+    /// One hour: a restarted server, a re-plugged switch or a short maintenance window is
+    /// ridden out unattended, while a night job whose host is really gone (down, a typo in its
+    /// name) still fails, fires its `on_finish` hooks and alerts someone early enough in the night
+    /// for the job to be run again before morning.
+    public static let defaultHoldTimeout: Duration = .seconds(3600)
 }
 
 /// `isolation: process` runs a step's plugin in a child process (a crash fails the step, not the
@@ -192,6 +205,8 @@ public struct Compensation: Sendable {
     public let timeout: Duration?
     /// The `compensate` key in the file.
     public let location: SourceLocation
+    /// `defaults.hold_timeout` (see `Step.holdTimeout`).
+    public internal(set) var holdTimeout: Duration = Step.defaultHoldTimeout
 }
 
 /// One `on_finish:` entry: a plugin call (`exec` to run a command, `http.request` to POST the

@@ -38,7 +38,7 @@ struct WorkflowDecoder {
     static let topLevelFields = ["version", "name", "description", "inputs", "secrets", "defaults", "concurrency",
                                  "steps", "outputs", "on_finish", "on"]
     static let stepFields = ["uses", "with", "needs", "if", "retry", "timeout", "concurrency", "idempotency_key",
-                             "compensate", "for_each", "max_parallel", "continue_on_error", "isolation"]
+                             "compensate", "for_each", "max_parallel", "continue_on_error", "isolation", "hold_timeout"]
     static let retryFields = ["max_attempts", "initial_interval", "backoff", "max_interval", "jitter", "non_retryable"]
     static let inputFields = ["type", "required", "default", "description"]
 
@@ -248,11 +248,13 @@ struct WorkflowDecoder {
     // MARK: defaults, retry, concurrency
 
     private mutating func decodeDefaults(_ node: YAMLNode) -> StepDefaults {
-        guard let fields = reader.fields(of: node, place: "in defaults", allowed: ["timeout", "retry"], what: "'defaults'")
+        guard let fields = reader.fields(of: node, place: "in defaults", allowed: ["timeout", "retry", "hold_timeout"],
+                                         what: "'defaults'")
         else { return StepDefaults() }
         let timeout = fields["timeout"].flatMap { reader.duration($0, positive: true) }
         let retry = fields["retry"].map { decodeRetry($0.value, place: "in defaults.retry") } ?? RetryOverrides()
-        return StepDefaults(timeout: timeout, retry: retry.applied(to: .default))
+        let holdTimeout = fields["hold_timeout"].flatMap { reader.duration($0, positive: true) } ?? Step.defaultHoldTimeout
+        return StepDefaults(timeout: timeout, retry: retry.applied(to: .default), holdTimeout: holdTimeout)
     }
 
     private mutating func decodeRetry(_ node: YAMLNode, place: String) -> RetryOverrides {
@@ -362,6 +364,7 @@ struct WorkflowDecoder {
         let condition = f["if"].flatMap { decodeCondition($0) }
         let retry = f["retry"].map { decodeRetry($0.value, place: "in retry of step '\(id)'") } ?? RetryOverrides()
         let timeout = f["timeout"].flatMap { reader.duration($0, positive: true) } ?? defaults.timeout
+        let holdTimeout = f["hold_timeout"].flatMap { reader.duration($0, positive: true) } ?? defaults.holdTimeout
         let concurrency = f["concurrency"].map { decodeConcurrency($0, place: "in concurrency of step '\(id)'") } ?? []
         let idempotencyKey = f["idempotency_key"].map { p -> Template in
             let t = reader.template(p.value)
@@ -399,12 +402,14 @@ struct WorkflowDecoder {
             }
         }
 
-        w.steps.append(Step(
+        var step = Step(
             id: id, location: pair.key.location, uses: uses, usesLocation: usesLocation, with: with,
             needs: uniqueNeeds, condition: condition, retry: retry.applied(to: defaults.retry), timeout: timeout,
             concurrency: concurrency, idempotencyKey: idempotencyKey, compensate: compensation,
             forEach: f["for_each"] != nil ? (forEach ?? .literal(.array([]))) : nil,
-            maxParallel: maxParallel, continueOnError: continueOnError, isolation: isolation))
+            maxParallel: maxParallel, continueOnError: continueOnError, isolation: isolation)
+        step.holdTimeout = holdTimeout
+        w.steps.append(step)
         w.syntax.append(StepSyntax(
             id: id, keyLocation: pair.key.location, needs: needs, hasUses: !uses.isEmpty, withNode: withNode,
             withKeyLocation: f["with"]?.key.location, compensateWithNode: compensateWithNode,
@@ -470,7 +475,9 @@ struct WorkflowDecoder {
         let (with, withNode) = decodeWith(f["with"])
         let retry = f["retry"].map { decodeRetry($0.value, place: "in compensate retry of step '\(stepID)'") } ?? RetryOverrides()
         let timeout = f["timeout"].flatMap { reader.duration($0, positive: true) } ?? defaults.timeout
-        return (Compensation(uses: uses, usesLocation: u.value.location, with: with, retry: retry.applied(to: defaults.retry),
-                             timeout: timeout, location: pair.key.location), withNode)
+        var compensation = Compensation(uses: uses, usesLocation: u.value.location, with: with,
+                                        retry: retry.applied(to: defaults.retry), timeout: timeout, location: pair.key.location)
+        compensation.holdTimeout = defaults.holdTimeout
+        return (compensation, withNode)
     }
 }

@@ -181,6 +181,15 @@ final class CallContext: @unchecked Sendable {
         }
     }
 
+    /// `orchestrate.item-failure.v1`: like `itemDone` with an error, the kind deciding what next.
+    func itemFailed(id: String, failure: StepFailure) {
+        guard !isFinished else { return }
+        delegate.itemFailed(id: id, failure: failure)
+        lock.withLock {
+            itemMemory.removeValue(forKey: id)?.forEach { free($0) }
+        }
+    }
+
     /// Accounts `bytes` against the request's bandwidth caps and waits (cancellably) until
     /// they may move. Returns true when cancelled while waiting.
     func consumeBandwidth(_ bytes: Int64) -> Bool {

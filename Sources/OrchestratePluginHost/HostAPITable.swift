@@ -98,6 +98,7 @@ enum HostAPITable {
             guard let id else { return nil }
             switch String(cString: id) {
             case ORC_EXT_BANDWIDTH_V1: return UnsafeRawPointer(bandwidth)
+            case ORC_EXT_ITEM_FAILURE_V1: return UnsafeRawPointer(itemFailure)
             default: return nil
             }
         }
@@ -114,6 +115,23 @@ enum HostAPITable {
         extensionTable.consume = { host, bytes in
             guard let context = CallContext.resolve(host, "orchestrate.bandwidth.v1 consume") else { return 1 }
             return context.consumeBandwidth(bytes) ? 1 : 0
+        }
+        table.initialize(to: extensionTable)
+        return UnsafePointer(table)
+    }()
+
+    /// The `orchestrate.item-failure.v1` extension table, for the life of the process.
+    nonisolated(unsafe) static let itemFailure: UnsafePointer<orc_item_failure_v1> = {
+        let table = UnsafeMutablePointer<orc_item_failure_v1>.allocate(capacity: 1)
+        var extensionTable = orc_item_failure_v1()
+        extensionTable.struct_size = UInt32(MemoryLayout<orc_item_failure_v1>.size)
+        extensionTable.item_failed = { host, id, kind, code, message, retryAfterMs in
+            guard let context = CallContext.resolve(host, "orchestrate.item-failure.v1 item_failed"), let id else { return }
+            // Copy first: `id` may be the very string lent in orc_item, freed by itemFailed.
+            let failure = StepFailure(kind: ErrorKind(abiValue: kind), code: code.map { String(cString: $0) },
+                                      message: message.map { String(cString: $0) } ?? "item failed",
+                                      retryAfter: retryAfterMs >= 0 ? .milliseconds(retryAfterMs) : nil)
+            context.itemFailed(id: String(cString: id), failure: failure)
         }
         table.initialize(to: extensionTable)
         return UnsafePointer(table)

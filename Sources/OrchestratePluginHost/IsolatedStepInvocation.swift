@@ -118,6 +118,8 @@ public final class IsolatedStepInvocation: StepRunning, @unchecked Sendable {
             channel.send(.object(reply))
         case "item_done":
             delegate.itemDone(id: message["item"]?.stringValue ?? "", error: message["error"]?.stringValue)
+        case "item_failed":
+            delegate.itemFailed(id: message["item"]?.stringValue ?? "", failure: RunnerProtocol.decodeFailure(message["failure"] ?? [:]))
         case "save_item_checkpoint":
             let ok = RunnerProtocol.bytes(message["data"]).map { delegate.saveItemCheckpoint(id: message["item"]?.stringValue ?? "", data: $0) } ?? false
             channel.send(["op": "reply", "id": message["id"] ?? .null, "ok": .bool(ok)])

@@ -6,7 +6,7 @@ import OrchestrateJSON
 /// stdin (host → runner) and stdout (runner → host). Binary data (checkpoints) is base64.
 ///
 /// Host → runner: `run` (once, first), `cancel`, and `reply` to the runner's requests.
-/// Runner → host: `log`, `progress`, `item_done`, `item_progress` (no reply); `save_checkpoint`,
+/// Runner → host: `log`, `progress`, `item_done`, `item_failed`, `item_progress` (no reply); `save_checkpoint`,
 /// `next_item`, `save_item_checkpoint`, `reserve_bandwidth` (each with an `id`, answered by a
 /// `reply` with that id);
 /// and `done` (once, last) with the outputs or the failure.

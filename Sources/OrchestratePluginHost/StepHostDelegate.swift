@@ -18,7 +18,17 @@ public protocol StepHostDelegate: AnyObject, Sendable {
     func nextItem(timeout: Duration) -> NextItem
     /// Item `id` has finished; `error` is nil on success.
     func itemDone(id: String, error: String?)
+    /// Item `id` failed with an error kind (`orchestrate.item-failure.v1`): retried or finished
+    /// as the step's policy says.
+    func itemFailed(id: String, failure: StepFailure)
     /// Stores an item's checkpoint durably; returns true once it is durable.
     func saveItemCheckpoint(id: String, data: [UInt8]) -> Bool
     func itemProgress(id: String, bytesDone: Int64, bytesTotal: Int64)
+}
+
+extension StepHostDelegate {
+    /// A delegate that does not retry items finishes a failed one.
+    public func itemFailed(id: String, failure: StepFailure) {
+        itemDone(id: id, error: failure.message)
+    }
 }

@@ -61,6 +61,21 @@ extension StepContext {
         api.pointee.item_done(host, id, error == nil ? 1 : 0, error)
     }
 
+    /// Reports an item failed with `error`'s kind and code: a retryable one is handed out again
+    /// later (the step's `retry:`; held while its host does not answer, code `unreachable`), a
+    /// permanent one is finished. An older host without `orchestrate.item-failure.v1` finishes
+    /// it either way.
+    public func itemFailed(_ id: String, _ error: StepError) {
+        guard let table = itemFailure, let itemFailed = table.pointee.item_failed else {
+            return itemDone(id, error: error.message)
+        }
+        let retryAfter = error.retryAfter.map { d -> Int64 in
+            let (seconds, attoseconds) = d.components
+            return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        } ?? -1
+        itemFailed(host, id, error.kind.rawValue, error.code, error.message, retryAfter)
+    }
+
     /// Saves an item's checkpoint; true when durable.
     @discardableResult
     public func saveItemCheckpoint(_ id: String, _ bytes: [UInt8]) -> Bool {

@@ -33,6 +33,8 @@ public final class StepContext: @unchecked Sendable {
     let host: OpaquePointer?
     /// The `orchestrate.bandwidth.v1` extension, when the host has it.
     private let bandwidth: UnsafePointer<orc_bandwidth_v1>?
+    /// The `orchestrate.item-failure.v1` extension, when the host has it.
+    let itemFailure: UnsafePointer<orc_item_failure_v1>?
 
     init(call: UnsafePointer<orc_step_call>, api: UnsafePointer<orc_host_api>, host: OpaquePointer?) throws(StepError) {
         let c = call.pointee
@@ -40,6 +42,7 @@ public final class StepContext: @unchecked Sendable {
         self.api = api
         self.host = host
         bandwidth = StepContext.extensionTable(api, host, ORC_EXT_BANDWIDTH_V1, as: orc_bandwidth_v1.self)
+        itemFailure = StepContext.extensionTable(api, host, ORC_EXT_ITEM_FAILURE_V1, as: orc_item_failure_v1.self)
         stepType = text(c.step_type)
         runID = text(c.run_id)
         stepID = text(c.step_id)

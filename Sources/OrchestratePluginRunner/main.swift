@@ -80,6 +80,10 @@ final class ForwardingDelegate: StepHostDelegate, @unchecked Sendable {
         channel.send(["op": "item_done", "item": .string(id), "error": error.map(JSONValue.string) ?? .null])
     }
 
+    func itemFailed(id: String, failure: StepFailure) {
+        channel.send(["op": "item_failed", "item": .string(id), "failure": RunnerProtocol.encode(failure)])
+    }
+
     func saveItemCheckpoint(id: String, data: [UInt8]) -> Bool {
         ask(["op": "save_item_checkpoint", "item": .string(id), "data": RunnerProtocol.base64(data)])?["ok"]?.boolValue ?? false
     }

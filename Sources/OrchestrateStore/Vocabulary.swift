@@ -35,6 +35,9 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let stepWaiting = EventType(rawValue: "step.waiting")
     public static let stepHeld = EventType(rawValue: "step.held")
     public static let stepReleased = EventType(rawValue: "step.released")
+    /// A held step still waits for its host (every `ORCHESTRATE_HOLD_REPORT_SECONDS`, default a
+    /// minute): data `host`, `reason`, `next_probe_at`, `held_since`, `gives_up_at`.
+    public static let stepStillHeld = EventType(rawValue: "step.still_held")
     public static let stepProgress = EventType(rawValue: "step.progress")
     public static let stepLog = EventType(rawValue: "step.log")
     /// A succeeded step whose results lived on another node's disk runs again here.
@@ -48,6 +51,12 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let itemStarted = EventType(rawValue: "item.started")
     public static let itemProgress = EventType(rawValue: "item.progress")
     public static let itemFinished = EventType(rawValue: "item.finished")
+    /// An item failed retryably and is handed out again after `delay_ms` (the step's `retry:`).
+    public static let itemRetrying = EventType(rawValue: "item.retrying")
+    /// An item failed because its host does not answer: held (no attempt spent) until it does,
+    /// at most the step's `hold_timeout`.
+    public static let itemHeld = EventType(rawValue: "item.held")
+    public static let itemReleased = EventType(rawValue: "item.released")
     // Watch folders (`on.watch`), journaled with the run they concern.
     /// A settled file became work (a run, or an item of a persistent session).
     public static let watchHandedOver = EventType(rawValue: "watch.handed_over")

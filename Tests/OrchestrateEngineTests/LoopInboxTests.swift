@@ -10,7 +10,7 @@ import Testing
         var inbox = LoopInbox()
         inbox.completions.append(Completion(instanceID: "a", token: 1, result: .success([:])))
         inbox.events.append(EventRecord(runID: "r", time: 0, type: .stepLog, step: "a", data: [:]))
-        inbox.probeAnswers.append((Endpoint(inputs: ["host": "h", "port": 22])!, true))
+        inbox.probeAnswers.append((Endpoint(inputs: ["host": "h", "port": 22])!, nil))
         inbox.cancelRequested = true
         inbox.interruptRequested = .paused
         let first = inbox.takeRound()

@@ -42,4 +42,29 @@ import Testing
         #expect(scrape.body.contains("E_BUSY") && scrape.body.contains("E_GONE"))
         #expect(scrape.body.contains("orchestrate_runs{queue=\"default\",status=\"succeeded\"} 3"), "\(scrape.body)")
     }
+
+    /// A step held because its host does not answer counts in `orchestrate_steps_held` while it
+    /// waits, and the run's detail (what the dashboard reads) shows it held with the reason;
+    /// once the run is cancelled the gauge is back to 0.
+    @Test func aStepHeldOnAHostThatDoesNotAnswerIsCountedInTheHeldGauge() throws {
+        let serve = try APIServe()
+        let port = Ports.free()
+        let yaml = "version: 1\nname: held\nsteps:\n  ping:\n    uses: http.request\n"
+            + "    with: { method: GET, url: \"http://127.0.0.1:\(port)/\" }\n    hold_timeout: 10m\n"
+        let reply = try serve.post("/api/runs", ["workflow_yaml": .string(yaml)])
+        #expect(reply.status == 201, "\(reply.body)")
+        let id = try #require(reply.json["id"]?.stringValue)
+        func scrape() throws -> String { try serve.http.request("GET", "/metrics", token: serve.readerToken).body }
+        func held() throws -> Double? {
+            try scrape().split(separator: "\n").first { $0.hasPrefix("orchestrate_steps_held ") }
+                .flatMap { Double($0.dropFirst("orchestrate_steps_held ".count)) }
+        }
+        #expect(try serve.waitFor(30) { try held() == 1 }, "\((try? scrape()) ?? "")")
+        let step = try #require(try serve.get("/api/runs/\(id)").json["steps"]?[0])
+        #expect(step["status"]?.stringValue == "held")
+        #expect(step["error"]?.stringValue?.contains("127.0.0.1:\(port)") == true, "\(step.jsonText)")
+        #expect(try serve.post("/api/runs/\(id)/cancel").status < 300)
+        #expect(try serve.waitFor(30) { try serve.status(id) == "cancelled" })
+        #expect(try serve.waitFor(10) { try held() == 0 })
+    }
 }

@@ -244,6 +244,40 @@ struct WorkflowParsingTests {
         #expect(wf.steps[0].retry == expected)
     }
 
+    @Test("hold_timeout: the step's own, else defaults', else an hour; compensations take the defaults'")
+    func holdTimeout() throws {
+        let none = try parse("name: h\nsteps:\n  a: { uses: exec, with: { command: [x] } }\n")
+        #expect(none.steps[0].holdTimeout == .seconds(3600) && Step.defaultHoldTimeout == .seconds(3600))
+        let wf = try parse("""
+        name: h
+        defaults: { hold_timeout: 20m }
+        steps:
+          a: { uses: exec, with: { command: [x] }, compensate: { uses: exec, with: { command: [y] } } }
+          b: { uses: exec, with: { command: [x] }, hold_timeout: 90s }
+        """)
+        #expect(wf.steps.map(\.holdTimeout) == [.seconds(1200), .seconds(90)])
+        #expect(wf.steps[0].compensate?.holdTimeout == .seconds(1200))
+    }
+
+    @Test("a bad hold_timeout is an error at its value; a misspelt one suggests hold_timeout")
+    func badHoldTimeout() {
+        let source = """
+        name: h
+        defaults: { hold_timeout: 0s }
+        steps:
+          a: { uses: exec, with: { command: [x] }, hold_timeout: soon }
+          b: { uses: exec, with: { command: [x] }, hold_timout: 5m }
+        """
+        #expect(at(errors(source)) == [
+            "2:27 'hold_timeout' must be longer than zero",
+            "4:58 invalid duration 'soon' for 'hold_timeout': write a number and a unit, as in 500ms, 30s, 10m, 6h or 1h30m",
+            "5:44 unknown field 'hold_timout' in step 'b'; did you mean 'hold_timeout'?",
+        ])
+        let typoInDefaults = "name: h\ndefaults: { hold_timout: 5m }\nsteps:\n  a: { uses: exec, with: { command: [x] } }\n"
+        #expect(errors(typoInDefaults).first?.message.contains("did you mean 'hold_timeout'?") == true,
+                "\(errors(typoInDefaults).map(\.message))")
+    }
+
     @Test("compensate may read any step, its own included; outputs may read any step")
     func compensateScope() {
         let ok = """

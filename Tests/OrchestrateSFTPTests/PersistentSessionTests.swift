@@ -120,6 +120,54 @@ import Testing
         #expect(status["outputs"]?["files_done"]?.intValue == 2, "\(status.jsonText)")
     }
 
+    /// Paths added while the server is down fail retryably (connection refused) and are held,
+    /// then sent once it is back, without anyone adding them again; a path that fails for good
+    /// (its file does not exist) is finished failed at once and never handed out again.
+    @Test func pathsAddedDuringAnOutageAreSentWhenTheServerIsBackAndAPermanentFailureIsLeftAlone() throws {
+        let (process, runID) = try startSession(.libssh2)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        func add(_ name: String, seed: UInt64?) throws -> String {
+            let source = seed.map { Harness.randomFile(h.path("src/\(name)"), size: 90_000, seed: $0) } ?? h.path("src/\(name)")
+            let line = #"{"source": ""# + source + #"", "destination": "in/\#(name)"}"#
+            #expect(try ChildProcess.run(TestPaths.orchestrate, ["add-path", runID, "--from", "-", "--state", h.state], stdin: line).status == 0)
+            return source
+        }
+        func events() throws -> [JSONValue] { Harness.events(try h.orchestrate(["events", runID, "--json"])) }
+        func itemID(_ name: String) throws -> String? {
+            try events().ofType("item.added").first { $0["data"]?["value"]?["source"]?.stringValue?.hasSuffix("/\(name)") == true }?["data"]?["item"]?.stringValue
+        }
+        let before = try add("before.bin", seed: 41)
+        _ = try add("missing.bin", seed: nil)
+        #expect(h.waitFor { arrived().contains("before.bin") })
+        let missing = try #require(try itemID("missing.bin"))
+        #expect(h.waitFor { ((try? events()) ?? []).ofType("item.finished").contains { $0["data"]?["item"]?.stringValue == missing } })
+
+        peer.stop()
+        let during = [try add("during-0.bin", seed: 42), try add("during-1.bin", seed: 43)]
+        #expect(h.waitFor(30) { ((try? events()) ?? []).ofType("item.held").count >= 1 },
+                "\((try? String(contentsOfFile: h.path("run.log"), encoding: .utf8))?.suffix(3000) ?? "")")
+        Thread.sleep(forTimeInterval: 3)
+        #expect(!arrived().contains("during-0.bin") && process.isRunning)
+        try peer.start()
+        #expect(h.waitFor(60) { arrived().contains("during-0.bin") && arrived().contains("during-1.bin") },
+                "\((try? String(contentsOfFile: h.path("run.log"), encoding: .utf8))?.suffix(3000) ?? "")")
+        #expect(try h.orchestrate(["close", runID]).status == 0)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+
+        #expect(Harness.sameBytes(before, "\(peer.remoteRoot)/in/before.bin"))
+        for (k, source) in during.enumerated() { #expect(Harness.sameBytes(source, "\(peer.remoteRoot)/in/during-\(k).bin")) }
+        let all = try events()
+        let finished = all.ofType("item.finished")
+        #expect(finished.count == 4, "each item finished once: \(finished.map(\.jsonText))")
+        #expect(finished.filter { $0["data"]?["ok"]?.boolValue == false }.compactMap { $0["data"]?["item"]?.stringValue } == [missing])
+        #expect(all.ofType("item.started").filter { $0["data"]?["item"]?.stringValue == missing }.count == 1,
+                "the permanent failure was not tried again")
+        #expect(all.ofType("item.released").count >= 1)
+        let items = try h.status(runID)["items"]?.arrayValue ?? []
+        #expect(items.filter { $0["status"]?.stringValue == "done" }.count == 3, "\(items.map(\.jsonText))")
+    }
+
     func arrived() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "\(peer.remoteRoot)/in")) ?? []).filter { !$0.hasSuffix(".partial") }
     }

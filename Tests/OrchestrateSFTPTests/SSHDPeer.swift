@@ -9,13 +9,14 @@ enum SSHTransportKind: String, CaseIterable, Sendable, CustomTestStringConvertib
 }
 
 /// A real OpenSSH sshd on 127.0.0.1 and a free port, started by the test with its own host key,
-/// user key, authorized_keys and config, all in a temporary directory. Stopped on deinit.
+/// user key, authorized_keys and config, all in a temporary directory. Stopped on deinit;
+/// `stop()` and `start()` make an outage (same port, same keys).
 final class SSHDPeer: @unchecked Sendable {
     let dir = TemporaryDirectory("sshd")
     let port: Int
     /// Spawned with posix_spawn, not Foundation's Process: Foundation's child monitor blocks in
     /// waitpid on a still-running Process child when another child exits, hanging the tests.
-    private let pid: pid_t
+    private var pid: pid_t = 0
     var userKey: String { dir.file("user_key").path }
     var hostKeyPub: String { dir.file("host_key.pub").path }
     /// A directory for remote files (the tests' remote_root).
@@ -58,6 +59,11 @@ final class SSHDPeer: @unchecked Sendable {
             Subsystem sftp \(sftpServer)
             """)
         try Data().write(to: dir.file("sshd.log"))
+        try start()
+    }
+
+    /// Starts the server (again, after `stop`) and waits until it accepts connections.
+    func start() throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -81,12 +87,19 @@ final class SSHDPeer: @unchecked Sendable {
         }
     }
 
-    deinit {
+    /// Stops the server and drops every connection: the port refuses connections until `start`.
+    func stop() {
+        guard pid > 0 else { return }
         killChildren()
         kill(pid, SIGTERM)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
+        pid = 0  // reaped: its number may be another process's now
+        let deadline = Date().addingTimeInterval(10)
+        while SSHDPeer.accepts(port) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
     }
+
+    deinit { stop() }
 
     /// A known_hosts file recording this server's real host key (or `other_host_key`: a changed key).
     func knownHosts(changed: Bool = false, hashed: Bool = false) throws -> String {

@@ -221,6 +221,52 @@ import Testing
         #expect(items.count == 250)
         #expect(items.filter { $0["status"]?.stringValue == "done" }.count == 247)
     }
+
+    /// A night with an outage, on the real binary: sshd is stopped for 20 s while files keep
+    /// arriving, then started again. Every file arrives byte-identical and is moved to sent/,
+    /// without anyone touching anything: the items that failed while the server refused
+    /// connections were held, not left in place.
+    @Test func filesDroppedWhileTheServerIsDownArriveOnceItIsBackWithoutAnyoneTouchingThem() throws {
+        try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
+        let wf = try workflow()
+        let process = try serve(wf, log: "night.log")
+        defer { if process.isRunning { stop(process) } }
+        #expect(h.waitFor(15) { ((try? String(contentsOfFile: h.path("night.log.err"), encoding: .utf8)) ?? "").contains("watching") })
+        var expected: [String] = []
+        for i in 0..<5 {
+            drop("evening-\(i).bin", size: 40_000 + i, seed: 700 + i)
+            expected.append("evening-\(i).bin")
+        }
+        #expect(h.waitFor(60) { count("watch.finished") >= 5 }, "\(count("watch.finished")) sent before the outage")
+
+        peer.stop()
+        let outage = Date()
+        var i = 0
+        while Date().timeIntervalSince(outage) < 20 {
+            drop("night-\(i).bin", size: 20_000 + 977 * i, seed: 800 + i)
+            expected.append("night-\(i).bin")
+            i += 1
+            Thread.sleep(forTimeInterval: 2)
+        }
+        #expect(count("item.held") >= 1, "the outage was met: items were held")
+        #expect(count("watch.finished") == 5, "nothing given up while the server is down")
+        try peer.start()
+
+        #expect(h.waitFor(120) { count("watch.finished") >= expected.count },
+                "\(count("watch.finished")) of \(expected.count) finished; serve: \((try? String(contentsOfFile: h.path("night.log.err"), encoding: .utf8))?.suffix(3000) ?? "")")
+        for relative in expected {
+            #expect(Harness.sameBytes(sent + "/" + relative, "\(peer.remoteRoot)/in/\(relative)"), "\(relative)")
+        }
+        let events = try allEvents()
+        let finished = events.ofType("watch.finished")
+        #expect(finished.count == expected.count)
+        #expect(finished.allSatisfy { $0["data"]?["succeeded"]?.boolValue == true }, "\(finished.map(\.jsonText))")
+        #expect(events.ofType("item.finished").allSatisfy { $0["data"]?["ok"]?.boolValue == true })
+        #expect(events.ofType("item.released").count >= 1)
+        let runID = try #require(try h.runIDs().first)
+        #expect(try h.orchestrate(["close", runID]).status == 0)
+        #expect(h.waitFor(30) { (try? h.status(runID))?["status"]?.stringValue == "succeeded" }, "\((try? h.status(runID))?.jsonText ?? "")")
+    }
 }
 
 final class Collected<T: Sendable>: @unchecked Sendable {

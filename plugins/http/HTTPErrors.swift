@@ -27,7 +27,11 @@ enum HTTPErrors {
             return StepError(kind: .timeout, code: "timeout", message: "\(url): \(text) (too slow or no answer)")
         case CURLE_REMOTE_FILE_NOT_FOUND:
             return .permanent("\(url): \(text)", code: curlCode)
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY:
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            // Held like an unreachable host (a name can come back: DNS trouble, a host being
+            // renamed), saying what is wrong: a typo in a name is not a server that is down.
+            return .retryable("\(url): \(text) (the name does not resolve)", code: "unreachable")
+        case CURLE_COULDNT_CONNECT:
             // The host's convention: the engine holds the step (no attempt spent) and probes
             // the host until it answers again.
             return .retryable("\(url): \(text) (the host does not answer)", code: "unreachable")

@@ -15,7 +15,10 @@ struct AcceptPathsStep: StepDefinition {
         Items are `{"source": "/abs/local/file", "destination": "path/under/remote_root"}`. Each \
         is uploaded like sftp.upload (partial + rename, resumed from the partial after a crash) \
         and reported on its own (progress, finished or failed with the error); one bad item never \
-        stops the others. Items added while the step was down are transferred when it runs again.
+        stops the others. Items added while the step was down are transferred when it runs again. \
+        An item that fails for a passing reason (the server went away) is tried again per the \
+        step's retry: policy, and held while the server does not answer (at most hold_timeout); \
+        only a permanent failure (no such local file, a refused path) finishes it failed.
         """
     struct Inputs: StepInputs {
         @Input(help: "files transferred at once", minimum: 1, maximum: 64) var parallel = 4
@@ -82,9 +85,11 @@ struct AcceptPathsStep: StepDefinition {
                 case .failure(let error) where error.kind == .cancelled:
                     return // not reported: handed out again on the next attempt
                 case .failure(let error):
-                    state.failed()
+                    // The engine tries a retryable failure again (the step's retry:, held while
+                    // the server does not answer); a permanent one is left for a person.
+                    if error.kind != .retryable && error.kind != .timeout { state.failed() }
                     step.log(.warn, "item \(item.id) failed: \(error.message)")
-                    step.itemDone(item.id, error: error.message)
+                    step.itemFailed(item.id, error)
                 }
             }
         }

@@ -77,6 +77,12 @@ function record(state, event, logList) {
     case 'step.failed':
       if (last()) Object.assign(last(), { finished: event.time, outcome: 'failed (' + data.kind + ')', error: data.error });
       break;
+    case 'step.held':
+      if (last()) Object.assign(last(), { finished: event.time, outcome: 'held: ' + String(data.host) + ' does not answer', error: data.reason });
+      break;
+    case 'step.still_held':
+      if (last()) Object.assign(last(), { outcome: 'held', error: data.message });
+      break;
     case 'step.succeeded': case 'step.cancelled': case 'step.interrupted':
       if (last()) Object.assign(last(), { finished: event.time, outcome: event.type.slice(5) });
       break;
@@ -95,6 +101,12 @@ function record(state, event, logList) {
       state.files.set(data.item, file);
       break;
     }
+    case 'item.retrying': case 'item.held':
+      state.files.set(data.item, { ...(state.files.get(data.item) || { step }), status: event.type === 'item.held' ? 'held' : 'retrying', error: data.reason, rate: 0 });
+      break;
+    case 'item.released':
+      state.files.set(data.item, { ...(state.files.get(data.item) || { step }), status: 'queued', error: '', rate: 0 });
+      break;
     case 'item.finished':
       state.files.set(data.item, { ...(state.files.get(data.item) || { step }), status: data.ok ? 'done' : 'failed', error: data.error, rate: 0 });
       break;

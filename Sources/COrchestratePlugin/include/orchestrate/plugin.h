@@ -4,7 +4,8 @@
  * History: 1.0 the first version. 1.1 adds session steps (ORC_STEP_OPENS_SESSION and
  * orc_step_type.close_session); a 1.0 plugin loads unchanged in a 1.1 host.
  * Extensions (found with orc_host_api.get_extension; a host without one answers NULL):
- * "orchestrate.bandwidth.v1" (orc_bandwidth_v1), the run's and the host's bandwidth caps.
+ * "orchestrate.bandwidth.v1" (orc_bandwidth_v1), the run's and the host's bandwidth caps;
+ * "orchestrate.item-failure.v1" (orc_item_failure_v1), an item's failure with its error kind.
  *
  * A plugin is a shared library that exports exactly one function:
  *
@@ -286,6 +287,33 @@ typedef struct orc_bandwidth_v1 {
      * while waiting (stop as after is_cancelled). Cheap when no cap is set. [step-thread] */
     int32_t (*consume)(orc_host *host, int64_t bytes);
 } orc_bandwidth_v1;
+
+/* Extension "orchestrate.item-failure.v1": an item of a long-lived step failed, with the error
+ * kind and code set_error takes, so the host can tell a failure worth trying again (the server
+ * was down) from one a person must look at (no such file). Call it instead of item_done(ok = 0):
+ *
+ *     const orc_item_failure_v1 *items = ORC_API_HAS(api, get_extension)
+ *         ? api->get_extension(host, ORC_EXT_ITEM_FAILURE_V1) : NULL;
+ *     if (items && !ORC_STRUCT_HAS(orc_item_failure_v1, items, item_failed)) items = NULL;
+ *     if (items) items->item_failed(host, id, ORC_ERROR_RETRYABLE, "unreachable", "connection refused", -1);
+ *     else api->item_done(host, id, 0, "connection refused");
+ *
+ * What the host does with it: a permanent or invalid-input failure (or a kind or code the step's
+ * `retry: non_retryable` lists) finishes the item failed, as item_done(ok = 0) does, and it is
+ * never handed out again. A retryable or timeout failure hands the item out again later, per the
+ * step's `retry:` policy (its max_attempts count this item's attempts; retry_after_ms >= 0 wins
+ * over the computed delay) and, with the code "unreachable", only once the step's host answers
+ * again (no attempt spent; at most the step's `hold_timeout`). An item whose tries ran out is
+ * finished failed. Without the extension (an older host), use item_done. */
+#define ORC_EXT_ITEM_FAILURE_V1 "orchestrate.item-failure.v1"
+
+typedef struct orc_item_failure_v1 {
+    uint32_t struct_size;
+    /* Item `id` failed. `kind` is an ORC_ERROR_* value (unknown means permanent); `code` and
+     * `message` may be NULL; `retry_after_ms` is the server's hint or -1. [step-thread] */
+    void (*item_failed)(orc_host *host, const char *id, int32_t kind, const char *code, const char *message,
+                        int64_t retry_after_ms);
+} orc_item_failure_v1;
 
 /* ---------------------------------------------------------------------------------------------
  * The plugin side: the step call, step types, and the plugin description
