@@ -6,8 +6,12 @@ and a plain echo endpoint. Standard library only.
 
 prints `badserver listening on http://127.0.0.1:PORT`, then serves:
 
-  POST|PUT|PATCH /echo          reads the body and answers JSON: method, content_type, length,
+  GET|POST|PUT|PATCH /echo      reads the body and answers JSON: method, content_type, length,
                                 sha256, body (as text, up to 4 KiB), headers (lower-case)
+  ANY /redirect?to=URL&status=N reads the body, answers N (default 302) with Location: URL
+                                (any URL: file:///…, ftp://…, another port's /echo) and a body
+  ANY /upload-ticket?link=URL   200 {"upload": {"upload_link": URL}}: an API handing out a link
+  GET /endless                  200 without a length, then bytes until the client goes away
   GET /range/wrong              200 with the whole file when asked without Range, but the
                                 connection drops halfway; a Range request gets a 206 whose
                                 Content-Range starts 1000 bytes later than asked (and those bytes)
@@ -92,8 +96,40 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- endpoints -------------------------------------------------------------------------
 
+    def text_query(self, name, default=""):
+        return parse_qs(urlparse(self.path).query).get(name, [default])[0]
+
+    def common(self):
+        """The endpoints every method answers; True when it answered."""
+        path = urlparse(self.path).path
+        if path == "/redirect":
+            self.read_body(lambda chunk: None)
+            body = b"<html><title>moved</title></html>"
+            self.answer(self.query("status", 302), body, [("Location", self.text_query("to"))])
+            return True
+        if path == "/upload-ticket":
+            self.read_body(lambda chunk: None)
+            body = json.dumps({"upload": {"upload_link": self.text_query("link")}}).encode()
+            self.answer(200, body, [("Content-Type", "application/json")])
+            return True
+        return False
+
     def do_GET(self):
         path = urlparse(self.path).path
+        if self.common():
+            return
+        if path == "/echo":
+            return self.echo()
+        if path == "/endless":
+            self.close_connection = True
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            block = b"e" * 65536
+            while self.write(block):
+                pass
+            return
         if path == "/_stats":
             with stats_lock:
                 body = json.dumps(sent).encode()
@@ -171,6 +207,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self):
         path = urlparse(self.path).path
+        if self.common():
+            return
         length = self.query("length", 1 << 20)
         offsets = {"/tus/backwards": 0, "/tus/past-size": 0, "/tus/head-past-size": length + 4096}
         if path.startswith("/tus/store/"):
@@ -184,6 +222,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self):
         path = urlparse(self.path).path
+        if self.common():
+            return
         if path == "/echo":
             return self.echo()
         length = self.query("length", 1 << 20)
@@ -221,11 +261,14 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(204, headers=[("Tus-Resumable", "1.0.0"), ("Upload-Offset", str(answer))])
 
     def do_POST(self):
+        if self.common():
+            return
         if urlparse(self.path).path == "/echo":
             return self.echo()
         self.answer(404)
 
     do_PUT = do_POST
+    do_DELETE = do_POST
 
     def echo(self):
         digest = hashlib.sha256()

@@ -89,6 +89,24 @@ struct ExprNode: Sendable {
 
     let kind: Kind
     let location: SourceLocation
+    /// The longest path from this node down to a leaf (a leaf: 1). Everything that walks the
+    /// tree (evaluation, validation, even freeing it) recurses once per level, so the parser
+    /// keeps it under `maxHeight`: a 20 KB chain `1 + 1 + … + 1` must not exhaust a stack.
+    let height: Int
+    static let maxHeight = 128
+
+    init(kind: Kind, location: SourceLocation) {
+        self.kind = kind
+        self.location = location
+        switch kind {
+        case .literal, .context: height = 1
+        case .member(let base, _): height = base.height + 1
+        case .index(let base, let key): height = max(base.height, key.height) + 1
+        case .unary(_, let operand): height = operand.height + 1
+        case .binary(_, let left, let right): height = max(left.height, right.height) + 1
+        case .call(_, let args): height = (args.map(\.height).max() ?? 0) + 1
+        }
+    }
 
     /// A static property name: `.name` or `['name']`.
     private static func staticKey(_ node: ExprNode) -> (String, SourceLocation)? {

@@ -32,6 +32,10 @@ struct ExpressionSyntaxError: Error, Sendable {
 enum ExpressionLexer {
     /// Identifiers are `[A-Za-z_][A-Za-z0-9_-]*`: step ids may hold dashes (`steps.make-dir`),
     /// so subtraction needs spaces around its `-` when the left side is a name (`a - 1`).
+    /// More tokens than any workflow writes in one expression: a 2 MB `1 + 1 + …` stops being
+    /// read here, before the parser refuses its height (`ExprNode.maxHeight`).
+    static let maxTokens = 10_000
+
     static func tokenize(_ text: String) throws(ExpressionSyntaxError) -> [ExpressionToken] {
         let s = Array(text.unicodeScalars)
         var tokens: [ExpressionToken] = []
@@ -42,6 +46,10 @@ enum ExpressionLexer {
             let c = s[i]
             if c == " " || c == "\t" || c == "\n" || c == "\r" { i += 1; continue }
             let start = i
+            guard tokens.count < maxTokens else {
+                throw ExpressionSyntaxError(offset: start, message: "expression too long: more than \(maxTokens) tokens; "
+                    + "split it, or compute the value in a step")
+            }
             if isIdentStart(c) {
                 i += 1
                 while i < s.count, isIdentStart(s[i]) || isDigit(s[i]) || s[i] == "-" { i += 1 }

@@ -57,13 +57,25 @@ enum ExpressionParser {
             return advance()
         }
 
+        /// A node made at the token at `offset`, refused when the tree would grow taller than
+        /// `ExprNode.maxHeight` (a chain of operators is parsed in a loop, but the tree it makes
+        /// is as tall as the chain is long, and walking it recurses per level).
+        func node(_ kind: ExprNode.Kind, at offset: Int) throws -> ExprNode {
+            let made = ExprNode(kind: kind, location: locate(offset))
+            guard made.height <= ExprNode.maxHeight else {
+                throw ExpressionSyntaxError(offset: offset, message: "expression too long: more than \(ExprNode.maxHeight) "
+                    + "operations, calls or properties nested in one another; split it, or compute the value in a step")
+            }
+            return made
+        }
+
         /// One level of left-associative binary operators.
         mutating func binary(_ ops: [String], next: (inout Parser) throws -> ExprNode) throws -> ExprNode {
             var left = try next(&self)
             while case .symbol(let s) = peek.kind, ops.contains(s), let op = BinaryOperator(rawValue: s) {
                 let token = advance()
                 let right = try next(&self)
-                left = ExprNode(kind: .binary(op, left, right), location: locate(token.offset))
+                left = try node(.binary(op, left, right), at: token.offset)
             }
             return left
         }
@@ -97,15 +109,15 @@ enum ExpressionParser {
                     if case .literal(.double(let d)) = operand.kind {
                         return ExprNode(kind: .literal(.double(-d)), location: locate(token.offset))
                     }
-                    return ExprNode(kind: .unary(.negate, operand), location: locate(token.offset))
+                    return try node(.unary(.negate, operand), at: token.offset)
                 }
-                return ExprNode(kind: .unary(.not, operand), location: locate(token.offset))
+                return try node(.unary(.not, operand), at: token.offset)
             }
             return try parsePostfix()
         }
 
         mutating func parsePostfix() throws -> ExprNode {
-            var node = try parsePrimary()
+            var result = try parsePrimary()
             while true {
                 if isSymbol(".") {
                     _ = advance()
@@ -113,14 +125,14 @@ enum ExpressionParser {
                         throw ExpressionSyntaxError(offset: peek.offset, message: "expected a property name after '.'")
                     }
                     let token = advance()
-                    node = ExprNode(kind: .member(node, name), location: locate(token.offset))
+                    result = try node(.member(result, name), at: token.offset)
                 } else if isSymbol("[") {
                     let open = advance()
                     let key = try parseOr()
                     _ = try expect("]", "to close the index opened at column \(locate(open.offset).column)")
-                    node = ExprNode(kind: .index(node, key), location: locate(open.offset))
+                    result = try node(.index(result, key), at: open.offset)
                 } else {
-                    return node
+                    return result
                 }
             }
         }
@@ -177,7 +189,7 @@ enum ExpressionParser {
                 throw Diagnostic(location: location,
                                  message: "\(name)() takes \(function.arityDescription), not \(args.count)")
             }
-            return ExprNode(kind: .call(function, args), location: location)
+            return try node(.call(function, args), at: nameToken.offset)
         }
     }
 }

@@ -38,7 +38,9 @@ extension WorkflowValidator {
                     bag.error("\(place) cannot read 'file': one run takes every file; use 'destination' for the item's path",
                               at: ref.location)
                 case .env:
-                    break
+                    if let problem = secretBehind(ref) {
+                        bag.error("\(problem): secrets cannot be used in \(place): inputs are stored with the run", at: ref.location)
+                    }
                 case .secrets:
                     bag.error("secrets cannot be used in \(place): inputs are stored with the run", at: ref.location)
                 default:

@@ -229,11 +229,24 @@ struct WorkflowValidator {
             case .item:
                 if let reason = scope.item { bag.error(reason, at: ref.location) }
             case .env:
-                break
+                if let reason = scope.secrets, let problem = secretBehind(ref) { bag.error("\(problem): \(reason)", at: ref.location) }
             case .file:
                 bag.error("'file' is only available in on.watch (its 'inputs' and 'destination')", at: ref.location)
             }
         }
+    }
+
+    /// When `ref` (into `env`) may read the variable a declared secret comes from, what it reads:
+    /// such a variable is that secret, and goes only where a secret may. `env` read whole or with
+    /// a computed name may read any of them.
+    func secretBehind(_ ref: ContextReference) -> String? {
+        guard !workflow.secrets.isEmpty else { return nil }
+        guard let name = ref.name else {
+            return "env read whole or with a computed name may read the variable behind a secret ("
+                + workflow.secrets.map { "env.\($0.env)" }.joined(separator: ", ") + ")"
+        }
+        guard let secret = workflow.secrets.first(where: { $0.env == name }) else { return nil }
+        return "env.\(name) is the secret '\(secret.name)' (secrets: \(secret.name): { env: \(name) })"
     }
 
     private mutating func checkStepReference(_ ref: ContextReference, _ scope: Scope) {

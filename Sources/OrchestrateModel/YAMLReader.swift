@@ -22,13 +22,24 @@ enum YAMLReader {
 
 /// One pass over libyaml's events with an explicit stack of open collections, so a deeply nested
 /// document cannot exhaust the thread's stack.
+///
+/// An alias shares its anchor's node (no copy), but whatever reads the tree walks it expanded:
+/// a few hundred bytes of nested aliases ("billion laughs") expand to billions of nodes. So every
+/// node carries its expanded size (1 per node plus the bytes of its scalars, aliases counted
+/// expanded), and the aliases of one file may add at most `aliasExpansionLimit` of it.
 private struct EventComposer {
     let source: SourceText
     /// Collections begun and not yet ended, innermost last.
     private var open: [OpenCollection] = []
-    /// Anchored nodes by name; a later anchor of the same name shadows an earlier one.
-    private var anchors: [String: YAMLNode] = [:]
+    /// Anchored nodes by name, with their expanded size; a later anchor of the same name shadows
+    /// an earlier one.
+    private var anchors: [String: (node: YAMLNode, size: Int)] = [:]
     private var root: YAMLNode?
+    /// The expanded size the aliases added so far.
+    private var aliasExpansion = 0
+    /// About a megabyte of YAML written out: far more than aliases add to any real workflow,
+    /// and read in well under a second.
+    static let aliasExpansionLimit = 1_000_000
 
     init(source: SourceText) { self.source = source }
 
@@ -40,6 +51,8 @@ private struct EventComposer {
         var items: [YAMLNode] = []
         /// A mapping's key whose value has not been read yet.
         var key: YAMLNode?
+        /// The expanded size of the collection so far (itself and its children).
+        var size = 1
     }
 
     /// The whole stream: one document at most, as Yams' `compose` allowed.
@@ -72,16 +85,24 @@ private struct EventComposer {
                 }
             case YAML_SCALAR_EVENT:
                 let node = scalar(event)
-                register(anchor: event.data.scalar.anchor, node)
-                attach(node)
+                let size = 1 + event.data.scalar.length
+                if let name = string(event.data.scalar.anchor) { anchors[name] = (node, size) }
+                attach(node, size: size)
             case YAML_ALIAS_EVENT:
                 let name = string(event.data.alias.anchor) ?? ""
-                guard let node = anchors[name] else {
+                guard let (node, size) = anchors[name] else {
                     let error = SyntaxError(kind: .composer, problem: "found undefined alias",
                                             mark: mark(event.start_mark), context: nil)
                     return .failure(error.diagnostic(source: source))
                 }
-                attach(node)
+                aliasExpansion += size
+                if aliasExpansion > Self.aliasExpansionLimit {
+                    let message = "the aliases of this file expand it by more than \(Self.aliasExpansionLimit / 1_000_000) million "
+                        + "nodes and characters (alias '\(name)' here): nested aliases multiply (a YAML alias bomb?); "
+                        + "write the repeated parts out, or alias fewer of them"
+                    return .failure(Diagnostic(location: location(event.start_mark), message: message))
+                }
+                attach(node, size: size)
             case YAML_SEQUENCE_START_EVENT:
                 open.append(OpenCollection(location: location(event.start_mark),
                                            anchor: string(event.data.sequence_start.anchor), pairs: nil))
@@ -96,8 +117,8 @@ private struct EventComposer {
                 } else {
                     node = YAMLNode(kind: .sequence(done.items), location: done.location)
                 }
-                if let anchor = done.anchor { anchors[anchor] = node }
-                attach(node)
+                if let anchor = done.anchor { anchors[anchor] = (node, done.size) }
+                attach(node, size: done.size)
             default:
                 break  // stream start, document end
             }
@@ -106,12 +127,13 @@ private struct EventComposer {
 
     /// Puts a finished node where it belongs: the root, a sequence's next item, or a mapping's
     /// next key or value.
-    private mutating func attach(_ node: YAMLNode) {
+    private mutating func attach(_ node: YAMLNode, size: Int) {
         guard !open.isEmpty else {
             root = node
             return
         }
         let top = open.count - 1
+        open[top].size += size
         if open[top].pairs == nil {
             open[top].items.append(node)
         } else if let key = open[top].key {
@@ -120,10 +142,6 @@ private struct EventComposer {
         } else {
             open[top].key = node
         }
-    }
-
-    private mutating func register(anchor: UnsafeMutablePointer<yaml_char_t>?, _ node: YAMLNode) {
-        if let name = string(anchor) { anchors[name] = node }
     }
 
     private static let stringTag = "tag:yaml.org,2002:str"

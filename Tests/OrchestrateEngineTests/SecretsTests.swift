@@ -79,8 +79,8 @@ import Testing
             steps:
               each:
                 uses: test.echo
-                for_each: ["${{ env.TEST_TOKEN }}/a", "plain/b"]
-                concurrency: [{ key: "dest:${{ env.TEST_TOKEN }}", limit: 1 }]  # both items: one waits
+                for_each: ["${{ env.TEST_TOKEN }}/a", "plain/b", "${{ env.TEST_TOKEN }}/a"]
+                concurrency: [{ key: "dest:${{ item }}", limit: 1 }]  # the two secret items: one waits
                 with: { path: "${{ item }}", seen: "${{ item == secrets.token + '/a' }}" }
             """)
         let result = try h.orchestrate(["run", file, "--json"], environment: ["TEST_TOKEN": secret])
@@ -199,6 +199,58 @@ import Testing
         #expect(result.status == 2)
         #expect(result.stderr.contains("wf.yaml:8:"), "\(result.stderr)")
         #expect(result.stderr.contains("secrets cannot be used in exec's 'command'"), "\(result.stderr)")
+    }
+
+    /// `env.TEST_TOKEN`, where TEST_TOKEN backs a declared secret, is that secret: refused where
+    /// a secret is (exec's command line, outputs, keys), masked where it may go.
+    @Test func anEnvironmentVariableBehindASecretIsThatSecret() throws {
+        let refused = h.workflow("""
+            version: 1
+            name: env-secret
+            secrets:
+              token: { env: TEST_TOKEN }
+            steps:
+              call:
+                uses: exec
+                with: { command: [curl, -H, "Authorization: bearer ${{ env.TEST_TOKEN }}", "https://example.com"] }
+            outputs:
+              token: "${{ env.TEST_TOKEN }}"
+            """, name: "refused.yaml")
+        let result = try h.orchestrate(["validate", refused])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("refused.yaml:8:60: error: env.TEST_TOKEN is the secret 'token' (secrets: token: { env: TEST_TOKEN }): "
+            + "secrets cannot be used in exec's 'command'"), "\(result.stderr)")
+        #expect(result.stderr.contains("refused.yaml:10:15: error: env.TEST_TOKEN is the secret 'token'"), "\(result.stderr)")
+        #expect(result.stderr.contains("secrets cannot be used in outputs"), "\(result.stderr)")
+
+        let file = h.workflow("""
+            version: 1
+            name: env-secret
+            secrets:
+              token: { env: TEST_TOKEN }
+            steps:
+              echo:
+                uses: test.echo
+                with: { header: "bearer ${{ env.TEST_TOKEN }}" }
+              shell:
+                uses: exec
+                needs: [echo]
+                with:
+                  command: [sh, -c, 'echo "token is $TOKEN"']
+                  env: { TOKEN: "${{ env.TEST_TOKEN }}" }
+            """)
+        let run = try h.orchestrate(["run", file, "--json"], environment: ["TEST_TOKEN": secret])
+        #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+        #expect(run.stdout.contains("token is ***"), "\(run.stdout)")
+        let runID = try #require(try h.runIDs().last)
+        let steps = try h.status(runID)["steps"]?.arrayValue ?? []
+        let echoed = steps.first { $0["id"]?.stringValue == "echo" }?["outputs"]?["with"]?["header"]?.stringValue
+        #expect(echoed == "bearer ***", "\(steps)")
+        let events = try h.orchestrate(["events", runID])
+        for (name, text) in [("--json", run.stdout + run.stderr), ("events", events.stdout)] {
+            #expect(!text.contains(secret), "the secret leaked into \(name)")
+        }
+        try expectSecretNowhereInTheStore(runID: runID)
     }
 
     @Test func aSecretCannotBecomeAnIdempotencyKey() throws {

@@ -70,6 +70,44 @@ import Testing
         #expect(try server.sent("/huge-json") < 64 << 20)
     }
 
+    @Test func maxSizeStopsAnEndlessBodyAndLeavesNothingBehind() throws {
+        let destination = runner.path("endless.bin")
+        let endless = try failure(step("http.download", #"{ url: "\#(server.url)/endless", destination: "\#(destination)", max_size: 1M }"#,
+                                       attempts: 3))
+        #expect(endless.code == "too_large", "\(endless)")
+        #expect(endless.message.contains("/endless sent more than 1048576 bytes, more than max_size (1048576 bytes); the partial file was deleted"),
+                "\(endless.message)")
+        #expect(endless.retries == 0, "a body past max_size is not retried")
+        #expect(!FileManager.default.fileExists(atPath: destination))
+        #expect(!FileManager.default.fileExists(atPath: runner.path(".endless.bin.part")), "the partial file was left behind")
+        #expect(try server.sent("/endless") < 64 << 20, "the client kept reading")
+
+        // An announced length past max_size is refused before any byte is written.
+        let announced = try failure(step("http.download", #"{ url: "\#(server.url)/huge-json?mib=1024", destination: "\#(destination)", max_size: 10M }"#))
+        #expect(announced.code == "too_large", "\(announced)")
+        #expect(announced.message.contains("announces 1073741824 bytes, more than max_size (10485760 bytes)"), "\(announced.message)")
+        #expect(!FileManager.default.fileExists(atPath: runner.path(".endless.bin.part")))
+        #expect(try server.sent("/huge-json") < 64 << 20)
+
+        // A file of exactly max_size downloads.
+        let ok = try runner.run(step("http.download", #"{ url: "\#(server.url)/range/file", destination: "\#(destination)", max_size: 1048576 }"#))
+        #expect(ok.status == 0, "\(ok.stdout.suffix(2000))")
+        #expect(Tools.size(destination) == 1 << 20)
+    }
+
+    @Test func aDestinationNamingADirectoryIsRefused() throws {
+        let existing = runner.path("existing")
+        try FileManager.default.createDirectory(atPath: existing, withIntermediateDirectories: true)
+        for destination in [runner.path("new") + "/", existing + "/", existing, existing + "/.."] {
+            let error = try failure(step("http.download", #"{ url: "\#(server.url)/range/file", destination: "\#(destination)" }"#))
+            #expect(error.code == "bad_destination", "\(destination): \(error)")
+            #expect(error.message.contains("destination \(destination)"), "\(error.message)")
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: runner.dir.path).filter { $0.hasSuffix(".part") }
+        #expect(left.isEmpty, "partial files left: \(left)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: existing).isEmpty)
+    }
+
     func tusFailure(_ path: String) throws -> (code: String, message: String, retries: Int) {
         let source = runner.path("tus.bin")
         try Tools.randomFile(source, bytes: 1 << 20)

@@ -48,8 +48,9 @@ enum Tools {
 }
 
 /// A real nginx on loopback, configured in a temporary directory: static files under /files/
-/// (Range, If-Range, strong ETags), WebDAV PUT under /dav/, canned statuses under /status/, and
-/// an access log of the headers the tests assert on. HTTPS with a given certificate when asked.
+/// (Range, If-Range, strong ETags), WebDAV PUT under /dav/, canned statuses under /status/, a
+/// 302 to any URL at /redirect?to=URL, and an access log of the headers the tests assert on.
+/// HTTPS with a given certificate when asked.
 final class Nginx: @unchecked Sendable {
     let dir = TemporaryDirectory("nginx")
     let port = Tools.freePort()
@@ -86,6 +87,7 @@ final class Nginx: @unchecked Sendable {
                 location = /status/404 { default_type application/json; return 404 '{"error":"The requested video could not be found"}'; }
                 location = /status/503 { add_header Retry-After "Wed, 21 Oct 2015 07:28:00 GMT" always; return 503; }
                 location = /json { default_type application/json; return 200 '{"hello":"world","n":3}'; }
+                location = /redirect { return 302 $arg_to; }
               }
             }
             """

@@ -36,6 +36,11 @@ enum Curl {
         value.withCString { _ = orc_curl_setopt_pointer(handle, option, $0) }
     }
 
+    /// A string option whose refusal must not go unnoticed (a security setting): true when set.
+    static func setChecked(_ handle: Handle, _ option: CURLoption, _ value: String) -> Bool {
+        value.withCString { orc_curl_setopt_pointer(handle, option, $0) } == CURLE_OK
+    }
+
     static func set(_ handle: Handle, _ option: CURLoption, write callback: curl_write_callback) {
         _ = orc_curl_setopt_write_callback(handle, option, callback)
     }

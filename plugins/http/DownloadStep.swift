@@ -21,12 +21,17 @@ struct DownloadStep: StepDefinition {
         Downloads `url` to `destination` through `.<name>.part` in the same directory, renamed \
         atomically when complete. After a failure or a crash the next attempt resumes from the \
         bytes on disk with Range + If-Range; a changed resource starts over cleanly. With \
-        `sha256`, a mismatch deletes the partial file and fails the step (code sha256_mismatch).
+        `sha256`, a mismatch deletes the partial file and fails the step (code sha256_mismatch). \
+        `destination` is a file path (one ending in `/`, or an existing directory, is refused). \
+        With `max_size`, a larger body (announced or received) deletes the partial file and fails \
+        the step (code too_large); without it there is no limit.
         """
     struct Inputs: StepInputs {
         @Input(help: "what to download", minLength: 1) var url: String
         @Input(help: "final path of the file", minLength: 1) var destination: String
         @Input(help: "expected SHA-256 (hex) of the whole file") var sha256: String?
+        @Input(help: "the largest file accepted: bytes, or with a K, M or G suffix (10G); default: no limit")
+        var maxSize: ByteCount?
         var transfer = TransferInputs()
     }
     static let inputSchema = Inputs.schemaText
@@ -43,8 +48,9 @@ struct DownloadStep: StepDefinition {
         let options = try TransferOptions(inputs.transfer, step: step)
         let (url, destination) = (inputs.url, inputs.destination)
         let expected = inputs.sha256.map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
+        try checkDestination(destination)
         let partial = try PartialFile(for: destination, naming: .hiddenPart, keeping: .all)
-        var state = DownloadState(step: step, partial: partial, url: url)
+        var state = DownloadState(step: step, partial: partial, url: url, maxSize: inputs.maxSize?.bytes)
         defer { state.hash.stop() }  // after a failure, nothing hashes on behind the step's back
         try state.restoreFromCheckpoint()
         let resumedFrom = state.offset
@@ -90,6 +96,21 @@ struct DownloadStep: StepDefinition {
         step.setOutput("restarted", .bool(state.restarted))
         step.setOutput("etag", state.etag.map { .string($0) } ?? .null)
     }
+
+    /// `destination` must name a file: a directory (a path ending in `/`, `.` or `..`, or an
+    /// existing directory) is refused rather than completed with a name from the URL, which the
+    /// server (or a redirect) controls.
+    static func checkDestination(_ destination: String) throws(StepError) {
+        let name = LocalPath.name(of: destination)
+        if name.isEmpty || name == "." || name == ".." {
+            throw .invalidInput("destination \(destination) names a directory; give the file's path (the directory and the file name)",
+                                code: "bad_destination")
+        }
+        if let existing = try FileInfo.of(destination), existing.isDirectory {
+            throw .invalidInput("destination \(destination) is an existing directory; give the file's path (the directory and the file name)",
+                                code: "bad_destination")
+        }
+    }
 }
 
 /// The partial file, its running hash, and the validator that ties it to one version of the
@@ -111,11 +132,16 @@ struct DownloadState {
     /// Set when writing the partial file failed (ENOSPC, EIO…): reported with its errno instead
     /// of libcurl's generic "Failure writing output to destination".
     var writeError: StepError?
+    /// `max_size`: nil for no limit.
+    let maxSize: Int64?
+    /// Set when the body is (or is announced) larger than `maxSize`.
+    var tooLarge: StepError?
 
-    init(step: StepContext, partial: PartialFile, url: String) {
+    init(step: StepContext, partial: PartialFile, url: String, maxSize: Int64?) {
         self.step = step
         self.partial = partial
         self.url = url
+        self.maxSize = maxSize
         hash = TrailingHash(file: partial.file)
     }
 
@@ -162,9 +188,24 @@ struct DownloadState {
             return response
         } catch {
             box.saveCheckpoint()
+            if let tooLarge = box.state.tooLarge {
+                // Nothing of an over-sized body stays on disk, and no resume will ask for more.
+                try? box.state.partial.discard()
+                box.state.step.saveCheckpoint(json: ["url": .string(url)])
+                throw tooLarge
+            }
             if let writeError = box.state.writeError { throw writeError }
             throw error
         }
+    }
+
+    /// Records that the file is larger than `max_size` (`size` bytes, at least); false to stop.
+    mutating func refuseSize(_ size: Int64, announced: Bool) -> Bool {
+        guard let maxSize, size > maxSize else { return true }
+        let what = announced ? "announces \(size) bytes" : "sent more than \(maxSize) bytes"
+        tooLarge = .permanent("\(url) \(what), more than max_size (\(maxSize) bytes); the partial file was deleted",
+                              code: "too_large")
+        return false
     }
 
     /// The received length must match what the server announced (a cut connection can end a
@@ -210,10 +251,16 @@ struct DownloadState {
                 return false
             }
             state.bodyStarted = true
+            // An announced size past max_size is refused here: write() then takes no byte of the
+            // body (and stops an unannounced one at the limit).
+            let total = status == 206 ? head.header("content-range").flatMap(ContentRange.total)
+                : head.header("content-length").flatMap { Int64($0.trimmingWhitespace) }
+            if let total { _ = state.refuseSize(total, announced: true) }
             return true
         }
 
         func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            if state.tooLarge != nil || !state.refuseSize(state.offset + Int64(bytes.count), announced: false) { return false }
             do { try state.partial.write(bytes, at: state.offset) } catch {
                 state.writeError = error
                 return false

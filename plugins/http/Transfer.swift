@@ -12,6 +12,9 @@ import OrchestratePluginKit
 /// Bodies stream: the request body is read from a file with pread at libcurl's pace, the
 /// response body goes to `sink` (a file) or to a capped in-memory buffer. Memory stays flat for
 /// any size.
+///
+/// Only http and https, and redirects are followed here rather than by libcurl, so that the
+/// step's headers stay with the origin they were written for (see `Redirects`).
 final class Transfer {
     enum Body {
         case none
@@ -46,7 +49,17 @@ final class Transfer {
     private let step: StepContext
     private let easy: Curl.Handle
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private let requestBody: Body
+    private var requestBody: Body
+    private var method: String
+    /// The request headers; the step's own and credentials go once a redirect leaves the origin.
+    private var requestHeaders: [String: String]
+    /// The step's `headers` input, lower-cased: what a cross-origin redirect drops.
+    private let stepHeaderNames: Set<String>
+    private let followRedirects: Bool
+    /// The URL of the request under way (the step's, then each redirect's).
+    private var currentURL: String
+    /// Set at the first body byte of a redirect that will be followed: the body is not read.
+    private var skippedRedirectBody = false
     private var readPosition: Int64 = 0
     private var headers: [(name: String, value: String)] = []
     /// Bytes of header lines of the current response: a server that never ends its header is
@@ -81,9 +94,20 @@ final class Transfer {
         self.step = step
         self.easy = easy
         self.requestBody = body
+        self.method = method.uppercased()
+        self.requestHeaders = headers
+        self.stepHeaderNames = Set(options.headers.keys.map { $0.lowercased() })
+        self.followRedirects = options.followRedirects
+        self.currentURL = url
         self.memoryCap = memoryCap
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        configure(method: method, url: url, headers: headers, options: options)
+        try Redirects.checkStepURL(url)
+        // libcurl itself refuses every other protocol too, whatever the URL (defence in depth).
+        let protocols = Redirects.schemes.joined(separator: ",")
+        guard Curl.setChecked(easy, CURLOPT_PROTOCOLS_STR, protocols), Curl.setChecked(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols) else {
+            throw .permanent("libcurl refused to restrict its protocols to \(protocols)", code: "curl_init")
+        }
+        configure(url: url, options: options)
         // Transfers of files keep the bytes as sent; API calls may take them compressed.
         if decodeContent { Curl.set(easy, CURLOPT_ACCEPT_ENCODING, "") }
         // On a reused connection that dies before any answer, libcurl re-sends the whole
@@ -99,7 +123,7 @@ final class Transfer {
         errorBuffer.deallocate()
     }
 
-    private func configure(method: String, url: String, headers: [String: String], options: TransferOptions) {
+    private func configure(url: String, options: TransferOptions) {
         let me = Unmanaged.passUnretained(self).toOpaque()
         Curl.set(easy, CURLOPT_URL, url)
         Curl.set(easy, CURLOPT_NOSIGNAL, true)
@@ -107,8 +131,7 @@ final class Transfer {
         _ = orc_curl_reset_on_close(easy)
         Curl.set(easy, CURLOPT_ERRORBUFFER, pointer: UnsafeRawPointer(errorBuffer))
         Curl.set(easy, CURLOPT_USERAGENT, "orchestrate-http/1.0")
-        Curl.set(easy, CURLOPT_FOLLOWLOCATION, options.followRedirects)
-        Curl.set(easy, CURLOPT_MAXREDIRS, 10)
+        Curl.set(easy, CURLOPT_FOLLOWLOCATION, false)  // followed in perform(), see Redirects
         Curl.set(easy, CURLOPT_CONNECTTIMEOUT, options.connectTimeout)
         // Proxies: libcurl reads http_proxy / https_proxy / no_proxy itself, as curl(1) does.
         if options.insecure {
@@ -128,31 +151,8 @@ final class Transfer {
         Curl.set(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
         Curl.set(easy, CURLOPT_UPLOAD_BUFFERSIZE, 2 * 1024 * 1024)
 
-        let upper = method.uppercased()
-        switch upper {
-        case "GET": break
-        case "HEAD": Curl.set(easy, CURLOPT_NOBODY, true)
-        case "POST":
-            Curl.set(easy, CURLOPT_POST, true)
-            Curl.set(easy, CURLOPT_POSTFIELDSIZE_LARGE, Int(requestBody.length))
-        default:
-            if case .none = requestBody, upper != "PUT", upper != "PATCH" {
-                Curl.set(easy, CURLOPT_CUSTOMREQUEST, upper)
-            } else {
-                Curl.set(easy, CURLOPT_UPLOAD, true)
-                Curl.set(easy, CURLOPT_INFILESIZE_LARGE, Int(requestBody.length))
-                if upper != "PUT" { Curl.set(easy, CURLOPT_CUSTOMREQUEST, upper) }
-            }
-        }
-
-        // No "Expect: 100-continue" round trip: servers that do not answer it cost a second each.
-        var all = headers
-        if all.keys.first(where: { $0.lowercased() == "expect" }) == nil { all["Expect"] = "" }
-        for (name, value) in all.sorted(by: { $0.key < $1.key }) {
-            let line = value.isEmpty ? "\(name):" : "\(name): \(value)"
-            headerList = curl_slist_append(headerList, line)
-        }
-        Curl.set(easy, CURLOPT_HTTPHEADER, pointer: UnsafeRawPointer(headerList))
+        configureMethod()
+        configureHeaders()
 
         typealias IOCallback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
         let write: IOCallback = { data, size, count, me in
@@ -186,9 +186,47 @@ final class Transfer {
         Curl.set(easy, CURLOPT_NOPROGRESS, false)
     }
 
+    /// The method and its body options, for the first request and after a redirect changed them.
+    private func configureMethod() {
+        switch method {
+        case "GET": Curl.set(easy, CURLOPT_HTTPGET, true)
+        case "HEAD": Curl.set(easy, CURLOPT_NOBODY, true)
+        case "POST":
+            Curl.set(easy, CURLOPT_POST, true)
+            Curl.set(easy, CURLOPT_POSTFIELDSIZE_LARGE, Int(requestBody.length))
+        default:
+            if case .none = requestBody, method != "PUT", method != "PATCH" {
+                Curl.set(easy, CURLOPT_CUSTOMREQUEST, method)
+            } else {
+                Curl.set(easy, CURLOPT_UPLOAD, true)
+                Curl.set(easy, CURLOPT_INFILESIZE_LARGE, Int(requestBody.length))
+                if method != "PUT" { Curl.set(easy, CURLOPT_CUSTOMREQUEST, method) }
+            }
+        }
+    }
+
+    private func configureHeaders() {
+        // No "Expect: 100-continue" round trip: servers that do not answer it cost a second each.
+        var all = requestHeaders
+        if all.keys.first(where: { $0.lowercased() == "expect" }) == nil { all["Expect"] = "" }
+        curl_slist_free_all(headerList)
+        headerList = nil
+        for (name, value) in all.sorted(by: { $0.key < $1.key }) {
+            let line = value.isEmpty ? "\(name):" : "\(name): \(value)"
+            headerList = curl_slist_append(headerList, line)
+        }
+        Curl.set(easy, CURLOPT_HTTPHEADER, pointer: UnsafeRawPointer(headerList))
+    }
+
     // MARK: - Callbacks (on the step's thread, inside curl_multi_perform)
 
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if bodyDecision == nil, redirectToFollow(status: Curl.infoInt(easy, CURLINFO_RESPONSE_CODE)) {
+            // The body of a redirect is not read (an endless one costs nothing); perform()
+            // treats this stop as the end and follows the Location.
+            skippedRedirectBody = true
+            return 0
+        }
         // The run's and the host's --max-rate: waiting here slows the socket reads (TCP
         // backpressure does the rest). Cancelled while waiting: abort (0 bytes taken).
         if step.consumeBandwidth(bytes.count) { return 0 }
@@ -276,10 +314,74 @@ final class Transfer {
 
     // MARK: - Running
 
-    /// Runs the exchange to its end. Throws a cancelled error when the step is cancelled, the
-    /// callback's error, or the transport failure mapped to an error kind; any HTTP status is a
-    /// response (the caller decides what a status means).
+    /// Whether a response of `status` with the headers read so far is a redirect to follow.
+    private func redirectToFollow(status: Int) -> Bool {
+        followRedirects && Redirects.statuses.contains(status) && headers.contains { $0.name == "location" }
+    }
+
+    /// Runs the exchange to its end, following redirects (when `follow_redirects`) up to
+    /// `Redirects.limit`. Throws a cancelled error when the step is cancelled, the callback's
+    /// error, the transport failure mapped to an error kind, or a refused redirect; any other
+    /// HTTP status is a response (the caller decides what a status means).
     func perform(in session: CurlSession? = nil) throws(StepError) -> Response {
+        let origin = Origin(currentURL)
+        var leftOrigin = false
+        var redirects = 0
+        while true {
+            let response = try performOnce(in: session)
+            guard redirectToFollow(status: response.status) else { return response }
+            // Resolved here: libcurl sets CURLINFO_REDIRECT_URL only when the body was read.
+            let location = response.header("location") ?? ""
+            guard let target = Redirects.resolve(location, against: currentURL), let from = Origin(currentURL) else {
+                throw .permanent("\(currentURL) answered \(response.status) with Location \(location), which cannot be followed",
+                                 code: "redirect_refused")
+            }
+            if let reason = Redirects.refusal(from: from, to: target) {
+                throw .permanent("\(currentURL) redirected (\(response.status)) to \(target): \(reason)", code: "redirect_refused")
+            }
+            redirects += 1
+            guard redirects <= Redirects.limit else {
+                throw .permanent("\(currentURL): more than \(Redirects.limit) redirects", code: "too_many_redirects")
+            }
+            if !leftOrigin && Origin(target) != origin {
+                leftOrigin = true
+                let dropped = requestHeaders.keys.filter {
+                    stepHeaderNames.contains($0.lowercased()) || Redirects.credentialHeaders.contains($0.lowercased())
+                }
+                for name in dropped { requestHeaders[name] = nil }
+                if !dropped.isEmpty {
+                    step.log(.info, "redirected to another origin (\(target)): not sending \(dropped.sorted().joined(separator: ", ")) there")
+                }
+            }
+            let next = Redirects.nextMethod(after: response.status, of: method)
+            if next.method != method {  // to a GET (never from a HEAD): no custom method left
+                Curl.set(easy, CURLOPT_CUSTOMREQUEST, pointer: nil)
+                method = next.method
+            }
+            if !next.keepsBody { requestBody = .none }
+            configureMethod()
+            configureHeaders()
+            currentURL = target
+            Curl.set(easy, CURLOPT_URL, target)
+            resetForNextRequest()
+        }
+    }
+
+    /// Clears what one request's callbacks gathered, before the redirect's request.
+    private func resetForNextRequest() {
+        readPosition = 0
+        headers = []
+        headerBytes = 0
+        inHeaders = false
+        memory = []
+        truncated = false
+        bodyDecision = nil
+        skippedRedirectBody = false
+        errorBuffer[0] = 0
+    }
+
+    /// One request and its response, without following a redirect.
+    private func performOnce(in session: CurlSession?) throws(StepError) -> Response {
         let owned = session == nil ? try CurlSession() : nil
         let multi = (session ?? owned!).multi
         curl_multi_add_handle(multi, easy)
@@ -307,7 +409,7 @@ final class Transfer {
         }
         if let callbackError { throw callbackError }
         if code == CURLE_ABORTED_BY_CALLBACK, step.isCancelled { throw .cancelled("the transfer was cancelled") }
-        if code == CURLE_WRITE_ERROR && truncated { code = CURLE_OK }  // stopped at the in-memory cap
+        if code == CURLE_WRITE_ERROR && (truncated || skippedRedirectBody) { code = CURLE_OK }  // stopped on purpose
         let url = Curl.infoString(easy, CURLINFO_EFFECTIVE_URL) ?? ""
         if inHeaders && (code == CURLE_OUT_OF_MEMORY || (code == CURLE_RECV_ERROR && headerBytes > 100 << 10)) {
             // libcurl refuses a header line over 100 KiB ("out of memory") and headers over
