@@ -4,6 +4,7 @@ import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateTokenBucket
 import OrchestrateModel
+import OrchestrateStore
 
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
