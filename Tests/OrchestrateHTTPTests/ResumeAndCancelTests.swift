@@ -49,13 +49,13 @@ import Testing
         let source = runner.path("video.mp4")
         try Tools.randomFile(source, bytes: size)
         let run = "night-upload"
-        let orchestrate = "\(TestPaths.orchestrate.path) --state \(runner.state)"
+        let orchestrate = TestPaths.orchestrate.path, state = "--state \(runner.state)"
         let arguments = runner.arguments(Runner.workflow("vimeo-upload.yaml"), [
             "source": source, "api": sandbox.url, "max_rate": "\(size / 8)",
         ]).dropFirst().filter { $0 != "--json" && $0 != "--state" && $0 != runner.state }
         let session = try TmuxSession("export NO_COLOR=1 VIMEO_TOKEN=\(Sandbox.token); "
-            + "\(orchestrate) run --id \(run) \(arguments.joined(separator: " ")); echo EXIT1=$?; "
-            + "\(orchestrate) resume \(run); echo EXIT2=$?; sleep 60")
+            + "\(orchestrate) run --id \(run) \(arguments.joined(separator: " ")) \(state); echo EXIT1=$?; "
+            + "\(orchestrate) resume \(run) \(state); echo EXIT2=$?; sleep 60")
         defer { session.close() }
         func received() -> Int64 { (try? sandbox.videos().first?["received"]?.intValue) ?? 0 }
 
