@@ -138,9 +138,10 @@ import Testing
         kill(child.pid, SIGINT)
         #expect(child.wait(timeout: 10) == 130, "stderr: \(h.read("stderr"))")
         #expect(Date().timeIntervalSince(sent) < 2.5)
-        #expect(h.read("stderr").contains("interrupted again: exiting now"))
         #expect(h.lines("undo").isEmpty)
         let runID = try #require(try h.runIDs().first)
+        #expect(h.read("stderr").contains("interrupted again: exiting now; continue the run with: \(next("resume", runID))"),
+                "\(h.read("stderr"))")
         #expect(try h.status(runID)["status"]?.stringValue == "interrupted")
     }
 
