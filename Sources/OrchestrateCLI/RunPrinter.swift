@@ -183,9 +183,6 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
         if let outputs = run.outputs?.objectValue, !outputs.isEmpty {
             for key in outputs.keys.sorted() { Terminal.line("  \(key): \(outputs[key]!.interpolated)") }
         }
-        if run.status != .succeeded && !run.status.isFinished {
-            Terminal.line("  resume with: orchestrate resume \(run.id)")
-        }
     }
 
     /// The last `[  1.2s] ` prefix made, by tenth of a second: the lines of a batch mostly

@@ -6,13 +6,15 @@ import OrchestrateStore
 /// on the store. A run some live process executes gets a request it acts on within its poll
 /// interval; a run nobody executes is changed in place.
 ///
-/// | verb | running | queued | paused |
+/// | verb | running | queued, interrupted | paused |
 /// |---|---|---|---|
 /// | cancel | interrupt, compensate, end `cancelled` | `cancelled` (or compensate first if anything ran) | same as queued |
 /// | stop | interrupt, back to the end of the queue | to the end of the queue | to the end of the queue |
-/// | pause | interrupt, keep place and slot | keep place, don't start | — |
+/// | pause | interrupt, keep place and slot | queued: keep place, don't start | — |
 /// | unpause | — | — | continue where it was |
 /// | run-now | — | start now, pre-empting the newest running run | same |
+///
+/// (The CLI's `cancel` runs the compensations of an interrupted run itself, `CancelCommand`.)
 ///
 /// `retry` re-queues a failed or cancelled run, resetting only what did not succeed (and what a
 /// compensation undid); `close` ends a run's persistent sessions once their queued paths are
@@ -102,7 +104,9 @@ public struct QueueControl: Sendable {
             return "\(id) starts now"
         case .retry:
             guard run.status == .failed || run.status == .cancelled else {
-                throw Refusal(description: "only a failed or cancelled run can be retried; \(id) is \(run.status.rawValue)")
+                let status = RunDocument.effectiveStatus(run)
+                let hint = status == "interrupted" ? "; continue it with `orchestrate resume \(id)`" : ""
+                throw Refusal(description: "only a failed or cancelled run can be retried; \(id) is \(status)\(hint)")
             }
             try resetForRetry(run)
             try event(.queueChanged)

@@ -199,9 +199,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     /// Stops the run without ending it: running attempts are cancelled and will start again
     /// (with their checkpoints) when the run is resumed; no compensation runs. The run is left
-    /// with `status` (`.queued` to run again later, `.paused` to keep its place) — unless it
-    /// was already compensating, which it stays. Used by `stop`, `pause`, pre-emption and a
-    /// graceful `serve` shutdown. Thread-safe; returns at once.
+    /// with `status` (`.queued` to run again later, `.paused` to keep its place,
+    /// `.interrupted` for `resume` by hand) — unless it was already compensating, which it
+    /// stays. Used by `stop`, `pause`, pre-emption, a graceful `serve` shutdown and the first
+    /// Ctrl-C of a foreground run. Thread-safe; returns at once.
     public func interrupt(leaving status: RunStatus) {
         signal.withLock {
             inbox.interruptRequested = status

@@ -13,6 +13,11 @@ public enum RunStatus: String, Sendable, CaseIterable {
     /// A step failed or the run was cancelled; compensations are running. `RunRecord.ending`
     /// says whether it will end `failed` or `cancelled`.
     case compensating
+    /// Stopped by the first Ctrl-C or a SIGTERM of the process that executed it: its steps were
+    /// stopped and journaled to start again, nothing was undone. Continues with `resume`, is
+    /// undone by `cancel`; no worker takes it by itself. (A `running` run whose owner died is
+    /// shown as interrupted too, `RunDocument.effectiveStatus`.)
+    case interrupted
     case succeeded
     case failed
     case cancelled
