@@ -52,11 +52,11 @@ import Testing
                                  "headers", "insecure", "max_rate", "metadata", "min_speed", "min_speed_time", "protocol", "url"],
          ["url", "file"]),
         ("sftp", "sftp.connect", HostInputCheckTests.connection, ["host", "user"]),
-        ("sftp", "sftp.upload", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["destination", "parallel", "remote_root", "session", "sha256", "source"],
+        ("sftp", "sftp.upload", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "parallel", "remote_root", "session", "sha256", "source"],
          ["source", "destination"]),
-        ("sftp", "sftp.download", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["destination", "parallel", "remote_root", "session", "sha256", "source"],
+        ("sftp", "sftp.download", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "parallel", "remote_root", "session", "sha256", "source"],
          ["source", "destination"]),
-        ("sftp", "sftp.accept-paths", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["close_when_idle", "item_attempts", "parallel", "remote_root", "session"],
+        ("sftp", "sftp.accept-paths", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["close_when_idle", "create_root", "item_attempts", "parallel", "remote_root", "session"],
          []),
     ])
     func builtInSchemasKeepTheirInputs(plugin: String, stepType: String, names: [String], required: [String]) throws {
