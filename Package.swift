@@ -114,6 +114,9 @@ let package = Package(
                 path: "plugins/http", exclude: ["README.md"]),
         .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CLibSSH2", "CLibCrypto"],
                 path: "plugins/sftp", exclude: ["README.md"]),
+        // The s3 plugin's SigV4 signer and credential chain, a module of their own (no I/O beyond
+        // reading ~/.aws), unit-tested against botocore.
+        .target(name: "OrchestrateS3Auth", dependencies: ["CLibCrypto"], path: "plugins/s3/Auth"),
         .executableTarget(name: "OrchestrateSandbox", dependencies: [
             "OrchestrateJSON", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
@@ -136,6 +139,7 @@ let package = Package(
         .testTarget(name: "OrchestrateHTTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateHTTPAPITests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateSFTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        .testTarget(name: "OrchestrateS3Tests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateS3Auth"]),
         // Several machines (network namespaces) sharing one PostgreSQL queue: spread, takeover,
         // fencing, database restarts. Skipped unless root with `ip netns`.
         .testTarget(name: "OrchestrateClusterTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
