@@ -90,18 +90,9 @@ import Testing
     @Test func aCompleteWhoseAnswerWasLostIsRecognised() throws {
         let peer = try S3Peer(.moto)
         try peer.makeBucket("orc-bucket")
-        let proxy = Process()
-        proxy.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        proxy.arguments = ["python3", TestPaths.packageRoot.appendingPathComponent("tools/s3_lost_answer_proxy.py").path,
-                           "--target", "127.0.0.1:\(peer.port)", "--lose", "^POST [^?]*\\?uploadId=", "--then-no-such-upload"]
-        let out = Pipe()
-        proxy.standardOutput = out
-        try proxy.run()
-        defer { kill(proxy.processIdentifier, SIGKILL); proxy.waitUntilExit() }
-        var line = [UInt8]()
-        var byte: UInt8 = 0
-        while read(out.fileHandleForReading.fileDescriptor, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
-        let address = try #require(String(decoding: line, as: UTF8.self).split(separator: " ").last)
+        let proxy = try ScriptedServer("s3_lost_answer_proxy.py", ["--target", "127.0.0.1:\(peer.port)", "--lose", "^POST [^?]*\\?uploadId=",
+                                                                 "--then-no-such-upload"])
+        let address = proxy.address
 
         let runner = S3Runner()
         let source = runner.path("big.bin")

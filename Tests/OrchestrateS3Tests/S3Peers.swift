@@ -178,3 +178,32 @@ enum Tools {
         return x == y
     }
 }
+
+/// A tools/ script that serves on loopback and prints "listening on 127.0.0.1:PORT" (the
+/// lost-answer proxy, the error server). Killed on deinit.
+final class ScriptedServer: @unchecked Sendable {
+    let address: String
+    private let process = Process()
+
+    init(_ script: String, _ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", TestPaths.packageRoot.appendingPathComponent("tools/\(script)").path] + arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        var line = [UInt8]()
+        var byte: UInt8 = 0
+        while read(out.fileHandleForReading.fileDescriptor, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        guard let address = String(decoding: line, as: UTF8.self).split(separator: " ").last, address.hasPrefix("127.0.0.1:") else {
+            kill(process.processIdentifier, SIGKILL)
+            throw PeerFailure(description: "\(script) did not start")
+        }
+        self.address = String(address)
+    }
+
+    deinit {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}

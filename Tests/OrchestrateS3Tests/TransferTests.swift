@@ -44,12 +44,14 @@ import Testing
                 with: { endpoint: ENDPOINT, bucket: orc-bucket, key: "\(key)", destination: "\(runner.path("back/big.bin"))",
                         part_size: 4194304, concurrency: 3 }
               drop:
-                needs: [small]
+                # After the multipart upload: rclone serve s3 removes a folder a delete left
+                # empty, and an upload still open under it then fails ("file does not exist").
+                needs: [small, get]
                 uses: s3.delete
                 with: { endpoint: ENDPOINT, bucket: orc-bucket, key: "\(key).small" }
             """))
         let result = try runner.run(file)
-        #expect(result.status == 0, "\(Self.check(result))")
+        #expect(result.status == 0, "\(Self.check(result))\nserver: \(peer.serverLog.suffix(3000))")
         let bigOutputs = try runner.stepOutputs("big")
         #expect(bigOutputs?["parts"]?.intValue == 5, "\(String(describing: bigOutputs))")
         #expect(bigOutputs?["etag"]?.stringValue?.hasSuffix("-5") == true)

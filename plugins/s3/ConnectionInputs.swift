@@ -94,6 +94,17 @@ final class S3Client {
         return response
     }
 
+    /// HEAD of an object. A HEAD's error has no body (no S3 error code): on a failure, a GET of
+    /// its first byte fetches the error document, so the error can say what is wrong.
+    func head(_ key: String) throws(StepError) -> Exchange.Response {
+        let label = "HEAD \(uri(key))"
+        let response = try send("HEAD", key: key, label: label, accept: Set(100 ... 599))
+        if response.status == 200 { return response }
+        // Throws the error the document describes; a GET that works (a race) leaves the HEAD's.
+        _ = try send("GET", key: key, headers: [("Range", "bytes=0-0")], label: label, accept: [200, 206, 416])
+        throw error(response, label: label, key: key)
+    }
+
     func error(_ response: Exchange.Response, label: String, key: String?) -> StepError {
         var context = errorContext
         context.key = key

@@ -41,10 +41,7 @@ struct DownloadStep: StepDefinition {
         }
         try LocalPath.makeDirectories(LocalPath.parent(of: destination))
 
-        let head = try client.send("HEAD", key: key, label: "HEAD \(client.uri(key))", accept: [200, 404])
-        if head.status == 404 {
-            throw StepError.permanent("there is no object \(client.uri(key)) (or the bucket does not exist)", code: "s3_NoSuchKey")
-        }
+        let head = try client.head(key)
         guard let size = head.header("content-length").flatMap({ Int64($0) }), let etag = head.header("etag"), !etag.isEmpty else {
             throw StepError.retryable("HEAD \(client.uri(key)): no Content-Length or ETag in the answer", code: "s3_protocol")
         }
