@@ -24,6 +24,7 @@ final class APIServe: @unchecked Sendable {
 
     init(extra: [String] = []) throws {
         let tokens = dir.write("tokens", "# name access token\nreader read \(readerToken)\n").path
+        chmod(tokens, 0o600)  // serve refuses a token file others can read
         process.executableURL = TestPaths.orchestrate
         process.arguments = ["serve", "--http", "127.0.0.1:\(port)", "--http-token-file", tokens] + extra + baseArguments
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
