@@ -18,8 +18,11 @@ import Testing
         return h.state
     }
 
+    /// Runs the command (cut at 20 s: a `serve` that was not refused would run on) and expects
+    /// exit status 2 with `message`.
     func expectRefused(_ command: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let result = try h.orchestrate(command)
+        let result = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/timeout"),
+                                          ["20", TestPaths.orchestrate.path] + command + h.baseArguments)
         #expect(result.status == 2, "\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stderr.contains(message), "\(result.stderr)", sourceLocation: sourceLocation)
     }
@@ -32,6 +35,8 @@ import Testing
             + "not to the current user root (uid 0), so that user could have planted it or can change it; "
             + "use one of your own, or fix with chown 0 \(state)")
         try expectRefused(["serve"], "orchestrate refuses the state directory \(state)")
+        try expectRefused(["submit", h.workflow("version: 1\nname: w\nsteps:\n  a: { uses: test.noop }\n")],
+                          "orchestrate refuses the state directory \(state)")
         #expect(chown(state, 0, 0) == 0)
         #expect(try h.orchestrate(["list"]).status == 0)
     }

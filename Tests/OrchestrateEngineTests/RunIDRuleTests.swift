@@ -109,15 +109,6 @@ import Testing
         #expect(serve.isRunning)
     }
 
-    /// `run` (no serve) says the same and exits 1.
-    @Test func runReportsTheDirectoryItCannotMake() throws {
-        try FileManager.default.createDirectory(atPath: h.state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        #expect(FileManager.default.createFile(atPath: h.state + "/runs", contents: Data()))
-        let result = try h.orchestrate(["run", workflow()])
-        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
-        #expect((result.stdout + result.stderr).contains("cannot make the run directory"), "\(result.stdout)\(result.stderr)")
-    }
-
     /// Files whose names are `..`-ish or hold odd bytes become runs with generated, valid ids
     /// (the name is an input, never the id).
     @Test func oddWatchedFileNamesBecomeValidIDs() throws {
