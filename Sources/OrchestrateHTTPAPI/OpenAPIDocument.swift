@@ -59,9 +59,9 @@ enum OpenAPIDocument {
           "parameters": [{"$ref": "#/components/parameters/RunID"}],
           "get": {"summary": "A run with its steps, session items and transfer figures", "operationId": "getRun",
                   "responses": {"200": {"description": "The run", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}}},
-                                "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}},
+                                "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}},
           "delete": {"summary": "Delete a finished run", "operationId": "deleteRun",
-                     "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "401": {"$ref": "#/components/responses/Problem"},
+                     "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
                                    "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"},
                                    "409": {"$ref": "#/components/responses/Problem"}}}
         },
@@ -70,7 +70,7 @@ enum OpenAPIDocument {
                          {"name": "verb", "in": "path", "required": true,
                           "schema": {"type": "string", "enum": ["cancel", "stop", "pause", "unpause", "run-now", "retry", "close"]}}],
           "post": {"summary": "Apply a control verb (as the CLI's verb commands do)", "operationId": "controlRun",
-                   "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "401": {"$ref": "#/components/responses/Problem"},
+                   "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
                                  "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"},
                                  "409": {"$ref": "#/components/responses/Problem"}}}
         },
