@@ -26,6 +26,7 @@ struct EventsCommand: ParsableCommand {
 
     func run() throws {
         let reader = try remote.reader(global)
+        if let runID { try RunArgument.check(runID, reader: reader) }
         var after: Int64 = 0
         while true {
             let events = try reader.events(runID: runID, after: after, limit: 1000)

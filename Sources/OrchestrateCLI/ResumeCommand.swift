@@ -33,6 +33,7 @@ struct ResumeCommand: ParsableCommand {
 
     func run() throws {
         let store = try global.openStore()
+        try RunArgument.check(runID, store: store)
         guard var run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(try global.storeLocation().redacted)") }
         guard !run.status.isFinished else {
             // Nothing to continue: say what runs it again instead.

@@ -65,10 +65,7 @@ struct RunCommand: ParsableCommand {
 
     func validate() throws {
         if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1") }
-        // The same rule as `submit --id` (the run-id validation rule replaces both).
-        if let id, id.isEmpty || id.contains("/") || id.contains(" ") {
-            throw ValidationError("--id must be non-empty, without '/' or spaces")
-        }
+        if let id, !RunID.isValid(id) { throw ValidationError("--id: \(RunID.Invalid(id: id, stored: false))") }
         if rerun && id == nil { throw ValidationError("--rerun replaces the finished run of an --id; give the --id") }
     }
 

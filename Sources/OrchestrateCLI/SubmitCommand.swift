@@ -57,9 +57,7 @@ struct SubmitCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let id, id.isEmpty || id.contains("/") || id.contains(" ") {
-            throw ValidationError("--id must be non-empty, without '/' or spaces")
-        }
+        if let id, !RunID.isValid(id) { throw ValidationError("--id: \(RunID.Invalid(id: id, stored: false))") }
         if id != nil && batch != nil { throw ValidationError("--id names one run; it cannot be used with --batch") }
         if rerun && id == nil { throw ValidationError("--rerun replaces the finished run of an --id; give the --id") }
         if !QueueName.isValid(queue) { throw ValidationError(QueueName.rule) }

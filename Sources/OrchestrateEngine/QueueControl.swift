@@ -40,6 +40,9 @@ public struct QueueControl: Sendable {
 
     /// Applies `verb` to run `id` and returns what happened, for people.
     public func apply(_ verb: Verb, to id: String) throws -> String {
+        // An id that breaks the rule names no run, or one from a store written before ids
+        // were checked: nothing is done to it (deleting `..` removed the state directory).
+        guard RunID.isValid(id) else { throw Refusal(description: RunID.Invalid(id: id, stored: try store.run(id) != nil).description) }
         guard let run = try store.run(id) else { throw Refusal(description: "no run \(id)") }
         let live = run.ownerIsLive
         let now = Date().timeIntervalSince1970
@@ -120,7 +123,9 @@ public struct QueueControl: Sendable {
                 throw Refusal(description: "run \(id) is \(run.status.rawValue); cancel it first, then delete it")
             }
             try store.deleteRun(id)
-            try? FileManager.default.removeItem(atPath: run.localRunDirectory(stateDirectory: stateDirectory))
+            if let directory = try? run.localRunDirectory(stateDirectory: stateDirectory) {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
             return "deleted \(id)"
         }
     }

@@ -23,7 +23,7 @@ enum EventStream {
             return try stream(runID: nil, after: after, services: services, context: context)
         }
         router.get("/api/runs/{id}/events") { request, context in
-            let id = try context.parameters.require("id")
+            let id = try context.parameters.runID()
             let after = try resumePoint(request)
             guard after != fromTheEnd else { throw Problem(.badRequest, "after=end is for /api/events; a run's stream starts at its beginning") }
             guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }

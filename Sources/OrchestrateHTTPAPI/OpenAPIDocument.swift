@@ -59,9 +59,9 @@ enum OpenAPIDocument {
           "parameters": [{"$ref": "#/components/parameters/RunID"}],
           "get": {"summary": "A run with its steps, session items and transfer figures", "operationId": "getRun",
                   "responses": {"200": {"description": "The run", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}}},
-                                "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}},
+                                "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}},
           "delete": {"summary": "Delete a finished run", "operationId": "deleteRun",
-                     "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "401": {"$ref": "#/components/responses/Problem"},
+                     "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
                                    "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"},
                                    "409": {"$ref": "#/components/responses/Problem"}}}
         },
@@ -70,7 +70,7 @@ enum OpenAPIDocument {
                          {"name": "verb", "in": "path", "required": true,
                           "schema": {"type": "string", "enum": ["cancel", "stop", "pause", "unpause", "run-now", "retry", "close"]}}],
           "post": {"summary": "Apply a control verb (as the CLI's verb commands do)", "operationId": "controlRun",
-                   "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "401": {"$ref": "#/components/responses/Problem"},
+                   "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
                                  "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"},
                                  "409": {"$ref": "#/components/responses/Problem"}}}
         },
@@ -184,7 +184,7 @@ enum OpenAPIDocument {
       "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         "parameters": {
-          "RunID": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+          "RunID": {"name": "id", "in": "path", "required": true, "description": "a run id: 1 to 64 letters, digits, '.', '_' or '-', not dots alone (anything else is a 400)", "schema": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"}},
           "After": {"name": "after", "in": "query", "description": "resume after this event seq; `end` (GET /api/events only): only events from now on", "schema": {"anyOf": [{"type": "integer", "minimum": 0}, {"const": "end"}]}},
           "LastEventID": {"name": "Last-Event-ID", "in": "header", "description": "resume after this event seq (sent by EventSource on reconnecting)", "schema": {"type": "integer", "minimum": 0}},
           "QueryToken": {"name": "token", "in": "query", "description": "the bearer token, for EventSource only", "schema": {"type": "string"}}
@@ -237,7 +237,7 @@ enum OpenAPIDocument {
             "file_name": {"type": ["string", "null"], "description": "the name workflow_yaml's diagnostics use"},
             "inputs": {"type": ["object", "null"]}, "labels": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
             "queue": {"type": ["string", "null"], "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"}, "priority": {"type": ["integer", "null"]},
-            "id": {"type": ["string", "null"], "pattern": "^[^/ ]+$"},
+            "id": {"type": ["string", "null"], "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"},
             "max_rate": {"type": ["integer", "string", "null"], "minimum": 1, "description": "bytes per second, or as --max-rate: 10M, \"Mon-Fri 08:00,10M 19:00,off\""}},
             "oneOf": [{"required": ["workflow"], "properties": {"workflow": {"type": "string"}}},
                       {"required": ["workflow_path"], "properties": {"workflow_path": {"type": "string"}}},

@@ -138,14 +138,20 @@ public struct RunRecord: Sendable {
         self.queueOrder = createdAt
     }
 
-    /// The run directory on this node: `runDir` under `stateDirectory` (or `runDir` itself
-    /// when it is absolute, as in runs journaled before nodes existed).
-    public func localRunDirectory(stateDirectory: String) -> String {
-        runDir.hasPrefix("/") ? runDir : stateDirectory + "/" + runDir
+    /// The run directory on this node: `runs/ID` under `stateDirectory`, or `runDir` itself
+    /// when it is an absolute `…/runs/ID`, as in runs journaled before nodes existed. Throws
+    /// `RunID.Invalid` for an id that breaks the rule (a store written before ids were
+    /// checked): no path made from an id leaves `runs/`.
+    public func localRunDirectory(stateDirectory: String) throws(RunID.Invalid) -> String {
+        try RunID.check(id, stored: true)
+        let relative = Self.runDirectory(for: id)
+        if runDir.hasPrefix("/"), runDir.hasSuffix("/" + relative), !runDir.split(separator: "/").contains("..") { return runDir }
+        return stateDirectory + "/" + relative
     }
 
-    /// The relative run directory of a new run.
-    public static func runDirectory(for id: String) -> String { "runs/\(id)" }
+    /// The relative run directory of a new run, `runs/ID` (the id checked by whoever made it:
+    /// `RunLauncher`, the scheduler).
+    public static func runDirectory(for id: String) -> String { "runs/" + id }
 }
 
 public struct StepRecord: Sendable {

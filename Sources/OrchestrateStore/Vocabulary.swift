@@ -102,9 +102,7 @@ public enum QueueName {
     public static let rule = "a queue name is 1 to 64 letters, digits, '.', '_' or '-', not dots alone"
 
     public static func isValid(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 64
-            && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
-            && name.contains { $0 != "." }
+        PathSafeName.isValid(name, maximumLength: 64)
     }
 
     /// A named queue made passive on its own is a `queue_state` row keyed by this and its name
