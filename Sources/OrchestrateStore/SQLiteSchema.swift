@@ -208,6 +208,29 @@ enum SQLiteSchema {
                 CREATE INDEX events_progress ON events(run_id, step, seq) WHERE type = 'step.progress';
                 """)
         }
+        migrator.registerMigration("v11 retention") { db in
+            try db.execute(sql: """
+                -- The workflow's own `retention:` in seconds (NULL: the queue's or the store's).
+                ALTER TABLE runs ADD COLUMN retention REAL;
+                -- Finished runs by when they ended: the pruner reads the oldest first.
+                CREATE INDEX runs_finished ON runs(coalesce(finished_at, created_at))
+                    WHERE status IN ('cancelled', 'failed', 'succeeded');
+                -- A run whose watch hand-off is still pending is not pruned (its `after:` action waits).
+                CREATE INDEX watch_handoffs_run ON watch_handoffs(run_id) WHERE outcome = 'pending';
+                """)
+        }
         return migrator
+    }
+
+    /// A new database gets `auto_vacuum = INCREMENTAL`, so that pages freed by pruning can be
+    /// given back to the file system a few at a time (`reclaimSpace`). The mode can only be set
+    /// before the first table is created; a database made before it needs one full VACUUM
+    /// (`orchestrate prune --vacuum`), which migrations cannot run (they are transactions, and a
+    /// VACUUM of a large store holds every writer up for its whole length).
+    static func enableIncrementalVacuumIfNew(_ pool: DatabasePool) throws {
+        try pool.writeWithoutTransaction { db in
+            guard try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 else { return }
+            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+        }
     }
 }
