@@ -145,7 +145,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                 """, arguments: [run.id, run.workflowName, run.workflowFile, run.workflowSource,
                                  run.inputs.jsonText, run.status.rawValue, run.createdAt, run.runDir,
                                  run.priority, Self.labelsJSON(run.labels), run.queueOrder, run.maxRate, run.queue,
-                                 run.maxRateTimetable, run.retention.map(PruneRule.finite)])
+                                 run.maxRateTimetable, run.retention.map { PruneRule.finite($0) }])
             try Self.insertEvents(events, db)
     }
 

@@ -110,7 +110,7 @@ extension StoreUnderTest {
 
         try t.finishedRun("a", age: 3 * Self.day)                                   // store-wide 2d: past it
         try t.finishedRun("b", age: 400 * Self.day, queue: "archive")               // the queue keeps it forever
-        try t.finishedRun("c", age: 2 * 3_600, queue: "scratch", status: .cancelled) // the queue's 1h: past it
+        try t.finishedRun("c", age: 2 * 3_600, status: .cancelled, queue: "scratch") // the queue's 1h: past it
         try t.finishedRun("d", age: 1 * Self.day)                                   // within 2d
         try t.finishedRun("e", age: 3 * Self.day, retention: 7 * Self.day)          // its workflow's 7d wins
         try t.finishedRun("f", age: 2 * 3_600, queue: "archive", retention: 3_600)  // its workflow's 1h wins

@@ -95,7 +95,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
                 """, [run.id, run.workflowName, run.workflowFile, run.workflowSource, run.inputs.jsonText,
                       run.status.rawValue, PGText.of(run.createdAt), run.runDir, PGText.of(run.priority),
                       labelsJSON(run.labels), PGText.of(run.queueOrder), PGText.of(run.maxRate), run.queue,
-                      run.maxRateTimetable, PGText.of(run.retention.map(PruneRule.finite))])
+                      run.maxRateTimetable, PGText.of(run.retention.map { PruneRule.finite($0) })])
             guard inserted.affected == 1 else { throw StoreError.duplicateRun(run.id) }
     }
 
