@@ -1,4 +1,5 @@
 import GRDB
+import Foundation
 
 /// The SQLite schema, as numbered migrations. Append new migrations; never edit a shipped one.
 enum SQLiteSchema {
@@ -222,15 +223,17 @@ enum SQLiteSchema {
         return migrator
     }
 
-    /// A new database gets `auto_vacuum = INCREMENTAL`, so that pages freed by pruning can be
-    /// given back to the file system a few at a time (`reclaimSpace`). The mode can only be set
-    /// before the first table is created; a database made before it needs one full VACUUM
-    /// (`orchestrate prune --vacuum`), which migrations cannot run (they are transactions, and a
-    /// VACUUM of a large store holds every writer up for its whole length).
-    static func enableIncrementalVacuumIfNew(_ pool: DatabasePool) throws {
-        try pool.writeWithoutTransaction { db in
-            guard try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 else { return }
-            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-        }
+    /// A new (empty) database file gets `auto_vacuum = INCREMENTAL`, so that pages freed by
+    /// pruning can be given back to the file system a few at a time (`reclaimSpace`). The mode
+    /// is written in the file's first page, before WAL mode is (which fixes the header), so on
+    /// a connection of its own in the default journal mode. A database made before it needs one
+    /// full VACUUM (`orchestrate prune --vacuum`), which migrations cannot run: they are
+    /// transactions, and a VACUUM of a large store holds every writer up for its whole length.
+    static func enableIncrementalVacuumIfNew(path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_size == 0 else { return }
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL; VACUUM") }
+        try queue.close()
     }
 }

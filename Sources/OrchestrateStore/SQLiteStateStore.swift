@@ -63,8 +63,8 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             defer { close(lock) }
             flock(lock, LOCK_EX)
             defer { flock(lock, LOCK_UN) }
+            try SQLiteSchema.enableIncrementalVacuumIfNew(path: path)
             pool = try DatabasePool(path: path, configuration: config)
-            try SQLiteSchema.enableIncrementalVacuumIfNew(pool)
             try SQLiteSchema.migrator().migrate(pool)
         } catch let error as StoreError {
             throw error

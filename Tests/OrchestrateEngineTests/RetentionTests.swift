@@ -27,8 +27,7 @@ import Testing
     /// Runs `file` in the foreground and returns the run's id.
     func run(_ file: String) throws -> String {
         let result = try h.orchestrate(["run", file, "--json"])
-        let added = try #require(Harness.events(result).ofType("run.added").first, "\(result.stderr)")
-        return try #require(added["run"]?.stringValue ?? added["run_id"]?.stringValue)
+        return try #require(Harness.events(result).first?["run"]?.stringValue, "\(result.stderr)")
     }
 
     func runDirectory(_ id: String) -> String { h.state + "/runs/" + id }

