@@ -79,12 +79,14 @@ struct PruneCommand: ParsableCommand {
                 "runs": .array(report.runs.map { .object(["id": .string($0.id), "status": .string($0.status.rawValue),
                                                           "queue": .string($0.queue)]) }),
                 "directories_removed": .int(Int64(report.directoriesRemoved)),
+                "longest_write_ms": .int(Int64((report.longestWrite * 1000).rounded())),
             ]).jsonText)
         } else if dryRun {
             for run in report.runs { Terminal.line("would prune \(run.id)  \(run.status.rawValue)  finished \(Self.iso(run.finishedAt))") }
             Terminal.line("\(report.runs.count) finished run(s) would be pruned (--dry-run: nothing changed)")
         } else {
-            Terminal.line("pruned \(report.runs.count) finished run(s); \(report.directoriesRemoved) run directory(ies) removed")
+            Terminal.line("pruned \(report.runs.count) finished run(s); \(report.directoriesRemoved) run directory(ies) removed"
+                + (report.runs.isEmpty ? "" : "; longest write \(Int((report.longestWrite * 1000).rounded())) ms"))
         }
         for failure in report.failures { Terminal.warning("could not remove \(failure)") }
         if let sqlite, !dryRun, !report.runs.isEmpty {

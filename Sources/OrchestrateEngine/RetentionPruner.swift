@@ -14,6 +14,9 @@ public final class RetentionPruner: @unchecked Sendable {
         public var directoriesRemoved = 0
         /// Run directories that could not be removed, with why.
         public var failures: [String] = []
+        /// The longest single write: a batch's transaction, or a reclaim of pages (seconds).
+        /// What another writer of the store waited at worst.
+        public var longestWrite: Double = 0
     }
 
     /// Runs per transaction: about a few milliseconds of writer time each on SQLite (bench/scale).
@@ -35,7 +38,9 @@ public final class RetentionPruner: @unchecked Sendable {
         while !shouldStop() {
             let batch = try store.prunableRuns(rule, limit: batchSize)
             if batch.isEmpty { break }
+            var started = Date()
             let pruned = try store.pruneRuns(batch.map(\.id))
+            report.longestWrite = max(report.longestWrite, Date().timeIntervalSince(started))
             report.runs += pruned
             for run in pruned {
                 do {
@@ -44,7 +49,11 @@ public final class RetentionPruner: @unchecked Sendable {
                     report.failures.append("\(run.localRunDirectory(stateDirectory: stateDirectory)): \(error)")
                 }
             }
-            while try store.reclaimSpace(maxPages: reclaimPages), !shouldStop() {
+            while true {
+                started = Date()
+                let more = try store.reclaimSpace(maxPages: reclaimPages)
+                report.longestWrite = max(report.longestWrite, Date().timeIntervalSince(started))
+                if !more || shouldStop() { break }
                 if pause > 0 { Thread.sleep(forTimeInterval: pause) }
             }
             if batch.count < batchSize { break }
