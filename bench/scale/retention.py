@@ -14,6 +14,11 @@ For SQLite and for PostgreSQL (a throwaway cluster), on a fresh store:
   (the space VACUUM marked free is used again).
 The longest write is what the engine's journal commits may wait behind the pruner at worst.
 
+Measured 2026-11-27 (debug build, 2 shared cores at load ~20, 10,000 runs):
+  SQLite      35.1 MiB -> 0.5 MiB after pruning; longest write 110 ms
+  PostgreSQL  34.3 MiB -> 34.4 after the deletes -> 25.6 after VACUUM -> 37.7 after 10,000
+              more runs (not 68.6: the freed space is used again); longest write 284 ms
+
     swift build -c release && python3 bench/scale/retention.py            # 10,000 runs
     python3 bench/scale/retention.py --runs 2000 --stores sqlite
 """
