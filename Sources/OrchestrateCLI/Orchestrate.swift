@@ -36,7 +36,7 @@ public struct Orchestrate: ParsableCommand {
             CommandGroup(name: "Queue", subcommands: [
                 SubmitCommand.self, ServeCommand.self, QueueCommand.self, CancelCommand.self, StopCommand.self,
                 PauseCommand.self, UnpauseCommand.self, RunNowCommand.self, RetryCommand.self, DeleteCommand.self,
-                ScheduleCommand.self, SchedulesCommand.self,
+                PruneCommand.self, ScheduleCommand.self, SchedulesCommand.self,
             ]),
             CommandGroup(name: "Inspection", subcommands: [StatusCommand.self, ListCommand.self, EventsCommand.self]),
             CommandGroup(name: "Plugin", subcommands: [PluginsCommand.self]),

@@ -58,6 +58,7 @@ public struct RunLauncher: Sendable {
                             runDir: RunRecord.runDirectory(for: runID), priority: priority, labels: labels)
         run.rateCap = maxRate
         run.queue = queue
+        run.retention = workflow.retention
         let added = EventRecord(runID: runID, time: now, type: .runAdded,
                                 data: ["workflow": .string(workflow.name), "file": .string(workflow.file)])
         return (run, [added])

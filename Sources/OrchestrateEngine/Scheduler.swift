@@ -177,6 +177,8 @@ public final class Scheduler: @unchecked Sendable {
                             runDir: RunRecord.runDirectory(for: id), priority: entry.priority,
                             labels: ["schedule": entry.name, "scheduled_for": iso(due)])
         run.queue = entry.queue
+        // The workflow's own `retention:`, from the text registered (checked when it was).
+        run.retention = (try? WorkflowLoader.parse(source: entry.workflowSource, file: entry.workflowFile, catalog: nil))?.retention
         let added = EventRecord(runID: id, time: now, type: .runAdded,
                                 data: ["workflow": .string(entry.workflowName), "file": .string(entry.workflowFile),
                                        "schedule": .string(entry.name), "entry": .int(Int64(entry.entry)),

@@ -105,7 +105,8 @@ enum OpenAPIDocument {
                     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1000}},
                     {"name": "run", "in": "query", "description": "only this run's events (none for a run that does not exist)", "schema": {"type": "string"}}],
                   "responses": {"200": {"description": "Events in seq order", "content": {"application/json": {"schema": {"type": "object", "required": ["events"], "properties": {
-                                  "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}}}}}}},
+                                  "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
+                                  "pruned_through": {"type": "integer", "description": "the highest seq removed by retention (0: none); reading after a lower seq, events of pruned runs are gone and the runs.pruned events name them"}}}}}},
                                 "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}}}
         },
         "/api/schedules": {
@@ -196,7 +197,7 @@ enum OpenAPIDocument {
                    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
           "VerbDone": {"description": "What happened", "content": {"application/json": {"schema": {"type": "object", "required": ["id", "verb", "message"], "properties": {
                          "id": {"type": "string"}, "verb": {"type": "string"}, "message": {"type": "string"}}}}}},
-          "EventStream": {"description": "`id: SEQ` and `data: EVENT` per event; `: keep-alive` comments when idle", "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+          "EventStream": {"description": "`id: SEQ` and `data: EVENT` per event; `: keep-alive` comments when idle; first, when resuming after a seq below the highest one retention removed, an `event: pruned` message (no id) whose data says so (`after`, `pruned_through`, `continue_after`)", "content": {"text/event-stream": {"schema": {"type": "string"}}}}
         },
         "schemas": {
           "Problem": {"type": "object", "required": ["type", "title", "status", "detail"], "properties": {

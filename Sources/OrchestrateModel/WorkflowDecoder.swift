@@ -32,11 +32,12 @@ struct DecodedWorkflow {
     var onFinish: [(hook: FinishHook, withNode: YAMLNode?, withKey: SourceLocation?)] = []
     var triggers = WorkflowTriggers()
     var watchSyntax: WatchSyntax?
+    var retention: Double?
 }
 
 struct WorkflowDecoder {
     static let topLevelFields = ["version", "name", "description", "inputs", "secrets", "defaults", "concurrency",
-                                 "steps", "outputs", "on_finish", "on"]
+                                 "steps", "outputs", "on_finish", "on", "retention"]
     static let stepFields = ["uses", "with", "needs", "if", "retry", "timeout", "concurrency", "idempotency_key",
                              "compensate", "for_each", "max_parallel", "continue_on_error", "isolation", "hold_timeout"]
     static let retryFields = ["max_attempts", "initial_interval", "backoff", "max_interval", "jitter", "non_retryable"]
@@ -99,6 +100,15 @@ struct WorkflowDecoder {
         }
         if let pair = fields["on_finish"] { decodeHooks(pair, defaults: w.defaults, into: &w) }
         if let pair = fields["on"] { decodeTriggers(pair, into: &w) }
+        if let pair = fields["retention"] {
+            // A duration, or `off`: kept until pruned by hand.
+            if pair.value.scalar?.text == "off" {
+                w.retention = .infinity
+            } else if let period = reader.duration(pair, positive: true) {
+                let parts = period.components
+                w.retention = Double(parts.seconds) + Double(parts.attoseconds) * 1e-18
+            }
+        }
         return w
     }
 

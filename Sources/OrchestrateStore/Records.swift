@@ -121,6 +121,10 @@ public struct RunRecord: Sendable {
     /// The run's bandwidth timetable (`--max-rate "08:00,512K 23:00,off"`) as written, instead
     /// of `maxRate` when the cap changes with the time of day.
     public var maxRateTimetable: String?
+    /// The workflow's own `retention:` in seconds (or `RetentionSettings.forever`), journaled
+    /// when the run is created: it wins over the queue's and the store's period. Written only:
+    /// the pruner's query reads the column, reads of the run do not.
+    public var retention: Double?
 
     public init(id: String, workflowName: String, workflowFile: String, workflowSource: String, inputs: JSONValue,
                 status: RunStatus, createdAt: Double, runDir: String, priority: Int = 0, labels: [String: String] = [:])

@@ -73,6 +73,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             defer { close(lock) }
             flock(lock, LOCK_EX)
             defer { flock(lock, LOCK_UN) }
+            try SQLiteSchema.enableIncrementalVacuumIfNew(path: path)
             pool = try DatabasePool(path: path, configuration: config)
             try SQLiteSchema.migrator().migrate(pool)
         } catch let error as StoreError {
@@ -98,6 +99,12 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    /// Runs `body` on the writer connection outside any transaction (PRAGMAs that cannot run
+    /// in one: incremental vacuum, VACUUM).
+    func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction(body)
     }
 
     /// The writer connection's prepared statements; call only inside the writer access.
@@ -143,12 +150,12 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             try db.execute(sql: """
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status,
                                   created_at, run_dir, priority, labels_json, queue_order, max_rate, queue,
-                                  max_rate_timetable)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  max_rate_timetable, retention)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [run.id, run.workflowName, run.workflowFile, run.workflowSource,
                                  run.inputs.jsonText, run.status.rawValue, run.createdAt, run.runDir,
                                  run.priority, Self.labelsJSON(run.labels), run.queueOrder, run.maxRate, run.queue,
-                                 run.maxRateTimetable])
+                                 run.maxRateTimetable, run.retention.map { PruneRule.finite($0) }])
             try Self.insertEvents(events, db)
     }
 
