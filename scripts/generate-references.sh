@@ -5,6 +5,8 @@
 #   docs/reference/steps.md        the built-in step types' input and output schemas
 #   docs/reference/metrics.md      Sources/OrchestrateHTTPAPI/ServeMetrics.swift
 #   docs/reference/events.md       Sources/OrchestrateStore/Vocabulary.swift
+#   docs/reference/orchestrate.1   the man page, by swift-argument-parser's generate-manual
+#                                  (built here with `swift build --product generate-manual`)
 #
 #   scripts/generate-references.sh [OUTDIR]     default: the repository itself
 # The binary is $ORCHESTRATE_BIN_DIR/orchestrate, else `swift build --show-bin-path`'s. Only the
@@ -26,6 +28,22 @@ trap 'rm -rf "$scratch"' EXIT
 "$orchestrate" schema workflow > "$scratch/workflow.schema.json"
 "$orchestrate" --experimental-dump-help > "$scratch/cli.json"
 "$orchestrate" plugins list --json > "$scratch/steps.jsonl"
+# The man page: the same tool as swift-argument-parser's GenerateManual plugin. Its date is the
+# release's, not today's, so the page only changes with the code (bump it with the version).
+man_date=2026-11-27
+if [ ! -x "$bin/generate-manual" ] && [ -z "${ORCHESTRATE_REFERENCES_NO_BUILD:-}" ]; then
+  (cd "$root" && swift build --product generate-manual >&2)
+fi
+man=""
+if [ -x "$bin/generate-manual" ]; then
+  mkdir "$scratch/man"
+  "$bin/generate-manual" "$orchestrate" --output-directory "$scratch/man" --date "$man_date"
+  # Help may show this machine's figures ("the number of cores x 4, here 8").
+  sed -E 's/, here [0-9]+\)/)/' "$scratch/man/orchestrate.1" > "$scratch/orchestrate.1"
+  man=1
+else
+  echo "note: $bin/generate-manual is not built: docs/reference/orchestrate.1 left as it is" >&2
+fi
 python3 "$root/scripts/references.py" cli "$scratch/cli.json" > "$scratch/cli.md"
 python3 "$root/scripts/references.py" steps "$scratch/steps.jsonl" > "$scratch/steps.md"
 python3 "$root/scripts/references.py" metrics "$root/Sources/OrchestrateHTTPAPI/ServeMetrics.swift" > "$scratch/metrics.md"
@@ -34,4 +52,5 @@ python3 "$root/scripts/references.py" events "$root/Sources/OrchestrateStore/Voc
 # Written only once all were made: a failure leaves the old pages as they were.
 mv "$scratch/workflow.schema.json" "$out/schemas/workflow.schema.json"
 for page in cli steps metrics events; do mv "$scratch/$page.md" "$out/docs/reference/$page.md"; done
-echo "written: $out/schemas/workflow.schema.json, $out/docs/reference/{cli,steps,metrics,events}.md" >&2
+[ -z "$man" ] || mv "$scratch/orchestrate.1" "$out/docs/reference/orchestrate.1"
+echo "written: $out/schemas/workflow.schema.json, $out/docs/reference/{cli,steps,metrics,events}.md${man:+, orchestrate.1}" >&2

@@ -5,7 +5,7 @@
 #   PREFIX/lib/orchestrate/plugins/              the install's own folder for third-party plugins
 #   PREFIX/share/bash-completion/completions/orchestrate, zsh/site-functions/_orchestrate,
 #   PREFIX/share/fish/vendor_completions.d/orchestrate.fish
-#   PREFIX/share/man/man1/orchestrate.1          when docs/reference/orchestrate.1 exists (not generated yet)
+#   PREFIX/share/man/man1/orchestrate.1          from docs/reference/orchestrate.1
 #
 #   scripts/install.sh PREFIX [BUILD_DIR]
 # BUILD_DIR defaults to `swift build -c release --show-bin-path` (build it first:

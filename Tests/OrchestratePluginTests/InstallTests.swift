@@ -43,13 +43,14 @@ struct InstallTests {
                                                isDirectory: &isDirectory) && isDirectory.boolValue)
     }
 
-    @Test("completions for bash, zsh and fish are installed")
+    @Test("completions for bash, zsh and fish and the man page are installed")
     func completions() throws {
         let (dir, prefix) = try Self.install()
         defer { withExtendedLifetime(dir) {} }
         for (path, marker) in [("share/bash-completion/completions/orchestrate", "-F _orchestrate orchestrate"),
                                ("share/zsh/site-functions/_orchestrate", "#compdef orchestrate"),
-                               ("share/fish/vendor_completions.d/orchestrate.fish", "complete -c 'orchestrate'")]
+                               ("share/fish/vendor_completions.d/orchestrate.fish", "complete -c 'orchestrate'"),
+                               ("share/man/man1/orchestrate.1", ".Dt ORCHESTRATE 1")]
         {
             let text = try String(contentsOf: prefix.appendingPathComponent(path), encoding: .utf8)
             #expect(text.contains(marker) && text.contains("validate"), "\(path)")
