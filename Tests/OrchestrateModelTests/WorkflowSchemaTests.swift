@@ -84,6 +84,29 @@ struct WorkflowSchemaTests {
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
     }
 
+    @Test("a with: value may be a ${{ }} expression where the input is not a string")
+    func expressionsInWith() throws {
+        let dir = TemporaryDirectory("schema")
+        func workflow(_ timeout: String) -> String {
+            """
+            name: t
+            inputs:
+              t: { type: integer, default: 5 }
+            steps:
+              get:
+                uses: http.request
+                with:
+                  url: https://example.com
+                  connect_timeout: \(timeout)
+                  follow_redirects: "${{ inputs.t > 3 }}"
+            """
+        }
+        let good = try WorkflowSchemaFile.check([dir.write("good.yaml", workflow("${{ inputs.t }}")).path])
+        #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
+        let bad = try WorkflowSchemaFile.check([dir.write("bad.yaml", workflow("soon")).path])
+        #expect(bad.status == 1 && bad.stdout.contains("connect_timeout"), "\(bad.stdout)\(bad.stderr)")
+    }
+
     @Test("the schema rejects exactly the bad workflows it can tell")
     func badCorpus() throws {
         let paths = BadWorkflowCorpus.files.map { BadWorkflowCorpus.directory.appendingPathComponent($0).path }
