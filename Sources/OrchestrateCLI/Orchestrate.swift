@@ -26,6 +26,7 @@ public struct Orchestrate: ParsableCommand {
               orchestrate help run               # a command's options and examples
             """,
         version: OrchestrateVersion.description,
+        subcommands: [SchemaCommand.self],  // hidden: generated documents (schemas/)
         // Grouped by what the reader wants to do (help shows "RUN SUBCOMMANDS:", ...), in the order
         // they usually need them.
         groupedSubcommands: [
