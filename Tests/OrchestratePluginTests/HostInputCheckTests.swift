@@ -44,7 +44,7 @@ import Testing
         ("fs", "fs.checksum", ["path"], ["path"]),
         ("exec", "exec", ["command", "cwd", "env", "inherit_env", "kill_grace", "retryable_exit_codes", "stdin"], ["command"]),
         ("http", "http.download", ["ca_file", "connect_timeout", "destination", "follow_redirects", "headers", "insecure",
-                                   "max_rate", "min_speed", "min_speed_time", "sha256", "url"], ["url", "destination"]),
+                                   "max_rate", "max_size", "min_speed", "min_speed_time", "sha256", "url"], ["url", "destination"]),
         ("http", "http.request", ["body", "ca_file", "connect_timeout", "expect_status", "follow_redirects", "form", "headers",
                                   "insecure", "json", "max_body", "max_rate", "method", "min_speed", "min_speed_time", "query", "url"],
          ["url"]),
