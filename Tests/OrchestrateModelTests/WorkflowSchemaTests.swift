@@ -43,6 +43,8 @@ let schemaRejectedBadWorkflows: Set<String> = [
     "missing-steps.yaml",
     "needs-wrong-type.yaml",
     "not-a-mapping.yaml",
+    "retention-not-a-duration.yaml",
+    "retention-typo.yaml",
     "retry-unknown-field.yaml",
     "secret-without-env.yaml",
     "step-missing-uses.yaml",

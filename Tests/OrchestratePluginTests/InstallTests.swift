@@ -7,7 +7,8 @@ import Testing
 @Suite("Install")
 struct InstallTests {
     static let builtInStepTypes = ["exec", "fs.checksum", "fs.copy", "fs.move", "http.download", "http.request",
-                                   "http.upload", "sftp.accept-paths", "sftp.connect", "sftp.download", "sftp.upload"]
+                                   "http.upload", "s3.delete", "s3.download", "s3.upload", "sftp.accept-paths", "sftp.connect",
+                                   "sftp.download", "sftp.upload"]
 
     /// Installs this build into a fresh prefix.
     static func install() throws -> (TemporaryDirectory, URL) {
