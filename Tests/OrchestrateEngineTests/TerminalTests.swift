@@ -13,8 +13,8 @@ import Testing
         try ChildProcess.run(tmux, args)
     }
 
-    /// Runs `orchestrate run` in a detached 120×30 tmux session; returns the session name.
-    func startInTmux(environment: String = "-u NO_COLOR") throws -> String {
+    /// Runs `orchestrate run` in a detached COLUMNS×30 tmux session; returns the session name.
+    func startInTmux(environment: String = "-u NO_COLOR", columns: Int = 120) throws -> String {
         let pluginDir = h.dir.file("progress-plugin")
         try FileManager.default.createDirectory(at: pluginDir, withIntermediateDirectories: true)
         _ = try CCompiler.buildFixture("progress", into: pluginDir)
@@ -34,7 +34,7 @@ import Testing
         let started = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), [
             "python3", "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:], stdin=subprocess.DEVNULL, "
                 + "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))",
-            tmux.path, "new-session", "-d", "-s", session, "-x", "120", "-y", "30", command,
+            tmux.path, "new-session", "-d", "-s", session, "-x", "\(columns)", "-y", "30", command,
         ])
         #expect(started.status == 0, "\(started.stderr)")
         return session
@@ -77,6 +77,25 @@ import Testing
         defer { _ = try? tmux(["kill-session", "-t", session]) }
         #expect(h.waitFor(15) { barLine(screen(session)) != nil })
         #expect(!screen(session, escapes: true).contains("\u{1B}[3"), "no colour codes with NO_COLOR")
+        #expect(h.waitFor(20) { screen(session).contains("EXIT=0") })
+    }
+
+    /// On a terminal of 80 columns, and of 64, the bar keeps the rate and the ETA (the figures
+    /// that do not fit go first: the total) and its width while the figures change; no line is
+    /// wider than the terminal.
+    @Test(arguments: [80, 64])
+    func theBarKeepsItsWidthAndTheETAOnANarrowTerminal(columns: Int) throws {
+        let session = try startInTmux(columns: columns)
+        defer { _ = try? tmux(["kill-session", "-t", session]) }
+        #expect(h.waitFor(15) { barLine(screen(session)) != nil }, "no bar with an ETA at \(columns) columns: \(screen(session))")
+        let first = try #require(barLine(screen(session)))
+        #expect(first.contains("MiB/s") && first.count < columns, "\(first)")
+        Thread.sleep(forTimeInterval: 1)
+        let later = try #require(barLine(screen(session)), "the ETA was lost: \(screen(session))")
+        #expect(later != first, "the bar is redrawn with new figures")
+        #expect(later.firstIndex(of: "]").map { later.distance(from: later.startIndex, to: $0) }
+                    == first.firstIndex(of: "]").map { first.distance(from: first.startIndex, to: $0) },
+                "the bar keeps its width:\n\(first)\n\(later)")
         #expect(h.waitFor(20) { screen(session).contains("EXIT=0") })
     }
 }
