@@ -64,7 +64,7 @@ import Testing
         let resumed = try runner.orchestrate(["resume", run, "--max-rate", "2M"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(try Tools.sha256(destination) == Tools.sha256("\(nginx.www)/resumed.bin"))
-        let lines = resumed.stdout.split(separator: "\n").map(String.init).filter { $0.contains("download") && $0.contains("MiB /") }
+        let lines = resumed.stdout.split(separator: "\n").map(String.init).filter { $0.contains("s] download ") && $0.contains(" MiB") }
         let first = try #require(lines.first, "\(resumed.stdout)")
         #expect(!first.contains("/s") && !first.contains("ETA"), "a first report has no measured rate: \(first)")
         let last = try #require(lines.last)
