@@ -4,7 +4,7 @@ import OrchestrateEngine
 /// Live progress bars on a TTY, one per step (and per file of a session) that reports
 /// progress, redrawn in place below the lines that scroll:
 ///
-///     upload         [##########----------]  48%  512.0 MiB / 1.0 GiB  210.3 MiB/s  ETA 2s
+///     upload         [######------------------------]  21%     1.0 GiB / 4.8 GiB     19.9 MiB/s    ETA 3m15s
 ///
 /// Not thread-safe: the owner serialises calls (RunPrinter holds a lock).
 final class ProgressBoard {
