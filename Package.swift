@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "orchestrate-plugin-exec", type: .dynamic, targets: ["OrchestrateExecPlugin"]),
         .library(name: "orchestrate-plugin-http", type: .dynamic, targets: ["OrchestrateHTTPPlugin"]),
         .library(name: "orchestrate-plugin-sftp", type: .dynamic, targets: ["OrchestrateSFTPPlugin"]),
+        .library(name: "orchestrate-plugin-ftp", type: .dynamic, targets: ["OrchestrateFTPPlugin"]),
         // The local Vimeo-style API (tus, streaming uploads, fault injection) for the demo and tests.
         .executable(name: "orchestrate-sandbox", targets: ["OrchestrateSandbox"]),
         .library(name: "OrchestratePluginKit", targets: ["OrchestratePluginKit"]),
@@ -114,6 +115,9 @@ let package = Package(
                 path: "plugins/http", exclude: ["README.md"]),
         .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CLibSSH2", "CLibCrypto"],
                 path: "plugins/sftp", exclude: ["README.md"]),
+        // FTPS (and plain FTP only when asked for by name) on libcurl.
+        .target(name: "OrchestrateFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl"],
+                path: "plugins/ftp", exclude: ["README.md"]),
         .executableTarget(name: "OrchestrateSandbox", dependencies: [
             "OrchestrateJSON", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
