@@ -13,6 +13,8 @@ prints `ftps_server listening on PORT` once it accepts connections (on 127.0.0.1
                     to make the client write outside its destination folder)
   --no-epsv         EPSV refused, so the client uses PASV, whose reply names --pasv-address
                     instead of the server's own (a server pointing the data connection elsewhere)
+  --dead-data-port  EPSV refused, and PASV names a port where nothing listens (every data
+                    connection fails while the control connection works)
   --log             pyftpdlib's log: a line per transfer (`APPE /dir/f.partial completed=1
                     bytes=123 seconds=0.1`), per login, and per CWD, RNTO, REST, SIZE, PASV, EPSV
 
@@ -38,6 +40,7 @@ def main():
     parser.add_argument("--hostile-name")
     parser.add_argument("--no-epsv", action="store_true")
     parser.add_argument("--pasv-address")
+    parser.add_argument("--dead-data-port", action="store_true")
     parser.add_argument("--log")
     args = parser.parse_args()
 
@@ -69,6 +72,22 @@ def main():
         def refuse_epsv(self, line):
             self.respond("502 EPSV not offered here.")
         Handler.ftp_EPSV = refuse_epsv
+
+    if args.dead_data_port:
+        import socket
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+        probe.close()
+
+        def refuse_epsv(self, line):
+            self.respond("502 EPSV not offered here.")
+
+        def dead_pasv(self, line):
+            self.respond("227 Entering passive mode (127,0,0,1,%d,%d)." % (dead >> 8, dead & 255))
+
+        Handler.ftp_EPSV = refuse_epsv
+        Handler.ftp_PASV = dead_pasv
 
     if args.hostile_name:
         from pyftpdlib.filesystems import AbstractedFS

@@ -224,6 +224,25 @@ import Testing
         #expect(try String(contentsOfFile: server.log, encoding: .utf8).contains("PASV"), "the client had to use PASV")
     }
 
+    /// A data connection that cannot be made while the control connection works is an error that
+    /// spends attempts, not an unreachable host: the engine would hold the step and probe a port
+    /// that answers, for ever.
+    @Test func aDataConnectionThatFailsIsRetriedNotHeld() throws {
+        let server = try PyFTPServer(arguments: ["--dead-data-port"])
+        let runner = FTPSTests.runner(server)
+        let file = runner.path("f.bin")
+        try Tools.randomFile(file, bytes: 1000)
+        let process = try runner.start(FTPSTests.workflow(runner, server, uses: "ftp.upload", with: "source: \"\(file)\", destination: f.bin"))
+        let ended = Tools.waitFor(30) { !process.isRunning }
+        if !ended { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        #expect(ended, "the run did not end: the step was held as unreachable")
+        let events = Runner.events((try? String(contentsOfFile: runner.path("events.jsonl"), encoding: .utf8)) ?? "")
+        let failed = events.ofType("step.failed", step: "move").last?["data"]
+        #expect(failed?["code"]?.stringValue == "data_connection_failed", "\(String(describing: failed))")
+        #expect(failed?["attempt"]?.intValue == 2)
+    }
+
     @Test func aRemotePathClimbingOutOfRemoteRootIsRefused() throws {
         let server = try PyFTPServer()
         let runner = FTPSTests.runner(server)

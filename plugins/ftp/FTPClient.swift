@@ -244,7 +244,9 @@ final class FTPClient {
         if let callbackError { throw callbackError }
         if code == CURLE_ABORTED_BY_CALLBACK && step.isCancelled { throw .cancelled("the FTP transfer was cancelled") }
         if code != CURLE_OK {
-            throw FTPErrors.transport(code, detail: String(cString: errorBuffer), server: server, what: what)
+            var reply = 0
+            _ = orc_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &reply)
+            throw FTPErrors.transport(code, detail: String(cString: errorBuffer), server: server, what: what, answered: reply > 0)
         }
     }
 

@@ -5,7 +5,9 @@ import OrchestratePluginKit
 /// cannot change (an untrusted certificate, a server without TLS, a refused login, a missing
 /// file) are permanent; broken connections and timeouts retryable.
 enum FTPErrors {
-    static func transport(_ code: CURLcode, detail: String, server: ServerOptions, what: String) -> StepError {
+    /// `answered`: the server had replied on the control connection (a failure after that is
+    /// not an unreachable host: the engine would hold the step and probe a port that answers).
+    static func transport(_ code: CURLcode, detail: String, server: ServerOptions, what: String, answered: Bool) -> StepError {
         var text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
         // The password never appears in a message, whatever a server echoed back.
         if let password = server.password, password.count >= 3 { text = text.replacingAll(password, with: "***") }
@@ -34,6 +36,8 @@ enum FTPErrors {
             return .invalidInput("\(place): \(text)", code: "curl_\(code.rawValue)")
         case CURLE_OPERATION_TIMEDOUT:
             return StepError(kind: .timeout, code: "timeout", message: "\(place): \(text) (too slow or no answer)")
+        case CURLE_COULDNT_CONNECT where answered:
+            return .retryable("\(place): the data connection failed: \(text)", code: "data_connection_failed")
         case CURLE_COULDNT_RESOLVE_HOST:
             return .retryable("\(place): \(text) (the name does not resolve)", code: "unreachable")
         case CURLE_COULDNT_CONNECT:
