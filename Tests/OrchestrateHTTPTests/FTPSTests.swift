@@ -55,6 +55,13 @@ import Testing
         #expect(!Trees.files(server.root).keys.contains { $0.hasSuffix(".partial") }, "every partial was renamed into place")
         #expect(server.transfers("STOR", endingWith: "big.bin.partial").count == 1)
         #expect(!up.stdout.contains(server.password) && !up.stderr.contains(server.password), "the password never shows")
+        // Nor in the journal: events, outputs, checkpoints (every file of the state directory).
+        let secret = Data(server.password.utf8)
+        let stored = FileManager.default.enumerator(atPath: runner.state)?.compactMap { $0 as? String } ?? []
+        #expect(!stored.isEmpty)
+        for name in stored {
+            #expect(FileManager.default.contents(atPath: runner.state + "/" + name)?.range(of: secret) == nil, "the password is in \(name)")
+        }
 
         let file = runner.path("one.bin")
         try Tools.randomFile(file, bytes: 1 << 20)
