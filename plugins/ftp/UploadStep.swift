@@ -33,6 +33,9 @@ struct UploadStep: StepDefinition {
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
+        if let expected = inputs.sha256, expected.count != 64 || !expected.allSatisfy(\.isHexDigit) {
+            throw StepError.invalidInput("sha256 must be 64 hexadecimal digits")
+        }
         let server = try ServerOptions(inputs.server, step: step)
         let root = try RemoteRoot(inputs.server.remoteRoot)
         let destination = try root.relative(inputs.destination)
