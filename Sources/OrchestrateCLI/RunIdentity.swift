@@ -58,7 +58,10 @@ enum RunIdentity {
     /// a new run over the old one's partial files.
     static func interruptedTwin(of workflow: Workflow, inputs: JSONValue, store: any StateStore) throws -> RunRecord? {
         try store.listRuns(RunFilter(statuses: [.interrupted, .running]))
-            .filter { !$0.ownerIsLive && $0.workflowName == workflow.name && $0.workflowSource == workflow.source && $0.inputs == inputs }
+            // A `running` run without an owner is one another `run` has just created and not yet
+            // claimed: it is that process's, not an interrupted twin (two runs started together).
+            .filter { ($0.status == .interrupted || $0.owner != nil) && !$0.ownerIsLive }
+            .filter { $0.workflowName == workflow.name && $0.workflowSource == workflow.source && $0.inputs == inputs }
             .max { $0.createdAt < $1.createdAt }
     }
 
