@@ -41,4 +41,38 @@ import Testing
         #expect(Harness.events(result).ofType("run.compensating").count == 1)
         #expect(!FileManager.default.fileExists(atPath: outbox + "/incoming/clip.mov"))
     }
+
+    /// The real plugins' schemas, as `validate` sees them: a malformed `sha256` (each plugin
+    /// that takes one declares its pattern) and a misspelt output are refused before the night.
+    @Test func theRealPluginsRefuseAMalformedSHA256AndAMisspeltOutput() throws {
+        let file = h.workflow("""
+            version: 1
+            name: mistakes
+            steps:
+              fetch:
+                uses: http.download
+                with: { url: "https://example.com/a", destination: /tmp/a, sha256: abc }
+              unchecked:
+                uses: http.download
+                with: { url: "https://example.com/b", destination: /tmp/b, sha256: "" }
+              copy:
+                needs: [fetch]
+                uses: fs.copy
+                with: { source: "${{ steps.fetch.outputs.paht }}", destination: /tmp/c, sha256: "not hex" }
+              pull:
+                uses: sftp.download
+                with: { host: localhost, user: u, source: /a, destination: /tmp/d, sha256: "0123" }
+            """, name: "mistakes.yaml")
+        let result = try h.orchestrate(["validate", file])
+        #expect(result.status == 2)
+        let errors = result.stderr.split(separator: "\n").filter { $0.contains(": error: ") }
+        #expect(errors.contains { $0.hasSuffix("'with.sha256' must match ^([0-9a-fA-F]{64})?$, not 'abc': "
+                                                + "expected SHA-256 (hex) of the whole file; empty: not checked") }, "\(result.stderr)")
+        #expect(errors.contains { $0.hasSuffix("'with.sha256' must match ^[0-9a-fA-F]{64}$, not 'not hex': expected SHA-256 (hex) of the content") },
+                "\(result.stderr)")
+        #expect(errors.contains { $0.contains("'with.sha256' must match ^[0-9a-fA-F]{64}$, not '0123'") }, "\(result.stderr)")
+        #expect(errors.contains { $0.contains("step type 'http.download' has no output 'paht'") && $0.hasSuffix("did you mean 'path'?") },
+                "\(result.stderr)")
+        #expect(errors.count == 4, "only these: \(result.stderr)")
+    }
 }

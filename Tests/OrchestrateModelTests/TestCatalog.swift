@@ -51,6 +51,7 @@ struct TestCatalog: StepCatalog {
                 "source": ["type": "string"],
                 "destination": ["type": "string"],
                 "overwrite": ["type": "boolean"],
+                "sha256": ["type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "expected SHA-256 (hex)"],
             ],
             "required": ["source", "destination"],
             "additionalProperties": false,

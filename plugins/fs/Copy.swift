@@ -23,7 +23,7 @@ struct Copy: StepDefinition {
         @Input(help: "file to copy", minLength: 1) var source: String
         @Input(help: "path of the copy (not a directory)", minLength: 1) var destination: String
         @Input(help: "replace an existing destination") var overwrite = false
-        @Input(help: "expected SHA-256 (hex) of the content", minLength: 64) var sha256: String?
+        @Input(help: "expected SHA-256 (hex) of the content", pattern: "^[0-9a-fA-F]{64}$") var sha256: String?
     }
     static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""

@@ -29,7 +29,7 @@ struct DownloadStep: StepDefinition {
     struct Inputs: StepInputs {
         @Input(help: "what to download", minLength: 1) var url: String
         @Input(help: "final path of the file", minLength: 1) var destination: String
-        @Input(help: "expected SHA-256 (hex) of the whole file") var sha256: String?
+        @Input(help: "expected SHA-256 (hex) of the whole file; empty: not checked", pattern: "^([0-9a-fA-F]{64})?$") var sha256: String?
         @Input(help: "the largest file accepted: bytes, or with a K, M or G suffix (10G); default: no limit")
         var maxSize: ByteCount?
         var transfer = TransferInputs()

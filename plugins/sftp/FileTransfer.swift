@@ -56,7 +56,7 @@ struct TransferInputs: StepInputs {
 /// What sftp.upload and sftp.download take besides their source and destination.
 struct TreeInputs: StepInputs {
     @Input(help: "files of a tree in flight at once over the connection", minimum: 1, maximum: 64) var parallel = 8
-    @Input(help: "expected SHA-256 of the file (a single file only)") var sha256: String?
+    @Input(help: "expected SHA-256 (hex) of the file (a single file only)", pattern: "^[0-9a-fA-F]{64}$") var sha256: String?
     var transfer = TransferInputs()
     var server = ServerInputs()
 }
