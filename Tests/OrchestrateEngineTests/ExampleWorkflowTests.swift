@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateModel
 import OrchestrateTestSupport
 import Testing
 
@@ -40,6 +41,36 @@ import Testing
         #expect(result.status == 1)
         #expect(Harness.events(result).ofType("run.compensating").count == 1)
         #expect(!FileManager.default.fileExists(atPath: outbox + "/incoming/clip.mov"))
+    }
+
+    static var exampleFiles: [String] {
+        let directory = TestPaths.packageRoot.appendingPathComponent("workflows")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasSuffix(".yaml") }.sorted().map { directory.appendingPathComponent($0).path }
+    }
+
+    @Test func everyExampleWorkflowValidatesAgainstTheRealPlugins() throws {
+        let files = Self.exampleFiles
+        #expect(files.count >= 5)
+        let result = try h.orchestrate(["validate"] + files)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+    }
+
+    /// `max_rate` goes to steps that take `10M` as well as a number of bytes: the workflows'
+    /// own input must take it too.
+    @Test func exampleMaxRateInputsTakeTheStepsUnits() throws {
+        var checked = 0
+        for file in Self.exampleFiles {
+            let workflow = try WorkflowLoader.load(path: file, catalog: nil)
+            guard workflow.inputs.contains(where: { $0.name == "max_rate" }) else { continue }
+            checked += 1
+            do {
+                _ = try workflow.resolveInputs(strings: ["max_rate": "10M"], json: [:], currentDirectory: "/")
+            } catch {
+                #expect(!error.messages.contains { $0.contains("max_rate") }, "\(file): \(error.messages)")
+            }
+        }
+        #expect(checked >= 4)
     }
 
     /// The real plugins' schemas, as `validate` sees them: a malformed `sha256` (each plugin
