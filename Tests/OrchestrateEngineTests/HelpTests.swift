@@ -70,4 +70,11 @@ import Testing
         #expect(badEnv.status == 2)
         #expect(badEnv.stderr.contains("ORCHESTRATE_ISOLATION takes in-process or process, not 'thread'"), "\(badEnv.stderr)")
     }
+
+    @Test func aUsageErrorSaysErrorOnce() throws {
+        let result = try ChildProcess.orchestrate(["list", "surplus"])
+        #expect(result.status == 2)
+        let first = result.stderr.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(first == "error: Unexpected argument 'surplus'", "\(result.stderr)")
+    }
 }
