@@ -122,7 +122,7 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
             let attempt = d["attempt"]?.intValue ?? 1
             return prefix + "\(step) " + Terminal.styled("started", .blue) + (attempt > 1 ? " (attempt \(attempt))" : "")
         case EventType.stepSucceeded:
-            if let items = d["items"]?.intValue { return prefix + "\(step) " + Terminal.styled("succeeded", .green) + " (\(items) items)" }
+            if let items = d["items"]?.intValue { return prefix + "\(step) " + Terminal.styled("succeeded", .green) + " (\(counted(Int(items), "item")))" }
             return prefix + "\(step) " + Terminal.styled("succeeded", .green) + " in \(ms(d["duration_ms"]))"
         case EventType.stepRetrying:
             let why = [d["kind"]?.stringValue, d["code"]?.stringValue].compactMap { $0 }.joined(separator: " ")
