@@ -160,6 +160,7 @@ import Testing
         #expect(entries[1]["catchup_seconds"]?.doubleValue == 3600)
         let text = try h.orchestrate(["schedules"], environment: env).stdout
         #expect(text.contains("nightly#1") && text.contains("next 2026-11-24 02:00 +01:00"), "\(text)")
+        #expect(text.contains("catchup 1h ") && !text.contains("3600"), "catchup as the workflow writes it: \(text)")
 
         // Registering the same name again needs --replace.
         #expect(try h.orchestrate(["schedule", "add", file], environment: env).status == 2)
