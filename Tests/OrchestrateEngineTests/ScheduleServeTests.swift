@@ -175,6 +175,36 @@ import Testing
         #expect(try h.orchestrate(["schedules"], environment: env).stdout.isEmpty)
     }
 
+    @Test func scheduleRunQueuesOneManualRunAsAFiringWouldAndLeavesTheTimesAlone() throws {
+        setClock(Self.at("10:00", 30))
+        let file = workflow("""
+                  - { cron: "0 2 * * *", inputs: { tag: nightly } }
+                  - { cron: "0 3 * * *", inputs: { tag: early } }
+            """)
+        try add(file, ["--queue", "uploads", "--priority", "5"])
+        let before = try h.orchestrate(["schedules", "--json"], environment: env).stdout
+        let ambiguous = try h.orchestrate(["schedule", "run", "tick"], environment: env)
+        #expect(ambiguous.status == 2 && ambiguous.stderr.contains("schedule tick has 2 entries: name one, as tick#1 or tick#2"),
+                "\(ambiguous.stderr)")
+        let unknown = try h.orchestrate(["schedule", "run", "tock"], environment: env)
+        #expect(unknown.status == 2 && unknown.stderr.contains("no schedule named tock (schedules: tick)"), "\(unknown.stderr)")
+
+        let started = try h.orchestrate(["schedule", "run", "tick#1"], environment: env)
+        #expect(started.status == 0, "\(started.stderr)")
+        let id = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try #require(try h.openStore().run(id))
+        #expect(run.status == .queued)
+        #expect(run.labels == ["schedule": "tick", "trigger": "manual"])
+        #expect(run.inputs["tag"]?.stringValue == "nightly" && run.queue == "uploads" && run.priority == 5)
+        #expect(try h.orchestrate(["schedules", "--json"], environment: env).stdout == before, "the schedule's times are unchanged")
+
+        // A serve runs it like any queued run.
+        let worker = try h.start(["serve", "--queue", "uploads"], environment: env)
+        defer { stop(worker) }
+        #expect(h.waitFor(30) { (try? h.openStore().run(id)?.status) == .succeeded })
+        #expect(h.lines("log").first?.hasPrefix("nightly ") == true, "\(h.lines("log"))")
+    }
+
     @Test func aBadScheduleIsRefusedWithItsPlaceAndExitStatus2() throws {
         setClock(Self.at("10:00", 30))
         let file = workflow("      - { cron: \"0 2 * * *\", timezone: Mars/Olympus }")
