@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "orchestrate-plugin-exec", type: .dynamic, targets: ["OrchestrateExecPlugin"]),
         .library(name: "orchestrate-plugin-http", type: .dynamic, targets: ["OrchestrateHTTPPlugin"]),
         .library(name: "orchestrate-plugin-sftp", type: .dynamic, targets: ["OrchestrateSFTPPlugin"]),
+        .library(name: "orchestrate-plugin-s3", type: .dynamic, targets: ["OrchestrateS3Plugin"]),
         // The local Vimeo-style API (tus, streaming uploads, fault injection) for the demo and tests.
         .executable(name: "orchestrate-sandbox", targets: ["OrchestrateSandbox"]),
         .library(name: "OrchestratePluginKit", targets: ["OrchestratePluginKit"]),
@@ -114,6 +115,12 @@ let package = Package(
                 path: "plugins/http", exclude: ["README.md"]),
         .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CLibSSH2", "CLibCrypto"],
                 path: "plugins/sftp", exclude: ["README.md"]),
+        // S3 and compatibles: the plugin, and its SigV4 signer and credential chain as a module
+        // of their own (no I/O beyond reading ~/.aws), unit-tested against botocore.
+        .target(name: "OrchestrateS3Auth", dependencies: ["CLibCrypto"], path: "plugins/s3/Auth"),
+        .target(name: "OrchestrateS3Plugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "CLibCrypto",
+                                                           "OrchestrateS3Auth", "OrchestrateDigest"],
+                path: "plugins/s3", exclude: ["README.md", "Auth"]),
         .executableTarget(name: "OrchestrateSandbox", dependencies: [
             "OrchestrateJSON", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
@@ -136,6 +143,7 @@ let package = Package(
         .testTarget(name: "OrchestrateHTTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateHTTPAPITests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateSFTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        .testTarget(name: "OrchestrateS3Tests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateS3Auth"]),
         // Several machines (network namespaces) sharing one PostgreSQL queue: spread, takeover,
         // fencing, database restarts. Skipped unless root with `ip netns`.
         .testTarget(name: "OrchestrateClusterTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),

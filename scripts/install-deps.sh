@@ -17,6 +17,7 @@ packages=(
   python3                           # test tools: scripted servers, the fault proxy, the crash campaign
   python3-venv chromium chromium-driver  # PyPI test packages in a venv (scripts/python-venv.sh: prometheus-client, schemathesis, selenium) and the dashboard's browser test
   cargo rustc                       # the Rust example plugin (plugins/examples/hello-rust), built and run by a test
+  systemd                           # systemd-analyze verify checks contrib/systemd/orchestrate-serve.service (needs no running systemd)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -34,6 +34,8 @@ if ! swift build --build-tests > "$build_log" 2>&1; then
   exit 1
 fi
 scripts/own-warnings.py "$build_log"
+# swift-argument-parser's man page generator, so the staleness test checks docs/reference/orchestrate.1 too.
+swift build --product generate-manual >> "$build_log" 2>&1
 # The tests run the real binary and load the real plugin libraries from here.
 ORCHESTRATE_BIN_DIR="$(swift build --show-bin-path)"
 export ORCHESTRATE_BIN_DIR

@@ -89,6 +89,8 @@ struct GlobalOptions: ParsableArguments {
         let sync: StoreOpening.Synchronous = ProcessInfo.processInfo.environment["ORCHESTRATE_SYNC"] == "full" ? .full : .normal
         do {
             return try StoreOpening.open(location, synchronous: sync)
+        } catch let refusal as OwnedState.Refusal {
+            throw CLIFailure.usage(refusal.description)  // another user's state: fix it, as the message says
         } catch {
             throw CLIFailure(status: ExitStatus.runFailed, message: "\(error)")
         }

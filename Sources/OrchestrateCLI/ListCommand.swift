@@ -14,7 +14,7 @@ struct ListCommand: ParsableCommand {
             """)
 
     @Option(name: .customLong("status"), help: ArgumentHelp(
-        "Only runs with this status: \(RunStatus.allCases.map(\.rawValue).joined(separator: ", ")), or interrupted (repeatable).",
+        "Only runs with this status: \(RunStatus.allCases.map(\.rawValue).joined(separator: ", ")) (interrupted includes runs whose process died; repeatable).",
         valueName: "status"))
     var statuses: [String] = []
 

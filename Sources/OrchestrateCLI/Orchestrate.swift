@@ -26,6 +26,7 @@ public struct Orchestrate: ParsableCommand {
               orchestrate help run               # a command's options and examples
             """,
         version: OrchestrateVersion.description,
+        subcommands: [SchemaCommand.self],  // hidden: generated documents (schemas/)
         // Grouped by what the reader wants to do (help shows "RUN SUBCOMMANDS:", ...), in the order
         // they usually need them.
         groupedSubcommands: [
@@ -36,7 +37,7 @@ public struct Orchestrate: ParsableCommand {
             CommandGroup(name: "Queue", subcommands: [
                 SubmitCommand.self, ServeCommand.self, QueueCommand.self, CancelCommand.self, StopCommand.self,
                 PauseCommand.self, UnpauseCommand.self, RunNowCommand.self, RetryCommand.self, DeleteCommand.self,
-                ScheduleCommand.self, SchedulesCommand.self,
+                PruneCommand.self, ScheduleCommand.self, SchedulesCommand.self,
             ]),
             CommandGroup(name: "Inspection", subcommands: [StatusCommand.self, ListCommand.self, EventsCommand.self]),
             CommandGroup(name: "Plugin", subcommands: [PluginsCommand.self]),

@@ -5,7 +5,7 @@ import OrchestrateTokenBucket
 struct QueueCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
-        abstract: "Make the queue passive (stop) or active again (start); change the bandwidth cap of every serve (rate).",
+        abstract: "Make the queue passive (stop) or active again (start); set every serve's bandwidth cap (rate) or how long finished runs are kept (retention).",
         discussion: """
             `queue stop` interrupts the runs in flight (they keep their place) and starts nothing; \
             `queue start` picks up the same runs where they were. Affects every `serve` on the store. \
@@ -19,6 +19,11 @@ struct QueueCommand: ParsableCommand {
             until `queue rate reset` gives each serve its own --max-rate back. `queue rate` alone \
             shows it. A run's own --max-rate still holds on top.
 
+            `queue retention PERIOD` sets how long finished runs are kept before `serve` prunes \
+            them (default 30d; `off` keeps them until `orchestrate prune`), for the whole store or, \
+            with --queue NAME, for one named queue; `reset` removes the setting; alone, it shows \
+            them. A workflow's own `retention:` wins over both.
+
             Examples:
               orchestrate queue stop         # e.g. while the remote end is down
               orchestrate queue start
@@ -27,19 +32,25 @@ struct QueueCommand: ParsableCommand {
               orchestrate queue rate 20M
               orchestrate queue rate "08:00,512K 23:00,off"
               orchestrate queue rate reset
+              orchestrate queue retention 14d
+              orchestrate queue retention 2d --queue scratch
+              orchestrate queue retention
             """)
 
-    enum Action: String, ExpressibleByArgument, CaseIterable { case stop, start, rate }
+    enum Action: String, ExpressibleByArgument, CaseIterable { case stop, start, rate, retention }
 
-    @Argument(help: "stop, start or rate.") var action: Action
-    @Argument(help: ArgumentHelp("For rate: the new cap, or reset.", valueName: "rate")) var rate: String?
-    @Option(name: .customLong("queue"), help: ArgumentHelp("For stop and start: only this named queue.", valueName: "name"))
+    @Argument(help: "stop, start, rate or retention.") var action: Action
+    @Argument(help: ArgumentHelp("For rate: the new cap, or reset. For retention: the period (30d, off), or reset.", valueName: "value"))
+    var rate: String?
+    @Option(name: .customLong("queue"), help: ArgumentHelp("For stop, start and retention: only this named queue.", valueName: "name"))
     var queue: String?
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if rate != nil && action != .rate { throw ValidationError("queue \(action.rawValue) takes no value (did you mean `queue rate \(rate!)`?)") }
-        if let rate, rate != "reset" { _ = try MaxRateOption.parse(rate) }
+        if rate != nil && action != .rate && action != .retention { throw ValidationError("queue \(action.rawValue) takes no value (did you mean `queue rate \(rate!)`?)") }
+        if let rate, rate != "reset" {
+            if action == .retention { _ = try RetentionPeriod.seconds(rate, allowOff: true) } else { _ = try MaxRateOption.parse(rate) }
+        }
         if let queue {
             if action == .rate { throw ValidationError("--queue is for stop and start; queue rate applies to every serve of the store") }
             if !QueueName.isValid(queue) { throw ValidationError("--queue \(queue): \(QueueName.rule)") }
@@ -58,6 +69,8 @@ struct QueueCommand: ParsableCommand {
             }
             try store.setQueuePassive(action == .stop)
             Terminal.line(action == .stop ? "queue stopped: passive until `orchestrate queue start`" : "queue started")
+        case .retention:
+            try retention(store)
         case .rate:
             guard let rate else {
                 Terminal.line(try store.queueRate().map { "queue rate \($0) (every serve of the store)" }
@@ -72,6 +85,29 @@ struct QueueCommand: ParsableCommand {
                 try store.setQueueRate(timetable.text)
                 Terminal.line("queue rate \(timetable.text): every serve of the store applies it within a second")
             }
+        }
+    }
+
+    /// `queue retention [PERIOD|off|reset] [--queue NAME]`.
+    private func retention(_ store: any StateStore) throws {
+        guard let value = rate else {
+            let settings = try store.retentionSettings()
+            Terminal.line("retention \(RetentionPeriod.text(settings.period))"
+                + (settings.storeWide == nil ? " (the default)" : "") + ": finished runs are pruned once this old")
+            for (name, seconds) in settings.queues.sorted(by: { $0.key < $1.key }) {
+                Terminal.line("retention \(RetentionPeriod.text(seconds)) for queue \(name)")
+            }
+            return
+        }
+        let scope = queue.map { "queue \($0)" } ?? "the store"
+        if value == "reset" {
+            try store.setRetention(nil, queue: queue)
+            Terminal.line("retention of \(scope) removed: " + (queue == nil ? "the default (30d) applies" : "the store's applies"))
+        } else {
+            let seconds = try RetentionPeriod.seconds(value, allowOff: true)
+            try store.setRetention(seconds, queue: queue)
+            Terminal.line(seconds.isInfinite ? "retention of \(scope) off: finished runs are kept until `orchestrate prune`"
+                                             : "retention of \(scope): finished runs are pruned \(RetentionPeriod.text(seconds)) after they end")
         }
     }
 }

@@ -6,12 +6,13 @@ import OrchestrateTokenBucket
 struct ResumeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resume",
-        abstract: "Continue a run that was interrupted (killed, crashed, power cut).",
+        abstract: "Continue a run that was interrupted (Ctrl-C, SIGTERM, killed, crashed, power cut).",
         discussion: """
             Steps that finished keep their outputs and are not run again; a step that was running \
             starts again with its last checkpoint; a run that was compensating continues its \
             compensations. The workflow is read from the state store as it was when the run started, \
-            not from the file. Refused while the run's owner is still alive.
+            not from the file. Refused while the run's owner is still alive. A failed or cancelled \
+            run is not resumed: `orchestrate retry RUN` runs again what did not succeed.
 
             Examples:
               orchestrate resume RUN
@@ -32,17 +33,22 @@ struct ResumeCommand: ParsableCommand {
 
     func run() throws {
         let store = try global.openStore()
+        try RunArgument.check(runID, store: store)
         guard var run = try store.run(runID) else { throw CLIFailure.usage("no run \(runID) in \(try global.storeLocation().redacted)") }
         guard !run.status.isFinished else {
+            // Nothing to continue: say what runs it again instead.
+            let next = run.status == .succeeded
+                ? "nothing to resume; to run it again from the start: orchestrate run \(NextCommands.quoted(run.workflowFile)) --id \(runID) --rerun"
+                : "to run again what did not succeed: \(NextCommands.command("retry", runID, global))"
             throw CLIFailure(status: run.status == .succeeded ? ExitStatus.success : ExitStatus.runFailed,
-                             message: "run \(runID) already finished: \(run.status.rawValue)")
+                             message: "run \(runID) already finished: \(run.status.rawValue); \(next)")
         }
         if let maxRate { run.rateCap = maxRate }
         let registry = global.loadPlugins()
         let workflow = try WorkflowLoading.parse(source: run.workflowSource, file: run.workflowFile, registry: registry)
         try InputParsing.checkSecrets(workflow)
         try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry,
-                               maxParallel: maxParallel, json: global.json,
+                               maxParallel: maxParallel, global: global,
                                options: try global.engineOptions())
     }
 }

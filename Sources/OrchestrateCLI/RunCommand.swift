@@ -4,6 +4,7 @@ import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateTokenBucket
 import OrchestrateModel
+import OrchestrateStore
 
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -11,11 +12,20 @@ struct RunCommand: ParsableCommand {
         abstract: "Run a workflow now, in the foreground.",
         discussion: """
             Validates the workflow and its inputs, journals a new run in the state store, and executes \
-            it, printing one line per step transition. Interrupt with Ctrl-C to cancel (compensations \
-            run); a run killed any other way continues with `orchestrate resume RUN`.
+            it, printing one line per step transition. Ctrl-C (or SIGTERM) interrupts it and leaves it \
+            resumable: steps stop, nothing is undone, and the commands to continue (`orchestrate \
+            resume RUN`) or undo it (`orchestrate cancel RUN`) are printed; a second Ctrl-C exits at \
+            once. A run killed any other way continues with `orchestrate resume RUN` too.
+
+            With --id NAME the run is that job: if a run NAME exists and is not finished, it is \
+            continued (as `resume` does); if it succeeded, it is not run again unless --rerun is \
+            given. Without --id, a run of the same workflow with the same inputs that was interrupted \
+            and that no process executes is continued rather than started again from zero (--new \
+            starts a new run anyway).
 
             Examples:
               orchestrate run workflows/vimeo-upload.yaml --input source=movie.mov
+              orchestrate run workflows/http-download.yaml --id nightly-2026-11-27 --input url=https://…
               orchestrate run flow.yaml --inputs inputs.json --json > events.jsonl
               orchestrate run workflows/http-download.yaml --input url=https://… --max-rate 20M
             """)
@@ -41,10 +51,22 @@ struct RunCommand: ParsableCommand {
             transform: MaxRateOption.parse)
     var maxRate: RateTimetable?
 
+    @Option(help: ArgumentHelp("The run's id, naming the job: an unfinished run of that id is continued, a succeeded one not run again.",
+                               valueName: "name"))
+    var id: String?
+
+    @Flag(help: "With --id: run again from the start even if a finished run of that id exists (it is replaced).")
+    var rerun = false
+
+    @Flag(name: .customLong("new"), help: "Start a new run even if an interrupted run of the same workflow and inputs exists.")
+    var startNew = false
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1") }
+        if let id, !RunID.isValid(id) { throw ValidationError("--id: \(RunID.Invalid(id: id, stored: false))") }
+        if rerun && id == nil { throw ValidationError("--rerun replaces the finished run of an --id; give the --id") }
     }
 
     func run() throws {
@@ -53,11 +75,38 @@ struct RunCommand: ParsableCommand {
         let resolvedInputs = try InputParsing.resolve(workflow: workflow, pairs: inputs, file: inputsFile)
         try InputParsing.checkSecrets(workflow)
         let store = try global.openStore()
+        var existing: RunRecord?
+        if let id {
+            switch try RunIdentity.decide(id: id, workflow: workflow, inputs: resolvedInputs, rerun: rerun,
+                                          store: store, global: global) {
+            case .create: break
+            case .resume(let run):
+                RunIdentity.announceResume(run, workflow: workflow, reason: "the unfinished run of id \(id)")
+                existing = run
+            case .executing(let run, let owner):
+                throw CLIFailure.usage("run \(id) is \(run.status.rawValue) in process \(owner.pid) on node \(owner.node); "
+                    + "not started twice (follow it with: \(NextCommands.command("status", id, global)) --watch)")
+            case .done(let status, let message):
+                throw CLIFailure(status: status, message: message)
+            }
+        } else if !startNew, let twin = try RunIdentity.interruptedTwin(of: workflow, inputs: resolvedInputs, store: store) {
+            RunIdentity.announceResume(twin, workflow: workflow,
+                                       reason: "interrupted with the same workflow and inputs (--new starts a new run instead)")
+            existing = twin
+        }
+        if var run = existing {
+            // Continued as `resume` continues it: with the workflow it started with.
+            if let maxRate { run.rateCap = maxRate }
+            let started = try WorkflowLoading.parse(source: run.workflowSource, file: run.workflowFile, registry: registry)
+            try InputParsing.checkSecrets(started)
+            try RunSession.execute(run: run, workflow: started, store: store, registry: registry,
+                                   maxParallel: maxParallel, global: global, options: try global.engineOptions())
+        }
         let run = try RunLauncher(store: store)
-            .create(workflow, inputs: resolvedInputs, labels: try InputParsing.labels(labels),
+            .create(workflow, inputs: resolvedInputs, id: id, labels: try InputParsing.labels(labels),
                     maxRate: maxRate)
         try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry,
-                               maxParallel: maxParallel, json: global.json,
+                               maxParallel: maxParallel, global: global,
                                options: try global.engineOptions())
     }
 }

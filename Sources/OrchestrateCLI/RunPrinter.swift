@@ -187,9 +187,6 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
         if let outputs = run.outputs?.objectValue, !outputs.isEmpty {
             for key in outputs.keys.sorted() { Terminal.line("  \(key): \(outputs[key]!.interpolated)") }
         }
-        if run.status != .succeeded && !run.status.isFinished {
-            Terminal.line("  resume with: orchestrate resume \(run.id)")
-        }
     }
 
     /// The run's error with the message of each step failure already printed replaced by

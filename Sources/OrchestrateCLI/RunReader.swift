@@ -46,6 +46,8 @@ protocol RunReader {
     func events(runID: String?, after: Int64, limit: Int) throws -> [JSONValue]
     /// Whether the run is over (succeeded, failed, cancelled); false when it is gone.
     func isFinished(_ id: String) throws -> Bool
+    /// The highest event seq retention removed (0: none).
+    func prunedThrough() throws -> Int64
 }
 
 extension RunReader {
@@ -72,6 +74,8 @@ struct LocalRunReader: RunReader {
 
     /// The record alone (`events --follow` asks every 0.2 s).
     func isFinished(_ id: String) throws -> Bool { try store.run(id)?.status.isFinished ?? false }
+
+    func prunedThrough() throws -> Int64 { try store.prunedThrough() }
 }
 
 struct RemoteRunReader: RunReader {
@@ -100,5 +104,9 @@ struct RemoteRunReader: RunReader {
         var path = "/api/journal?after=\(after)&limit=\(limit)"
         if let runID { path += "&run=" + APIClient.encode(runID) }
         return try client.get(path)?["events"]?.arrayValue ?? []
+    }
+
+    func prunedThrough() throws -> Int64 {
+        try client.get("/api/journal?after=0&limit=1")?["pruned_through"]?.intValue ?? 0
     }
 }

@@ -4,16 +4,23 @@ import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
 
-/// Executes one run in the foreground, shared by `run` and `resume`: prints progress, turns
-/// SIGINT/SIGTERM into a cancellation (a second one exits at once, leaving the run resumable),
-/// and maps the outcome to the exit status.
+/// Executes one run in the foreground, shared by `run`, `resume`, `retry` and `cancel` (of a
+/// run whose process is gone): prints progress, turns the first SIGINT/SIGTERM into an
+/// interrupt that leaves the run resumable (its steps stop and will start again from their
+/// checkpoints; nothing is undone) and prints the commands to continue or undo it; a second
+/// one exits at once. Maps the outcome to the exit status.
 enum RunSession {
+    /// Why the run is executed here: to run it (`run`, `resume`, `retry`), or to undo it
+    /// (`cancel`), which succeeds when the run ends cancelled with every compensation done.
+    enum Purpose { case run, cancel }
+
     static func execute(run: RunRecord, workflow: Workflow, store: any StateStore, registry: PluginRegistry,
-                        maxParallel: Int?, json: Bool, options: EngineOptions) throws -> Never
+                        maxParallel: Int?, global: GlobalOptions, options: EngineOptions,
+                        purpose: Purpose = .run) throws -> Never
     {
         var options = options
         if let maxParallel { options.maxParallel = maxParallel }
-        let printer = RunPrinter(json: json, runID: run.id)
+        let printer = RunPrinter(json: global.json, runID: run.id)
         let executor: RunExecutor
         do {
             executor = try RunExecutor(store: store, registry: registry, workflow: workflow, run: run,
@@ -21,15 +28,26 @@ enum RunSession {
         } catch {
             throw CLIFailure(status: ExitStatus.runFailed, message: "\(error)")
         }
-        let signals = SignalRelay(announce: "interrupted: cancelling steps and running compensations (again to exit now)",
-                                  beforeExit: { printer.flush(timeout: 1) }) {
-            executor.cancel()
+        if purpose == .cancel { executor.cancel() }
+        let resumeCommand = NextCommands.command("resume", run.id, global)
+        let signals = SignalRelay(
+            announce: "interrupting: stopping the steps, keeping what they did (again to exit now)",
+            second: "interrupted again: exiting now; continue the run with: \(resumeCommand)",
+            beforeExit: { printer.flush(timeout: 1) }
+        ) {
+            executor.interrupt(leaving: .interrupted)
         }
         let final = executor.execute()
         printer.summary(final, steps: executor.declaredStepRecords ?? (try? store.steps(ofRun: final.id)) ?? [])
-        if final.status == .cancelled && signals.received { ProcessExit.now(ExitStatus.interrupted) }
+        if signals.received && !final.status.isFinished && !executor.lostOwnership {
+            for line in NextCommands.afterInterrupt(final, global) { Terminal.line(line, to: .standardError) }
+            ProcessExit.now(ExitStatus.interrupted)
+        }
         switch final.status {
         case .succeeded: ProcessExit.now(ExitStatus.success)
+        case .cancelled where purpose == .cancel:
+            let failed = ((try? store.steps(ofRun: final.id)) ?? []).contains { $0.kind == .compensation && $0.status == .failed }
+            ProcessExit.now(failed ? ExitStatus.runFailed : ExitStatus.success)
         case .failed, .cancelled: ProcessExit.now(ExitStatus.runFailed)
         default:
             if executor.lostOwnership {
@@ -37,14 +55,14 @@ enum RunSession {
                 ProcessExit.now(ExitStatus.runFailed)
             }
             // The store failed mid-run: the run is left resumable.
-            Terminal.error("\(final.error ?? "the run stopped"); resume it with: orchestrate resume \(final.id)")
+            Terminal.error("\(final.error ?? "the run stopped"); resume it with: \(resumeCommand)")
             ProcessExit.now(ExitStatus.runFailed)
         }
     }
 }
 
-/// SIGINT and SIGTERM: the first one calls `onFirst` (cooperative cancel); the second one
-/// exits at once with 130.
+/// SIGINT and SIGTERM: the first one calls `onFirst` (an interrupt, cooperative); the second
+/// one exits at once with 130.
 final class SignalRelay: @unchecked Sendable {
     private var sources: [DispatchSourceSignal] = []
     private let lock = NSLock()
@@ -52,8 +70,11 @@ final class SignalRelay: @unchecked Sendable {
 
     var received: Bool { lock.withLock { count > 0 } }
 
-    /// `beforeExit` runs before the second signal exits (the printer writes its queued lines).
-    init(announce: String, beforeExit: @escaping @Sendable () -> Void = {}, onFirst: @escaping @Sendable () -> Void) {
+    /// `announce` is written at the first signal, `second` at the second; `beforeExit` runs
+    /// before the second signal exits (the printer writes its queued lines).
+    init(announce: String, second: String = "interrupted again: exiting now; interrupted runs can be resumed",
+         beforeExit: @escaping @Sendable () -> Void = {}, onFirst: @escaping @Sendable () -> Void)
+    {
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -63,8 +84,8 @@ final class SignalRelay: @unchecked Sendable {
                     // Off the handler: a source runs its handler once at a time, so a line that
                     // blocks (a terminal stopped with Ctrl-S) would keep the second signal out.
                     DispatchQueue.global().async {
-                        Terminal.line("\n" + announce, to: .standardError)
                         onFirst()
+                        Terminal.line("\n" + announce, to: .standardError)
                     }
                 } else {
                     // The exit asked for happens within 2 s even if writing the last lines blocks.
@@ -73,7 +94,7 @@ final class SignalRelay: @unchecked Sendable {
                         ProcessExit.immediately(ExitStatus.interrupted)
                     }
                     beforeExit()
-                    Terminal.line("interrupted again: exiting now; interrupted runs can be resumed", to: .standardError)
+                    Terminal.line(second, to: .standardError)
                     ProcessExit.immediately(ExitStatus.interrupted)
                 }
             }

@@ -31,6 +31,10 @@ struct ServeCommand: ParsableCommand {
             add`; see `orchestrate schedules`): each due time starts one run, whichever serve gets \
             there first; --no-schedules leaves that to the others.
 
+            Every minute it prunes finished runs past their retention (30 days unless `orchestrate \
+            queue retention` or the workflow's `retention:` says otherwise), a hundred at a time; \
+            --no-prune leaves that to the others (see `orchestrate prune`).
+
             --watch FILE turns the workflow's watch folder (its `on: watch:` block) into work: each \
             file that has stopped changing for `settle` becomes a run, or an item of the workflow's \
             persistent session, exactly once (see docs/watch-folders.md).
@@ -102,6 +106,9 @@ struct ServeCommand: ParsableCommand {
         "The API starts only the workflows of this directory, by name (no workflow_yaml or workflow_path).", valueName: "dir"))
     var apiWorkflows: String?
 
+    @Flag(name: .customLong("no-prune"), help: "Do not prune finished runs past their retention (other serve processes do).")
+    var noPrune = false
+
     @Flag(name: .customLong("no-schedules"), help: "Do not start the runs of registered schedules (other serve processes do).")
     var noSchedules = false
 
@@ -164,6 +171,8 @@ struct ServeCommand: ParsableCommand {
             worker.shutdown()
         }
         _ = signals
+        let pruner = noPrune ? nil : startPruner(store: store)
+        defer { pruner?.shutdown() }
         // The scheduler stops once the worker has: a run it starts meanwhile just stays queued.
         defer { scheduler?.shutdown() }
         do {
@@ -171,6 +180,20 @@ struct ServeCommand: ParsableCommand {
         } catch {
             throw CLIFailure(status: ExitStatus.runFailed, message: "the state store failed: \(error)")
         }
+    }
+
+    /// Starts the thread that prunes finished runs past their retention (docs/durability.md#retention).
+    private func startPruner(store: any StateStore) -> RetentionPruner {
+        var options = RetentionPruner.Options()
+        options.stateDirectory = global.resolvedStateDirectory()
+        if let interval = ProcessInfo.processInfo.environment["ORCHESTRATE_PRUNE_INTERVAL"].flatMap(Double.init), interval > 0 {
+            options.interval = interval
+        }
+        options.log = { Terminal.line($0, to: .standardError) }
+        options.warn = { Terminal.warning($0) }
+        let pruner = RetentionPruner(store: store, options: options)
+        pruner.start()
+        return pruner
     }
 
     /// Starts the thread that fires registered schedules (docs/schedules.md).

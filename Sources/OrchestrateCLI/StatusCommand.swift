@@ -31,6 +31,7 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let reader = try remote.reader(global)
+        try RunArgument.check(runID, reader: reader)
         guard try reader.detail(runID) != nil else { throw CLIFailure.usage("no run \(runID) in \(reader.location)") }
         guard watch else { return try show(reader) }
         while true {

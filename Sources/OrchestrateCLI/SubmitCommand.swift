@@ -41,8 +41,13 @@ struct SubmitCommand: ParsableCommand {
     @Option(name: .customLong("label"), help: ArgumentHelp("KEY=VALUE, for `list --label` (repeatable).", valueName: "key=value"))
     var labels: [String] = []
 
-    @Option(help: ArgumentHelp("A run id of your choosing (default: generated).", valueName: "name"))
+    @Option(help: ArgumentHelp(
+        "A run id of your choosing, naming the job: an unfinished run of that id is queued to continue, a succeeded one not run again (default: generated).",
+        valueName: "name"))
     var id: String?
+
+    @Flag(help: "With --id: run again from the start even if a finished run of that id exists (it is replaced).")
+    var rerun = false
 
     @Option(help: ArgumentHelp(
         "Submit one run per line of FILE (- for stdin), each line a JSON object of inputs merged over --input.",
@@ -52,10 +57,9 @@ struct SubmitCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let id, id.isEmpty || id.contains("/") || id.contains(" ") {
-            throw ValidationError("--id must be non-empty, without '/' or spaces")
-        }
+        if let id, !RunID.isValid(id) { throw ValidationError("--id: \(RunID.Invalid(id: id, stored: false))") }
         if id != nil && batch != nil { throw ValidationError("--id names one run; it cannot be used with --batch") }
+        if rerun && id == nil { throw ValidationError("--rerun replaces the finished run of an --id; give the --id") }
         if !QueueName.isValid(queue) { throw ValidationError(QueueName.rule) }
     }
 
@@ -63,7 +67,6 @@ struct SubmitCommand: ParsableCommand {
         let registry = global.loadPlugins()
         let workflow = try WorkflowLoading.load(path: file, registry: registry)
         let store = try global.openStore()
-        if let id, try store.run(id) != nil { throw CLIFailure.usage("a run named \(id) already exists") }
         // A run submitted here may execute on another node: its paths are that node's paths.
         let launcher = RunLauncher(store: store)
         let labels = try InputParsing.labels(labels)
@@ -82,6 +85,26 @@ struct SubmitCommand: ParsableCommand {
         }
         let created: [RunRecord]
         if let id {
+            switch try RunIdentity.decide(id: id, workflow: workflow, inputs: runs[0], rerun: rerun, store: store, global: global) {
+            case .create: break
+            case .resume(let run):
+                // Back in the queue if nobody will take it as it is; a worker continues it.
+                if run.status == .interrupted || run.status == .running {
+                    try store.updateQueueFields(id, status: .queued, queueOrder: nil, runNow: nil)
+                }
+                Terminal.line("run \(id) exists and is not finished (\(RunDocument.effectiveStatus(run))): "
+                    + (run.status == .queued ? "already queued, not submitted twice" : "queued to continue where it stopped"),
+                    to: .standardError)
+                Terminal.line(global.json ? "{\"id\":\"\(id)\"}" : id)
+                return
+            case .executing(let run, let owner):
+                Terminal.line("run \(id) is already \(run.status.rawValue) in process \(owner.pid) on node \(owner.node); not submitted twice",
+                              to: .standardError)
+                Terminal.line(global.json ? "{\"id\":\"\(id)\"}" : id)
+                return
+            case .done(let status, let message):
+                throw CLIFailure(status: status, message: message)
+            }
             created = [try launcher.create(workflow, inputs: runs[0], status: .queued, id: id, labels: labels, priority: priority,
                                            maxRate: maxRate, queue: queue)]
         } else {

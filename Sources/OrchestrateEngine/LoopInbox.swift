@@ -14,7 +14,7 @@ struct LoopInbox {
     var cancelRequested = false
     /// `orchestrate close`: long-lived steps finish their queued items and end.
     var closeRequested = false
-    /// The status an interrupted run is left with (`.queued` or `.paused`).
+    /// The status an interrupted run is left with (`.queued`, `.paused` or `.interrupted`).
     var interruptRequested: RunStatus?
     var ownershipLost = false
     /// Instances whose attempt the loop cancelled because the run is ending: their attempt

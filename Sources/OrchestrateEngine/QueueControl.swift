@@ -6,13 +6,15 @@ import OrchestrateStore
 /// on the store. A run some live process executes gets a request it acts on within its poll
 /// interval; a run nobody executes is changed in place.
 ///
-/// | verb | running | queued | paused |
+/// | verb | running | queued, interrupted | paused |
 /// |---|---|---|---|
 /// | cancel | interrupt, compensate, end `cancelled` | `cancelled` (or compensate first if anything ran) | same as queued |
 /// | stop | interrupt, back to the end of the queue | to the end of the queue | to the end of the queue |
-/// | pause | interrupt, keep place and slot | keep place, don't start | — |
+/// | pause | interrupt, keep place and slot | queued: keep place, don't start | — |
 /// | unpause | — | — | continue where it was |
 /// | run-now | — | start now, pre-empting the newest running run | same |
+///
+/// (The CLI's `cancel` runs the compensations of an interrupted run itself, `CancelCommand`.)
 ///
 /// `retry` re-queues a failed or cancelled run, resetting only what did not succeed (and what a
 /// compensation undid); `close` ends a run's persistent sessions once their queued paths are
@@ -38,6 +40,9 @@ public struct QueueControl: Sendable {
 
     /// Applies `verb` to run `id` and returns what happened, for people.
     public func apply(_ verb: Verb, to id: String) throws -> String {
+        // An id that breaks the rule names no run, or one from a store written before ids
+        // were checked: nothing is done to it (deleting `..` removed the state directory).
+        guard RunID.isValid(id) else { throw Refusal(description: RunID.Invalid(id: id, stored: try store.run(id) != nil).description) }
         guard let run = try store.run(id) else { throw Refusal(description: "no run \(id)") }
         let live = run.ownerIsLive
         let now = Date().timeIntervalSince1970
@@ -102,7 +107,9 @@ public struct QueueControl: Sendable {
             return "\(id) starts now"
         case .retry:
             guard run.status == .failed || run.status == .cancelled else {
-                throw Refusal(description: "only a failed or cancelled run can be retried; \(id) is \(run.status.rawValue)")
+                let status = RunDocument.effectiveStatus(run)
+                let hint = status == "interrupted" ? "; continue it with `orchestrate resume \(id)`" : ""
+                throw Refusal(description: "only a failed or cancelled run can be retried; \(id) is \(status)\(hint)")
             }
             try resetForRetry(run)
             try event(.queueChanged)
@@ -116,7 +123,9 @@ public struct QueueControl: Sendable {
                 throw Refusal(description: "run \(id) is \(run.status.rawValue); cancel it first, then delete it")
             }
             try store.deleteRun(id)
-            try? FileManager.default.removeItem(atPath: run.localRunDirectory(stateDirectory: stateDirectory))
+            if let directory = try? run.localRunDirectory(stateDirectory: stateDirectory) {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
             return "deleted \(id)"
         }
     }

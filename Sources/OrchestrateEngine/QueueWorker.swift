@@ -289,6 +289,12 @@ public final class QueueWorker: @unchecked Sendable {
     // MARK: Executing a run
 
     private func start(_ run: RunRecord, cancelAtOnce: Bool = false) {
+        do {
+            try RunID.check(run.id, stored: true)
+        } catch {
+            fail(run, error.description)  // from a store written before ids were checked
+            return
+        }
         let workflow: Workflow
         do {
             workflow = try parsedWorkflow(run)

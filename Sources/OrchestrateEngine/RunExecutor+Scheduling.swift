@@ -57,7 +57,7 @@ extension RunExecutor {
         }
         ending = RunEnding(resuming: run)
         if run.startedAt == nil { run.startedAt = now() }
-        if run.status == .queued { run.status = .running }
+        if run.status == .queued || run.status == .interrupted { run.status = .running }
         batch.runUpdates.append(run)
         // The queue and the time spent in it, for the queue-wait metric (`/metrics`); and the
         // process that left the run unfinished when it is taken over from one (a foreground

@@ -165,7 +165,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.run = run
         self.dependencies = StepDependencies(workflow: workflow)
         self.unreachable = UnreachableHosts(reportInterval: options.holdReportInterval)
-        self.runDirectory = run.localRunDirectory(stateDirectory: options.stateDirectory)
+        self.runDirectory = try run.localRunDirectory(stateDirectory: options.stateDirectory)
         self.bandwidth = BandwidthCaps([run.rateCap.map { TokenBucket(timetable: $0) }, options.bandwidth])
         self.threads = AttemptThreads(name: "steps of \(run.id)", spins: options.briefSpin)
         guard !run.status.isFinished else { throw ExecutionError.alreadyFinished(run.id, run.status) }
@@ -181,11 +181,22 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// `mkdir` with mode 0700, making the parents only when they are missing: one system call
     /// for each run (FileManager's version looked at every component first: 5 % of a busy
     /// worker's CPU).
-    static func makeRunDirectory(_ path: String) throws {
+    static func makeRunDirectory(_ path: String) throws(RunDirectoryError) {
         if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
-        guard errno == ENOENT else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        guard errno == ENOENT else { throw RunDirectoryError(path: path, reason: String(cString: strerror(errno))) }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw RunDirectoryError(path: path, reason: (error as NSError).localizedDescription)
+        }
+    }
+
+    /// The run's directory could not be made on this node.
+    struct RunDirectoryError: Error, CustomStringConvertible {
+        let path: String
+        let reason: String
+        var description: String { "cannot make the run directory \(path): \(reason)" }
     }
 
     /// Asks the run to stop: running steps are cancelled, compensations run, the run ends
@@ -199,9 +210,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     /// Stops the run without ending it: running attempts are cancelled and will start again
     /// (with their checkpoints) when the run is resumed; no compensation runs. The run is left
-    /// with `status` (`.queued` to run again later, `.paused` to keep its place) — unless it
-    /// was already compensating, which it stays. Used by `stop`, `pause`, pre-emption and a
-    /// graceful `serve` shutdown. Thread-safe; returns at once.
+    /// with `status` (`.queued` to run again later, `.paused` to keep its place,
+    /// `.interrupted` for `resume` by hand) — unless it was already compensating, which it
+    /// stays. Used by `stop`, `pause`, pre-emption, a graceful `serve` shutdown and the first
+    /// Ctrl-C of a foreground run. Thread-safe; returns at once.
     public func interrupt(leaving status: RunStatus) {
         signal.withLock {
             inbox.interruptRequested = status
@@ -262,8 +274,16 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             // A run submitted elsewhere, or taken over from another node, has no directory here
             // yet. Made here, on the run's own thread, not in `init`: a queue worker starts its
             // runs one after another on one thread, and a `mkdir` was 15 % of a busy worker's CPU.
-            // A failure (disk full, permissions) hands the run back like a store failure.
-            try Self.makeRunDirectory(runDirectory)
+            // A failure (permissions, a full disk, a file where a directory should be) fails the
+            // run at once, with the reason: handed back, it would be claimed and refused again,
+            // in a loop.
+            do {
+                try Self.makeRunDirectory(runDirectory)
+            } catch {
+                try failBeforeStarting(error.description)
+                loopCommittedAll = true
+                return run
+            }
             try loadState()
             try loop()
             loopCommittedAll = true
@@ -330,6 +350,17 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             try flush()
             wait()
         }
+    }
+
+    /// Ends a run that could not start on this node `failed`, with `reason`, in one commit that
+    /// also gives it up.
+    private func failBeforeStarting(_ reason: String) throws {
+        _ = ending.begin(.failed, reason: reason)
+        finish(.failed)
+        heartbeat?.stop()
+        batch.releasesRun = true
+        try flush()
+        released = true
     }
 
     /// The run's last commits: its final status; once that is durable, the `on_finish` hooks

@@ -24,8 +24,8 @@ public struct RunLauncher: Sendable {
                        labels: [String: String] = [:], priority: Int = 0, maxRate: RateTimetable? = nil,
                        queue: String = "default") throws -> RunRecord
     {
-        let (run, events) = Self.record(workflow, inputs: inputs, status: status, id: id, labels: labels, priority: priority,
-                                        maxRate: maxRate, queue: queue)
+        let (run, events) = try Self.record(workflow, inputs: inputs, status: status, id: id, labels: labels, priority: priority,
+                                            maxRate: maxRate, queue: queue)
         try store.createRun(run, events: events)
         return run
     }
@@ -36,19 +36,21 @@ public struct RunLauncher: Sendable {
                           labels: [String: String] = [:], priority: Int = 0, maxRate: RateTimetable? = nil,
                           queue: String = "default") throws -> [RunRecord]
     {
-        let records = inputs.map {
-            Self.record(workflow, inputs: $0, status: status, id: nil, labels: labels, priority: priority, maxRate: maxRate,
+        let records = try inputs.map {
+            try Self.record(workflow, inputs: $0, status: status, id: nil, labels: labels, priority: priority, maxRate: maxRate,
                         queue: queue)
         }
         try store.createRuns(records.map { (run: $0.0, events: $0.1) })
         return records.map(\.0)
     }
 
-    /// A new run's record and its `run.added` event.
+    /// A new run's record and its `run.added` event. Throws `RunID.Invalid` for an id that
+    /// breaks the run id rule (every entry checks it before; this is the last line).
     static func record(_ workflow: Workflow, inputs: JSONValue, status: RunStatus, id: String?, labels: [String: String],
-                       priority: Int, maxRate: RateTimetable?, queue: String) -> (RunRecord, [EventRecord])
+                       priority: Int, maxRate: RateTimetable?, queue: String) throws(RunID.Invalid) -> (RunRecord, [EventRecord])
     {
         let runID = id ?? RunIDs.make()
+        try RunID.check(runID)
         // The directory itself is made by the node that executes the run (RunExecutor).
         let now = Date().timeIntervalSince1970
         var run = RunRecord(id: runID, workflowName: workflow.name, workflowFile: workflow.file,
@@ -56,6 +58,7 @@ public struct RunLauncher: Sendable {
                             runDir: RunRecord.runDirectory(for: runID), priority: priority, labels: labels)
         run.rateCap = maxRate
         run.queue = queue
+        run.retention = workflow.retention
         let added = EventRecord(runID: runID, time: now, type: .runAdded,
                                 data: ["workflow": .string(workflow.name), "file": .string(workflow.file)])
         return (run, [added])

@@ -23,6 +23,9 @@ public struct SessionPaths: Sendable {
     /// The unfinished run `runID` and the step to add to: the one named, else the run's only
     /// step whose type accepts items.
     public func target(runID: String, step: String?) throws -> (run: RunRecord, step: String) {
+        guard RunID.isValid(runID) else {
+            throw Refusal(description: RunID.Invalid(id: runID, stored: try store.run(runID) != nil).description)
+        }
         guard let run = try store.run(runID) else { throw Refusal(description: "no run \(runID)") }
         guard !run.status.isFinished else { throw Refusal(description: "run \(runID) already finished (\(run.status.rawValue))") }
         let workflow: Workflow

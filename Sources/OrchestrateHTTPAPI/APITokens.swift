@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateStore
 
 /// Who may call the API: bearer tokens, each with a name (for people) and an access level.
 ///
@@ -32,15 +33,20 @@ public struct APITokens: Sendable {
         (stateDirectory as NSString).appendingPathComponent("http-token")
     }
 
-    /// The default token of `stateDirectory`, created (random, 0600) if absent.
+    /// The default token of `stateDirectory`, created (random, 0600) if absent. A state
+    /// directory or token file that another user owns or can write, or a token file others can
+    /// read, is refused (`OwnedState`): a planted token would let its author drive this `serve`.
     public static func loadOrCreateDefault(stateDirectory: String) throws -> String {
         let path = defaultTokenPath(stateDirectory: stateDirectory)
+        try refuseUnowned(stateDirectory, as: .stateDirectory)
+        try refuseUnowned(path, as: .tokenFile)
         if let text = try? String(contentsOfFile: path, encoding: .utf8) {
             let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
             guard token.count >= 16 else { throw LoadError(description: "\(path): the token is too short (delete the file to get a new one)") }
             return token
         }
-        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
         var bytes = [UInt8](repeating: 0, count: 32)
         var generator = SystemRandomNumberGenerator()
         for i in bytes.indices { bytes[i] = generator.next() }
@@ -61,6 +67,7 @@ public struct APITokens: Sendable {
 
     /// Parses a `--http-token-file`: `NAME read|write TOKEN` lines, blank lines and `#` comments ignored.
     public static func parseFile(_ path: String) throws -> [Token] {
+        try refuseUnowned(path, as: .tokenFile)
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw LoadError(description: "cannot read the token file \(path)")
         }
@@ -78,6 +85,10 @@ public struct APITokens: Sendable {
             tokens.append(Token(name: String(fields[0]), access: access, secret: Array(fields[2].utf8)))
         }
         return tokens
+    }
+
+    private static func refuseUnowned(_ path: String, as kind: OwnedState.Kind) throws(LoadError) {
+        do { try OwnedState.check(path, as: kind) } catch { throw LoadError(description: error.description) }
     }
 
     public static func token(name: String, access: Access, secret: String) -> Token {

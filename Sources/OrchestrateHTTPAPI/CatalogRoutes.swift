@@ -33,7 +33,7 @@ enum CatalogRoutes {
         // (Hummingbird's router takes one parameter name per position: the segment after
         // /api/queues/ is `{segment}` here and below, an action here, a queue's name below.)
         router.post("/api/queues/{segment}") { _, context in
-            let action = try context.parameters.require("segment")
+            let action = try context.parameters.decoded("segment")
             guard action == "stop" || action == "start" else { throw Problem(.notFound, "no queue action '\(action)'; stop or start") }
             try await services.blocking { try services.store.setQueuePassive(action == "stop") }
             return JSONResponse.make(["passive": .bool(action == "stop")])
@@ -41,8 +41,8 @@ enum CatalogRoutes {
 
         // `queue stop|start --queue NAME`: one named queue passive or active again, on every `serve`.
         router.post("/api/queues/{segment}/{action}") { _, context in
-            let name = try context.parameters.require("segment")
-            let action = try context.parameters.require("action")
+            let name = try context.parameters.decoded("segment")
+            let action = try context.parameters.decoded("action")
             guard action == "stop" || action == "start" else { throw Problem(.notFound, "no queue action '\(action)'; stop or start") }
             guard QueueName.isValid(name) else { throw Problem(.badRequest, "queue '\(name)': \(QueueName.rule)") }
             try await services.blocking { try services.store.setQueuePassive(action == "stop", queue: name) }
@@ -79,7 +79,7 @@ enum CatalogRoutes {
 
         // A step type (`http.request`) or every step type of a plugin (`http`).
         router.get("/api/plugins/{id}") { _, context in
-            let id = try context.parameters.require("id")
+            let id = try context.parameters.decoded("id")
             let types = services.registry.stepType(id).map { [$0] } ?? services.registry.stepTypes.filter { $0.pluginName == id }
             guard !types.isEmpty else { throw Problem(.notFound, "no step type or plugin named '\(id)'") }
             return JSONResponse.make(["step_types": .array(types.map(StepTypeDocument.json))])

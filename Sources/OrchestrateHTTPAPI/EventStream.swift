@@ -23,7 +23,7 @@ enum EventStream {
             return try stream(runID: nil, after: after, services: services, context: context)
         }
         router.get("/api/runs/{id}/events") { request, context in
-            let id = try context.parameters.require("id")
+            let id = try context.parameters.runID()
             let after = try resumePoint(request)
             guard after != fromTheEnd else { throw Problem(.badRequest, "after=end is for /api/events; a run's stream starts at its beginning") }
             guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }
@@ -93,6 +93,9 @@ enum EventStream {
             var last = after
             var lastWrite = Date()
             try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+            if after > 0, let notice = try await prunedNotice(after: after, services: services) {
+                try await writer.write(notice)
+            }
             while !Task.isCancelled && connection.isActive {
                 try await feed.refresh(services, startingAfter: last)
                 var text: [ByteBuffer] = []
@@ -126,6 +129,23 @@ enum EventStream {
             try await writer.finish(nil)
         }
         return Response(status: .ok, headers: headers, body: body)
+    }
+}
+
+extension EventStream {
+    /// The answer to a client resuming after a seq below the highest one retention removed:
+    /// an `event: pruned` message (no `id:`, so it does not move `Last-Event-ID`) saying that
+    /// events of pruned runs after its seq are gone, that each `runs.pruned` event names them,
+    /// and that the stream goes on with what remains after its seq. Nil when nothing it could
+    /// have missed was pruned.
+    static func prunedNotice(after: Int64, services: APIServices) async throws -> ByteBuffer? {
+        let through = try await services.blocking { try services.store.prunedThrough() }
+        guard after < through else { return nil }
+        let data: JSONValue = [
+            "type": "journal.pruned", "after": .int(after), "pruned_through": .int(through), "continue_after": .int(after),
+            "message": .string("events of finished runs pruned by retention, up to seq \(through), are gone; the runs.pruned events name those runs; what remains follows"),
+        ]
+        return ByteBuffer(string: "event: pruned\ndata: \(data.jsonText)\n\n")
     }
 }
 

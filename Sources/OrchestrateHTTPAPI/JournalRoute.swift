@@ -18,8 +18,10 @@ enum JournalRoute {
             } ?? 1000
             let runID = parameters.get("run")
             // A run that does not exist has no events (as `orchestrate events RUN` prints none).
-            let events = try await services.blocking { try services.store.events(runID: runID, afterSeq: after, limit: limit).map(\.json) }
-            return JSONResponse.make(["events": .array(events)])
+            let (events, prunedThrough) = try await services.blocking {
+                (try services.store.events(runID: runID, afterSeq: after, limit: limit).map(\.json), try services.store.prunedThrough())
+            }
+            return JSONResponse.make(["events": .array(events), "pruned_through": .int(prunedThrough)])
         }
     }
 }

@@ -59,9 +59,9 @@ enum OpenAPIDocument {
           "parameters": [{"$ref": "#/components/parameters/RunID"}],
           "get": {"summary": "A run with its steps, session items and transfer figures", "operationId": "getRun",
                   "responses": {"200": {"description": "The run", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}}},
-                                "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}},
+                                "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}},
           "delete": {"summary": "Delete a finished run", "operationId": "deleteRun",
-                     "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "401": {"$ref": "#/components/responses/Problem"},
+                     "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
                                    "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"},
                                    "409": {"$ref": "#/components/responses/Problem"}}}
         },
@@ -70,7 +70,7 @@ enum OpenAPIDocument {
                          {"name": "verb", "in": "path", "required": true,
                           "schema": {"type": "string", "enum": ["cancel", "stop", "pause", "unpause", "run-now", "retry", "close"]}}],
           "post": {"summary": "Apply a control verb (as the CLI's verb commands do)", "operationId": "controlRun",
-                   "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "401": {"$ref": "#/components/responses/Problem"},
+                   "responses": {"200": {"$ref": "#/components/responses/VerbDone"}, "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
                                  "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"},
                                  "409": {"$ref": "#/components/responses/Problem"}}}
         },
@@ -105,7 +105,8 @@ enum OpenAPIDocument {
                     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1000}},
                     {"name": "run", "in": "query", "description": "only this run's events (none for a run that does not exist)", "schema": {"type": "string"}}],
                   "responses": {"200": {"description": "Events in seq order", "content": {"application/json": {"schema": {"type": "object", "required": ["events"], "properties": {
-                                  "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}}}}}}},
+                                  "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
+                                  "pruned_through": {"type": "integer", "description": "the highest seq removed by retention (0: none); reading after a lower seq, events of pruned runs are gone and the runs.pruned events name them"}}}}}},
                                 "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}}}
         },
         "/api/schedules": {
@@ -184,7 +185,7 @@ enum OpenAPIDocument {
       "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         "parameters": {
-          "RunID": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+          "RunID": {"name": "id", "in": "path", "required": true, "description": "a run id: 1 to 64 letters, digits, '.', '_' or '-', not dots alone (anything else is a 400)", "schema": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"}},
           "After": {"name": "after", "in": "query", "description": "resume after this event seq; `end` (GET /api/events only): only events from now on", "schema": {"anyOf": [{"type": "integer", "minimum": 0}, {"const": "end"}]}},
           "LastEventID": {"name": "Last-Event-ID", "in": "header", "description": "resume after this event seq (sent by EventSource on reconnecting)", "schema": {"type": "integer", "minimum": 0}},
           "QueryToken": {"name": "token", "in": "query", "description": "the bearer token, for EventSource only", "schema": {"type": "string"}}
@@ -196,7 +197,7 @@ enum OpenAPIDocument {
                    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
           "VerbDone": {"description": "What happened", "content": {"application/json": {"schema": {"type": "object", "required": ["id", "verb", "message"], "properties": {
                          "id": {"type": "string"}, "verb": {"type": "string"}, "message": {"type": "string"}}}}}},
-          "EventStream": {"description": "`id: SEQ` and `data: EVENT` per event; `: keep-alive` comments when idle", "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+          "EventStream": {"description": "`id: SEQ` and `data: EVENT` per event; `: keep-alive` comments when idle; first, when resuming after a seq below the highest one retention removed, an `event: pruned` message (no id) whose data says so (`after`, `pruned_through`, `continue_after`)", "content": {"text/event-stream": {"schema": {"type": "string"}}}}
         },
         "schemas": {
           "Problem": {"type": "object", "required": ["type", "title", "status", "detail"], "properties": {
@@ -237,7 +238,7 @@ enum OpenAPIDocument {
             "file_name": {"type": ["string", "null"], "description": "the name workflow_yaml's diagnostics use"},
             "inputs": {"type": ["object", "null"]}, "labels": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
             "queue": {"type": ["string", "null"], "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"}, "priority": {"type": ["integer", "null"]},
-            "id": {"type": ["string", "null"], "pattern": "^[^/ ]+$"},
+            "id": {"type": ["string", "null"], "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"},
             "max_rate": {"type": ["integer", "string", "null"], "minimum": 1, "description": "bytes per second, or as --max-rate: 10M, \"Mon-Fri 08:00,10M 19:00,off\""}},
             "oneOf": [{"required": ["workflow"], "properties": {"workflow": {"type": "string"}}},
                       {"required": ["workflow_path"], "properties": {"workflow_path": {"type": "string"}}},

@@ -21,7 +21,7 @@ enum RunRoutes {
         }
 
         router.get("/api/runs/{id}") { request, context in
-            let id = try context.parameters.require("id")
+            let id = try context.parameters.runID()
             return try await services.readCache.jsonBytes(ReadCache.key(request)) {
                 let detail = try await services.blocking { () -> [UInt8]? in
                     guard let record = try services.store.runDetail(id) else { return nil }
@@ -42,7 +42,7 @@ enum RunRoutes {
         }
 
         router.post("/api/runs/{id}/paths") { request, context in
-            let id = try context.parameters.require("id")
+            let id = try context.parameters.runID()
             let body = try await request.jsonObject(context)
             let step = try body.string("step")
             let pairs = try pathPairs(body)
@@ -59,8 +59,8 @@ enum RunRoutes {
         }
 
         router.post("/api/runs/{id}/{verb}") { _, context in
-            let id = try context.parameters.require("id")
-            let name = try context.parameters.require("verb")
+            let id = try context.parameters.runID()
+            let name = try context.parameters.decoded("verb")
             guard let verb = QueueControl.Verb(rawValue: name), verb != .delete else {
                 let verbs = QueueControl.Verb.allCases.filter { $0 != .delete }.map(\.rawValue).joined(separator: ", ")
                 throw Problem(.notFound, "no verb '\(name)'; one of \(verbs) (delete is DELETE /api/runs/{id})")
@@ -69,7 +69,7 @@ enum RunRoutes {
         }
 
         router.delete("/api/runs/{id}") { _, context in
-            try await control(.delete, id: try context.parameters.require("id"), services: services)
+            try await control(.delete, id: try context.parameters.runID(), services: services)
         }
     }
 

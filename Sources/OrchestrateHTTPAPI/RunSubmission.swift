@@ -41,9 +41,7 @@ struct RunSubmission: Sendable {
         guard QueueName.isValid(queue) else { throw Problem(.badRequest, "queue '\(queue)': \(QueueName.rule)") }
         priority = Int(try body.int("priority") ?? 0)
         id = try body.string("id")
-        if let id, id.isEmpty || id.contains("/") || id.contains(" ") {
-            throw Problem(.badRequest, "id must be non-empty, without '/' or spaces")
-        }
+        if let id, !RunID.isValid(id) { throw Problem(.badRequest, "id: \(RunID.Invalid(id: id, stored: false))") }
         maxRate = try Self.maxRate(body["max_rate"])
     }
 

@@ -17,8 +17,8 @@ enum ScheduleRoutes {
         }
 
         router.post("/api/schedules/{name}/{action}") { _, context in
-            let name = try context.parameters.require("name")
-            let action = try context.parameters.require("action")
+            let name = try context.parameters.decoded("name")
+            let action = try context.parameters.decoded("action")
             guard action == "pause" || action == "resume" else {
                 throw Problem(.notFound, "no schedule action '\(action)'; pause or resume")
             }

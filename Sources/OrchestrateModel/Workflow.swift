@@ -26,6 +26,9 @@ public struct Workflow: Sendable {
     public let onFinish: [FinishHook]
     /// What starts runs without a `submit` (`on:`): schedules and watch folders.
     public let triggers: WorkflowTriggers
+    /// How long its finished runs are kept (`retention:`), in seconds; `.infinity` for `off`;
+    /// nil for the queue's or the store's period.
+    public internal(set) var retention: Double?
 
     let stepIndex: [String: Int]
 

@@ -32,15 +32,23 @@ struct DecodedWorkflow {
     var onFinish: [(hook: FinishHook, withNode: YAMLNode?, withKey: SourceLocation?)] = []
     var triggers = WorkflowTriggers()
     var watchSyntax: WatchSyntax?
+    var retention: Double?
 }
 
 struct WorkflowDecoder {
     static let topLevelFields = ["version", "name", "description", "inputs", "secrets", "defaults", "concurrency",
-                                 "steps", "outputs", "on_finish", "on"]
+                                 "steps", "outputs", "on_finish", "on", "retention"]
     static let stepFields = ["uses", "with", "needs", "if", "retry", "timeout", "concurrency", "idempotency_key",
                              "compensate", "for_each", "max_parallel", "continue_on_error", "isolation", "hold_timeout"]
     static let retryFields = ["max_attempts", "initial_interval", "backoff", "max_interval", "jitter", "non_retryable"]
     static let inputFields = ["type", "required", "default", "description"]
+    // Every list of allowed fields is also where schemas/workflow.schema.json comes from
+    // (WorkflowSchema.swift types each field; `orchestrate schema workflow` writes it).
+    static let secretFields = ["env"]
+    static let defaultsFields = ["timeout", "retry", "hold_timeout"]
+    static let concurrencyFields = ["key", "limit"]
+    static let compensateFields = ["uses", "with", "retry", "timeout"]
+    static let hookFields = ["when", "uses", "with", "timeout"]
 
     var reader: FieldReader
 
@@ -99,6 +107,15 @@ struct WorkflowDecoder {
         }
         if let pair = fields["on_finish"] { decodeHooks(pair, defaults: w.defaults, into: &w) }
         if let pair = fields["on"] { decodeTriggers(pair, into: &w) }
+        if let pair = fields["retention"] {
+            // A duration, or `off`: kept until pruned by hand.
+            if pair.value.scalar?.text == "off" {
+                w.retention = .infinity
+            } else if let period = reader.duration(pair, positive: true) {
+                let parts = period.components
+                w.retention = Double(parts.seconds) + Double(parts.attoseconds) * 1e-18
+            }
+        }
         return w
     }
 
@@ -111,7 +128,7 @@ struct WorkflowDecoder {
             return
         }
         for entry in entries {
-            guard let f = reader.fields(of: entry, place: "in on_finish", allowed: ["when", "uses", "with", "timeout"],
+            guard let f = reader.fields(of: entry, place: "in on_finish", allowed: Self.hookFields,
                                         what: "an on_finish entry")
             else { continue }
             guard let u = f["uses"] else {
@@ -224,7 +241,7 @@ struct WorkflowDecoder {
                 reader.bag.error("invalid secret name '\(name)': use letters, digits, '_' and '-', starting with a letter or '_'",
                                  at: pair.key.location)
             }
-            guard let fields = reader.fields(of: pair.value, place: "in secret '\(name)'", allowed: ["env"],
+            guard let fields = reader.fields(of: pair.value, place: "in secret '\(name)'", allowed: Self.secretFields,
                                              what: "secret '\(name)'")
             else { continue }
             guard let envPair = fields["env"] else {
@@ -248,8 +265,7 @@ struct WorkflowDecoder {
     // MARK: defaults, retry, concurrency
 
     private mutating func decodeDefaults(_ node: YAMLNode) -> StepDefaults {
-        guard let fields = reader.fields(of: node, place: "in defaults", allowed: ["timeout", "retry", "hold_timeout"],
-                                         what: "'defaults'")
+        guard let fields = reader.fields(of: node, place: "in defaults", allowed: Self.defaultsFields, what: "'defaults'")
         else { return StepDefaults() }
         let timeout = fields["timeout"].flatMap { reader.duration($0, positive: true) }
         let retry = fields["retry"].map { decodeRetry($0.value, place: "in defaults.retry") } ?? RetryOverrides()
@@ -294,7 +310,7 @@ struct WorkflowDecoder {
         }
         var out: [ConcurrencyLimit] = []
         for entry in entries {
-            guard let fields = reader.fields(of: entry, place: place, allowed: ["key", "limit"], what: "a concurrency limit")
+            guard let fields = reader.fields(of: entry, place: place, allowed: Self.concurrencyFields, what: "a concurrency limit")
             else { continue }
             let key = fields["key"].map { reader.template($0.value) }
             let limit = fields["limit"].flatMap { reader.integer($0, minimum: 1) }
@@ -465,7 +481,7 @@ struct WorkflowDecoder {
                                              defaults: StepDefaults) -> (Compensation?, YAMLNode?)
     {
         guard let f = reader.fields(of: pair.value, place: "in compensate of step '\(stepID)'",
-                                    allowed: ["uses", "with", "retry", "timeout"], what: "'compensate'")
+                                    allowed: Self.compensateFields, what: "'compensate'")
         else { return (nil, nil) }
         guard let u = f["uses"] else {
             reader.bag.error("'compensate' of step '\(stepID)' is missing required field 'uses'", at: pair.key.location)

@@ -47,9 +47,11 @@ public enum WorkflowLoader {
         validator.validate()
         let diagnostics = decoder.diagnostics + validator.bag.diagnostics
         guard diagnostics.isEmpty else { throw WorkflowErrors(diagnostics: diagnostics) }
-        return Workflow(file: file, source: source, name: decoded.name, description: decoded.description,
-                        inputs: decoded.inputs, secrets: decoded.secrets, defaults: decoded.defaults,
-                        concurrency: decoded.concurrency, steps: decoded.steps, outputs: decoded.outputs,
-                        onFinish: decoded.onFinish.map(\.hook), triggers: decoded.triggers)
+        var workflow = Workflow(file: file, source: source, name: decoded.name, description: decoded.description,
+                                inputs: decoded.inputs, secrets: decoded.secrets, defaults: decoded.defaults,
+                                concurrency: decoded.concurrency, steps: decoded.steps, outputs: decoded.outputs,
+                                onFinish: decoded.onFinish.map(\.hook), triggers: decoded.triggers)
+        workflow.retention = decoded.retention
+        return workflow
     }
 }

@@ -25,6 +25,12 @@ public final class LocalFile: @unchecked Sendable {
         self.fd = fd
     }
 
+    /// Takes over an open descriptor (closed on deinit).
+    public init(adopting fd: Int32, path: String) {
+        self.path = path
+        self.fd = fd
+    }
+
     /// Opens an existing file to read it (an upload's source, a file to hash).
     public convenience init(reading path: String) throws(StepError) {
         try self.init(path: path, flags: O_RDONLY)

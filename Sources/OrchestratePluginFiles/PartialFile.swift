@@ -15,6 +15,13 @@ import OrchestratePluginKit
 ///   and makes the rename durable (fsync of the directory; a failure of either is an error);
 /// - memory stays flat: callers stream through `write(_:at:)`.
 ///
+/// The temporary file sits in the destination's directory, which others may share: it is never
+/// opened through a symbolic link (`O_NOFOLLOW`), is created anew (`O_EXCL`) with mode 0600,
+/// and an existing one is resumed only if it is a regular file of the current user with no
+/// other link; anything else there (a link planted towards a victim file, another user's file)
+/// is removed — the entry, never what it points to — and a new file made. The destination gets
+/// its mode at the rename (`commit(mode:)`), so nobody reads the bytes while they arrive.
+///
 /// ```swift
 /// let partial = try PartialFile(for: destination, naming: .suffix, keeping: .all)
 /// var offset = partial.size                       // resume from what is on disk
@@ -47,7 +54,8 @@ public final class PartialFile: @unchecked Sendable {
         case all
         /// Nothing: truncated to 0.
         case nothing
-        /// The first N bytes (a checkpointed offset; anything after it is unconfirmed).
+        /// The first N bytes, or fewer if the file holds fewer (a checkpointed offset; anything
+        /// after it is unconfirmed). Callers resume from `size`.
         case prefix(Int64)
     }
 
@@ -62,11 +70,65 @@ public final class PartialFile: @unchecked Sendable {
     public init(for destination: String, naming: Naming, keeping keep: Keep) throws(StepError) {
         self.destination = destination
         path = naming.path(for: destination)
-        let truncate: Int32 = if case .nothing = keep { O_TRUNC } else { 0 }
-        file = try LocalFile(path: path, flags: O_RDWR | O_CREAT | truncate)
+        file = try Self.openPrivately(path)
         writeBack = WriteBack(fd: file.fd)
-        if case .prefix(let length) = keep { try file.truncate(to: length) }
+        switch keep {
+        case .all: break
+        case .nothing: try file.truncate(to: 0)
+        case .prefix(let length): try file.truncate(to: min(length, file.size))  // never extended: a new file is empty
+        }
     }
+
+    /// Opens the temporary file as the type's comment says: ours, regular, single-linked, 0600.
+    private static func openPrivately(_ path: String) throws(StepError) -> LocalFile {
+        for _ in 0..<3 {
+            // O_NONBLOCK: a FIFO planted under the name must not hang the open.
+            let fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            if fd >= 0 {
+                var info = stat()
+                if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_nlink == 1 {
+                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+                    guard fchmod(fd, 0o600) == 0 else {
+                        let number = errno
+                        close(fd)
+                        throw .posix("cannot make \(path) private", errno: number)
+                    }
+                    return LocalFile(adopting: fd, path: path)
+                }
+                close(fd)
+            } else if errno == ENOENT {
+                let created = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                if created >= 0 { return LocalFile(adopting: created, path: path) }
+                if errno != EEXIST { throw .posix("cannot create \(path)") }
+                continue  // made by someone else between the two opens: look again
+            } else if errno != ELOOP && errno != EMLINK {  // ELOOP (EMLINK on BSDs): a symbolic link
+                throw .posix("cannot open \(path)")
+            }
+            // A symbolic link, another user's file, a hard link or not a file: not ours to write.
+            guard unlink(path) == 0 || errno == ENOENT else {
+                throw .posix("\(path) is a symbolic link, another user's file or not a regular file, and cannot be removed")
+            }
+        }
+        throw .permanent("\(path) was replaced again each time it was removed (a symbolic link or another user's file); "
+            + "is someone else writing in \(LocalPath.parent(of: path))?", code: "partial_file_replaced")
+    }
+
+    /// The mode a destination gets when the step does not choose one: a new file's, 0644 less
+    /// the process's umask (read from /proc: `umask()` would change it for every thread).
+    public static let defaultMode: mode_t = {
+        var umask: mode_t = 0o022
+        if let status = try? LocalFile(reading: "/proc/self/status") {
+            var bytes = [UInt8](repeating: 0, count: 4096)
+            let n = bytes.withUnsafeMutableBytes { (try? status.read(into: $0, at: 0)) ?? 0 }
+            let text = String(decoding: bytes[0..<n], as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+               let value = mode_t(String(line.dropFirst("Umask:".count).filter { $0 != " " && $0 != "\t" }), radix: 8)
+            {
+                umask = value
+            }
+        }
+        return 0o644 & ~umask
+    }()
 
     deinit { writeBack.drain() }  // no flush may outlive the descriptor
 
@@ -90,10 +152,12 @@ public final class PartialFile: @unchecked Sendable {
     /// must never claim bytes a crash could still lose.
     public func sync() throws(StepError) { try file.sync() }
 
-    /// Completes the file: fsync, atomic rename onto the destination, fsync of the directory.
-    /// After it returns, the destination survives a power cut.
-    public func commit() throws(StepError) {
+    /// Completes the file: its mode (`mode`, else `defaultMode`; the file was 0600 until now),
+    /// fsync, atomic rename onto the destination, fsync of the directory. After it returns, the
+    /// destination survives a power cut.
+    public func commit(mode: mode_t? = nil) throws(StepError) {
         writeBack.drain()
+        file.setPermissions(mode ?? Self.defaultMode)
         try file.sync()
         try LocalPath.rename(path, to: destination)
         try LocalPath.syncDirectory(LocalPath.parent(of: destination))

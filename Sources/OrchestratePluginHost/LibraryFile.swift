@@ -23,31 +23,69 @@ enum LibraryFile {
         return String(cString: resolved)
     }
 
-    /// Refuses a plugin that someone other than its owner could have replaced.
+    /// Refuses a plugin that anyone but root and the current user could have replaced.
     ///
-    /// The rule, kept simple on purpose:
-    /// - the file must not be writable by everyone;
-    /// - its directory must not be writable by everyone, unless that directory has the sticky
-    ///   bit (like /tmp) and the file belongs to root or to the user running orchestrate (then
-    ///   nobody else can replace or rename it).
+    /// The rule, as OpenSSH's for key files and their directories:
+    /// - the file and every directory above it, up to `/`, belong to root or to the current user;
+    /// - none of them is writable by others, nor by a group other than root's (gid 0);
+    /// - except a directory with the sticky bit (like /tmp) whose entry on the way (the file, or
+    ///   the directory under it) belongs to root or to the current user: nobody else can
+    ///   replace or rename that entry.
     static func checkPermissions(resolvedPath: String) -> String? {
         var file = stat()
         guard stat(resolvedPath, &file) == 0 else { return "cannot be read: \(String(cString: strerror(errno)))" }
+        if let reason = foreignOwner(file, "the file", resolvedPath) { return reason }
         if file.st_mode & S_IWOTH != 0 {
             return "the file is writable by every user (anyone could replace its code); fix with chmod o-w \(resolvedPath)"
         }
-        let directory = parentDirectory(of: resolvedPath)
-        var dir = stat()
-        guard stat(directory, &dir) == 0 else { return "its directory \(directory) cannot be read" }
-        guard dir.st_mode & S_IWOTH != 0 else { return nil }
-        let sticky = dir.st_mode & S_ISVTX != 0
-        if sticky && (file.st_uid == 0 || file.st_uid == geteuid()) { return nil }
-        if sticky {
-            return "it is in the world-writable directory \(directory) and owned by uid \(file.st_uid), "
-                + "neither root nor the current user; move it to a directory only you can write"
+        if file.st_mode & S_IWGRP != 0 && file.st_gid != 0 {
+            return "the file is writable by group \(groupName(file.st_gid)) (its members could replace its code); "
+                + "fix with chmod g-w \(resolvedPath)"
         }
-        return "it is in the world-writable directory \(directory) (anyone could replace it); "
-            + "move it, or fix with chmod o-w \(directory)"
+        var path = resolvedPath
+        var entry = file
+        while path != "/" {
+            let directory = parentDirectory(of: path)
+            var dir = stat()
+            guard stat(directory, &dir) == 0 else { return "its directory \(directory) cannot be read" }
+            if let reason = foreignOwner(dir, "its directory \(directory)", directory) { return reason }
+            let entryIsTrusted = entry.st_uid == 0 || entry.st_uid == geteuid()
+            let sharedButSticky = dir.st_mode & S_ISVTX != 0 && entryIsTrusted
+            if dir.st_mode & S_IWOTH != 0 && !sharedButSticky {
+                if dir.st_mode & S_ISVTX != 0 {
+                    return "it is in the world-writable directory \(directory) under \(path), owned by uid \(entry.st_uid), "
+                        + "neither root nor the current user; move it to a directory only you can write"
+                }
+                return "it is in the world-writable directory \(directory) (anyone could replace it); "
+                    + "move it, or fix with chmod o-w \(directory)"
+            }
+            if dir.st_mode & S_IWGRP != 0 && dir.st_gid != 0 && !sharedButSticky {
+                return "it is in the directory \(directory), writable by group \(groupName(dir.st_gid)) (its members could replace it); "
+                    + "move it, or fix with chmod g-w \(directory)"
+            }
+            path = directory
+            entry = dir
+        }
+        return nil
+    }
+
+    /// The refusal for a file or directory on a plugin's path that belongs to neither root nor
+    /// the current user (that user could replace the plugin), or nil.
+    private static func foreignOwner(_ info: stat, _ what: String, _ path: String) -> String? {
+        let me = geteuid()
+        guard info.st_uid != 0 && info.st_uid != me else { return nil }
+        return "\(what) belongs to \(userName(info.st_uid)), neither root nor the current user \(userName(me)) "
+            + "(that user could replace the plugin's code); install it as root, or fix with chown \(me) \(path)"
+    }
+
+    static func userName(_ uid: uid_t) -> String {
+        guard let entry = getpwuid(uid) else { return "uid \(uid)" }
+        return "\(String(cString: entry.pointee.pw_name)) (uid \(uid))"
+    }
+
+    private static func groupName(_ gid: gid_t) -> String {
+        guard let entry = getgrgid(gid) else { return "gid \(gid)" }
+        return "\(String(cString: entry.pointee.gr_name)) (gid \(gid))"
     }
 
     /// Reads the first bytes and refuses anything that is not an ELF (Linux) or Mach-O (macOS)

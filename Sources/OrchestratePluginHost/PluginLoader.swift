@@ -9,7 +9,7 @@ import COrchestratePlugin
 /// Opens plugin libraries and checks them, in this order, stopping at the first problem:
 ///
 /// 1. the file exists and is a regular file;
-/// 2. nobody but its owner could have replaced it (see `LibraryFile.checkPermissions`);
+/// 2. nobody but root and the current user could have replaced it (see `LibraryFile.checkPermissions`);
 /// 3. it starts with an ELF (Mach-O on macOS) header;
 /// 4. `dlopen(RTLD_NOW | RTLD_LOCAL)` succeeds (else: wrong architecture, truncated, missing
 ///    dependency, with the linker's text);

@@ -13,6 +13,11 @@ public enum RunStatus: String, Sendable, CaseIterable {
     /// A step failed or the run was cancelled; compensations are running. `RunRecord.ending`
     /// says whether it will end `failed` or `cancelled`.
     case compensating
+    /// Stopped by the first Ctrl-C or a SIGTERM of the process that executed it: its steps were
+    /// stopped and journaled to start again, nothing was undone. Continues with `resume`, is
+    /// undone by `cancel`; no worker takes it by itself. (A `running` run whose owner died is
+    /// shown as interrupted too, `RunDocument.effectiveStatus`.)
+    case interrupted
     case succeeded
     case failed
     case cancelled
@@ -116,6 +121,10 @@ public struct RunRecord: Sendable {
     /// The run's bandwidth timetable (`--max-rate "08:00,512K 23:00,off"`) as written, instead
     /// of `maxRate` when the cap changes with the time of day.
     public var maxRateTimetable: String?
+    /// The workflow's own `retention:` in seconds (or `RetentionSettings.forever`), journaled
+    /// when the run is created: it wins over the queue's and the store's period. Written only:
+    /// the pruner's query reads the column, reads of the run do not.
+    public var retention: Double?
 
     public init(id: String, workflowName: String, workflowFile: String, workflowSource: String, inputs: JSONValue,
                 status: RunStatus, createdAt: Double, runDir: String, priority: Int = 0, labels: [String: String] = [:])
@@ -133,14 +142,20 @@ public struct RunRecord: Sendable {
         self.queueOrder = createdAt
     }
 
-    /// The run directory on this node: `runDir` under `stateDirectory` (or `runDir` itself
-    /// when it is absolute, as in runs journaled before nodes existed).
-    public func localRunDirectory(stateDirectory: String) -> String {
-        runDir.hasPrefix("/") ? runDir : stateDirectory + "/" + runDir
+    /// The run directory on this node: `runs/ID` under `stateDirectory`, or `runDir` itself
+    /// when it is an absolute `…/runs/ID`, as in runs journaled before nodes existed. Throws
+    /// `RunID.Invalid` for an id that breaks the rule (a store written before ids were
+    /// checked): no path made from an id leaves `runs/`.
+    public func localRunDirectory(stateDirectory: String) throws(RunID.Invalid) -> String {
+        try RunID.check(id, stored: true)
+        let relative = Self.runDirectory(for: id)
+        if runDir.hasPrefix("/"), runDir.hasSuffix("/" + relative), !runDir.split(separator: "/").contains("..") { return runDir }
+        return stateDirectory + "/" + relative
     }
 
-    /// The relative run directory of a new run.
-    public static func runDirectory(for id: String) -> String { "runs/\(id)" }
+    /// The relative run directory of a new run, `runs/ID` (the id checked by whoever made it:
+    /// `RunLauncher`, the scheduler).
+    public static func runDirectory(for id: String) -> String { "runs/" + id }
 }
 
 public struct StepRecord: Sendable {

@@ -1,4 +1,5 @@
 import GRDB
+import Foundation
 
 /// The SQLite schema, as numbered migrations. Append new migrations; never edit a shipped one.
 enum SQLiteSchema {
@@ -208,6 +209,31 @@ enum SQLiteSchema {
                 CREATE INDEX events_progress ON events(run_id, step, seq) WHERE type = 'step.progress';
                 """)
         }
+        migrator.registerMigration("v11 retention") { db in
+            try db.execute(sql: """
+                -- The workflow's own `retention:` in seconds (NULL: the queue's or the store's).
+                ALTER TABLE runs ADD COLUMN retention REAL;
+                -- Finished runs by when they ended: the pruner reads the oldest first.
+                CREATE INDEX runs_finished ON runs(coalesce(finished_at, created_at))
+                    WHERE status IN ('cancelled', 'failed', 'succeeded');
+                -- A run whose watch hand-off is still pending is not pruned (its `after:` action waits).
+                CREATE INDEX watch_handoffs_run ON watch_handoffs(run_id) WHERE outcome = 'pending';
+                """)
+        }
         return migrator
+    }
+
+    /// A new (empty) database file gets `auto_vacuum = INCREMENTAL`, so that pages freed by
+    /// pruning can be given back to the file system a few at a time (`reclaimSpace`). The mode
+    /// is written in the file's first page, before WAL mode is (which fixes the header), so on
+    /// a connection of its own in the default journal mode. A database made before it needs one
+    /// full VACUUM (`orchestrate prune --vacuum`), which migrations cannot run: they are
+    /// transactions, and a VACUUM of a large store holds every writer up for its whole length.
+    static func enableIncrementalVacuumIfNew(path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_size == 0 else { return }
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL; VACUUM") }
+        try queue.close()
     }
 }

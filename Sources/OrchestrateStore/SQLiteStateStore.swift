@@ -34,9 +34,11 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     /// Opens (creating if needed) the store in `directory`. The directory is created 0700 and
     /// the database 0600: state may hold inputs and outputs that are nobody else's business.
+    /// A directory or store file another user owns or can write is refused (`OwnedState`).
     public init(directory: String, synchronous: Synchronous = .normal, busyTimeout: TimeInterval = 30) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
+        try OwnedState.check(directory, as: .stateDirectory)
         path = (directory as NSString).appendingPathComponent("state.sqlite")
         // Create the file ourselves so it is 0600 from its first byte; SQLite gives the -wal
         // and -shm files the database file's permissions.
@@ -44,7 +46,15 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         guard fd >= 0 else {
             throw StoreError.cannotOpen(path: path, reason: String(cString: strerror(errno)))
         }
+        // Closed before SQLite opens the file: closing a descriptor of it later would drop
+        // SQLite's POSIX locks on it (they belong to the process, not the descriptor).
+        let databasePath = path
+        let owned = Result { () throws(OwnedState.Refusal) in try OwnedState.check(descriptor: fd, path: databasePath, as: .storeFile) }
         close(fd)
+        try owned.get()
+        for companion in ["state.sqlite-wal", "state.sqlite-shm", "state.lock"] {
+            try OwnedState.check((directory as NSString).appendingPathComponent(companion), as: .storeFile)
+        }
 
         var config = Configuration()
         config.busyMode = .timeout(busyTimeout)
@@ -63,6 +73,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             defer { close(lock) }
             flock(lock, LOCK_EX)
             defer { flock(lock, LOCK_UN) }
+            try SQLiteSchema.enableIncrementalVacuumIfNew(path: path)
             pool = try DatabasePool(path: path, configuration: config)
             try SQLiteSchema.migrator().migrate(pool)
         } catch let error as StoreError {
@@ -88,6 +99,12 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    /// Runs `body` on the writer connection outside any transaction (PRAGMAs that cannot run
+    /// in one: incremental vacuum, VACUUM).
+    func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction(body)
     }
 
     /// The writer connection's prepared statements; call only inside the writer access.
@@ -133,12 +150,12 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             try db.execute(sql: """
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status,
                                   created_at, run_dir, priority, labels_json, queue_order, max_rate, queue,
-                                  max_rate_timetable)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  max_rate_timetable, retention)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [run.id, run.workflowName, run.workflowFile, run.workflowSource,
                                  run.inputs.jsonText, run.status.rawValue, run.createdAt, run.runDir,
                                  run.priority, Self.labelsJSON(run.labels), run.queueOrder, run.maxRate, run.queue,
-                                 run.maxRateTimetable])
+                                 run.maxRateTimetable, run.retention.map { PruneRule.finite($0) }])
             try Self.insertEvents(events, db)
     }
 

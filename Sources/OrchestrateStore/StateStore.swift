@@ -206,6 +206,30 @@ public protocol StateStore: AnyObject, Sendable {
     /// Returns nil when the store cannot tell (SQLite): the caller then polls.
     func watchForWork(_ wake: @escaping @Sendable () -> Void) throws -> (any WorkWatch)?
 
+    // MARK: Retention (`orchestrate prune`, `queue retention`, serve's pruner)
+
+    /// Sets how long finished runs are kept (seconds, or `RetentionSettings.forever`), for the
+    /// whole store or one named queue; nil removes the setting (the default, or the store-wide
+    /// period for a queue).
+    func setRetention(_ seconds: Double?, queue: String?) throws
+    func retentionSettings() throws -> RetentionSettings
+    /// Up to `limit` finished runs past `rule`'s period by the store's clock, oldest first.
+    /// Never a run with a watch hand-off still pending (its `after:` action is not applied yet).
+    func prunableRuns(_ rule: PruneRule, limit: Int) throws -> [PrunableRun]
+    /// Removes, in one transaction, those of `ids` that are still finished (a `retry` may have
+    /// queued one again since it was selected) with their steps, attempts, events, items and
+    /// checkpoints, and journals one `runs.pruned` event above the events removed. Schedules and
+    /// watch hand-offs stay: a pruned run's schedule time never fires again, its file is never
+    /// handed over again. Returns the runs removed.
+    func pruneRuns(_ ids: [String]) throws -> [PrunableRun]
+    /// The highest seq ever removed by `pruneRuns` (0 when none): a follower resuming from
+    /// below it may have missed events of pruned runs, which the `runs.pruned` events name.
+    func prunedThrough() throws -> Int64
+    /// Gives back to the file system up to `maxPages` pages freed by deletions, in a short
+    /// write; returns whether more remain. SQLite with `auto_vacuum = INCREMENTAL` does;
+    /// PostgreSQL leaves it to autovacuum (returns false).
+    func reclaimSpace(maxPages: Int) throws -> Bool
+
     // MARK: Items of long-lived steps
 
     /// Adds an item to a step's durable queue, with its `item.added` event, in one transaction.

@@ -24,6 +24,11 @@ public struct EventType: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// migration v10 may write, to keep the highest seq of runs deleted before it, has data `{}`:
     /// which run it was is no longer known.
     public static let runDeleted = EventType(rawValue: "run.deleted")
+    /// Finished runs past their retention were removed with everything journaled about them
+    /// (`orchestrate prune`, or `serve`'s pruner): data `runs` (their ids) and `through` (the
+    /// highest seq removed). Not a run's own event (`run_id` is null); journaled above the events
+    /// it removed, so a follower that resumes before them reads it and learns what is gone.
+    public static let runsPruned = EventType(rawValue: "runs.pruned")
     // Steps.
     public static let stepStarted = EventType(rawValue: "step.started")
     public static let stepRetrying = EventType(rawValue: "step.retrying")
@@ -102,9 +107,7 @@ public enum QueueName {
     public static let rule = "a queue name is 1 to 64 letters, digits, '.', '_' or '-', not dots alone"
 
     public static func isValid(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 64
-            && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
-            && name.contains { $0 != "." }
+        PathSafeName.isValid(name, maximumLength: 64)
     }
 
     /// A named queue made passive on its own is a `queue_state` row keyed by this and its name

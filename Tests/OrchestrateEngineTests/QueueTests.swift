@@ -112,7 +112,7 @@ import Testing
         #expect(h.lines("log").contains("undo d"))
 
         // retry: only what did not succeed runs again (begin was compensated, so it runs again).
-        #expect(try h.orchestrate(["retry", d]).status == 0)
+        #expect(try h.orchestrate(["retry", d, "--detach"]).status == 0)
         #expect(h.waitFor { runStatus(d) == "running" })
         #expect(try h.orchestrate(["delete", d]).status == 2, "a running run cannot be deleted")
         #expect(try h.orchestrate(["cancel", d]).status == 0)

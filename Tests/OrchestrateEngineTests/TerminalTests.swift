@@ -7,14 +7,8 @@ import Testing
 /// place with rate and ETA, erased when the step is done, colour only without NO_COLOR.
 @Suite(.serialized) struct TerminalTests {
     let h = Harness()
-    let tmux = URL(fileURLWithPath: "/usr/bin/tmux")
-
-    func tmux(_ args: [String]) throws -> ProcessResult {
-        try ChildProcess.run(tmux, args)
-    }
-
-    /// Runs `orchestrate run` in a detached 120×30 tmux session; returns the session name.
-    func startInTmux(environment: String = "-u NO_COLOR") throws -> String {
+    /// Runs `orchestrate run` in a tmux session (`TmuxSession`).
+    func startInTmux(environment: String = "-u NO_COLOR") throws -> TmuxSession {
         let pluginDir = h.dir.file("progress-plugin")
         try FileManager.default.createDirectory(at: pluginDir, withIntermediateDirectories: true)
         _ = try CCompiler.buildFixture("progress", into: pluginDir)
@@ -25,26 +19,12 @@ import Testing
               upload: { uses: test.progress, with: { bytes: 104857600, ms: 4000 } }
               after: { uses: test.noop, needs: [upload] }
             """)
-        let session = "orc-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let command = "env \(environment) TERM=xterm-256color \(TestPaths.orchestrate.path) run \(file) "
-            + "\(h.baseArguments.joined(separator: " ")) --plugin-path \(pluginDir.path); echo EXIT=$?; sleep 60"
-        // The tmux server this starts daemonises with the descriptors it inherited, and
-        // Foundation's Process waits until every holder of its internal descriptor exits. So the
-        // client is started through Python's subprocess, which closes inherited descriptors.
-        let started = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), [
-            "python3", "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:], stdin=subprocess.DEVNULL, "
-                + "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))",
-            tmux.path, "new-session", "-d", "-s", session, "-x", "120", "-y", "30", command,
-        ])
-        #expect(started.status == 0, "\(started.stderr)")
-        return session
+        return try TmuxSession("env \(environment) TERM=xterm-256color \(TestPaths.orchestrate.path) run \(file) "
+            + "\(h.baseArguments.joined(separator: " ")) --plugin-path \(pluginDir.path); echo EXIT=$?; sleep 60")
     }
 
-    func screen(_ session: String, escapes: Bool = false, history: Bool = false) -> String {
-        var args = ["capture-pane", "-p", "-t", session]
-        if escapes { args.append("-e") }
-        if history { args += ["-S", "-"] }
-        return (try? tmux(args).stdout) ?? ""
+    func screen(_ session: TmuxSession, escapes: Bool = false, history: Bool = false) -> String {
+        session.screen(escapes: escapes, history: history)
     }
 
     func barLine(_ text: String) -> String? {
@@ -53,7 +33,7 @@ import Testing
 
     @Test func progressBarsRedrawInPlaceWithRateAndETA() throws {
         let session = try startInTmux()
-        defer { _ = try? tmux(["kill-session", "-t", session]) }
+        defer { session.close() }
         #expect(h.waitFor(15) { barLine(screen(session)) != nil })
         let first = try #require(barLine(screen(session)))
         #expect(first.contains("%") && first.contains("MiB/s") && first.contains("/ 100.0 MiB"))
@@ -74,7 +54,7 @@ import Testing
 
     @Test func noColorIsHonoured() throws {
         let session = try startInTmux(environment: "NO_COLOR=1")
-        defer { _ = try? tmux(["kill-session", "-t", session]) }
+        defer { session.close() }
         #expect(h.waitFor(15) { barLine(screen(session)) != nil })
         #expect(!screen(session, escapes: true).contains("\u{1B}[3"), "no colour codes with NO_COLOR")
         #expect(h.waitFor(20) { screen(session).contains("EXIT=0") })

@@ -25,6 +25,7 @@ final class APIServe: @unchecked Sendable {
     /// `descriptorLimit`: serve runs under `ulimit -n` of it (through /bin/sh, which execs it).
     init(extra: [String] = [], descriptorLimit: Int? = nil) throws {
         let tokens = dir.write("tokens", "# name access token\nreader read \(readerToken)\n").path
+        chmod(tokens, 0o600)  // serve refuses a token file others can read
         let arguments = ["serve", "--http", "127.0.0.1:\(port)", "--http-token-file", tokens] + extra + baseArguments
         if let descriptorLimit {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")

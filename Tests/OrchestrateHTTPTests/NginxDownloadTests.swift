@@ -10,10 +10,12 @@ import Testing
 
     /// Starts the download workflow rate-limited, kills it with SIGKILL once the partial file
     /// holds `fraction` of `size`, and returns the run id.
-    func startAndKill(_ nginx: Nginx, name: String, size: Int, fraction: Double, destination: String) throws -> String {
+    func startAndKill(_ nginx: Nginx, name: String, size: Int, fraction: Double, destination: String,
+                      extra: [String] = []) throws -> String
+    {
         let process = try runner.start(Runner.workflow("http-download.yaml"), [
             "url": "\(nginx.base)/files/\(name)", "destination": destination, "max_rate": "\(size / 16)",
-        ])
+        ], extra: extra)
         let part = URL(fileURLWithPath: destination).deletingLastPathComponent().appendingPathComponent(".\(name).part").path
         let reached = Tools.waitFor(30) { Tools.size(part) >= Int(Double(size) * fraction) }
         kill(process.processIdentifier, SIGKILL)
@@ -44,6 +46,33 @@ import Testing
         #expect(ranged.first?.contains(" 206 ") == true)
         #expect(ranged.first?.contains("ifrange=[\\x22") == true, "no strong ETag in If-Range (nginx logs \" as \\x22): \(ranged)")
         #expect(!FileManager.default.fileExists(atPath: runner.path(".big.bin.part")))
+    }
+
+    /// `run --id NAME` after a kill -9 of the run NAME continues it (says so): its partial file
+    /// is kept and the rest asked for with one ranged GET. Without --id, the same command
+    /// continues the interrupted run of the same workflow and inputs just the same.
+    @Test(arguments: [true, false])
+    func runningTheSameJobAgainAfterAKillResumesItAndKeepsThePartial(withID: Bool) throws {
+        let nginx = try Nginx()
+        let size = TestSizes.big
+        try Tools.randomFile("\(nginx.www)/big.bin", bytes: size)
+        let expected = try Tools.sha256("\(nginx.www)/big.bin")
+        let destination = runner.path("big.bin")
+        let id = withID ? ["--id", "nightly-1"] : []
+        let run = try startAndKill(nginx, name: "big.bin", size: size, fraction: 0.4, destination: destination, extra: id)
+        #expect(run == (withID ? "nightly-1" : run))
+        let kept = Tools.size(runner.path(".big.bin.part"))
+
+        let again = try ChildProcess.orchestrate(runner.arguments(Runner.workflow("http-download.yaml"), [
+            "url": "\(nginx.base)/files/big.bin", "destination": destination, "max_rate": "\(size / 16)",
+        ]) + id, environment: runner.environment)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("resuming run \(run) (interrupted)"), "\(again.stderr)")
+        #expect(try runner.runIDs() == [run], "a second run was made")
+        #expect(try Tools.sha256(destination) == expected)
+        let resumedFrom = try runner.status(run)["outputs"]?["resumed_from"]?.intValue ?? 0
+        #expect(kept >= Int(Double(size) * 0.4) && resumedFrom >= Int64(Double(size) * 0.4), "resumed from \(resumedFrom), kept \(kept)")
+        #expect(nginx.accessLog.filter { $0.contains("range=[bytes=") }.count == 1, "\(nginx.accessLog)")
     }
 
     /// `run --max-rate`: the engine's cap reaches libcurl's socket reads through the bandwidth

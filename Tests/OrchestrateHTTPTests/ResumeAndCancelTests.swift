@@ -3,8 +3,8 @@ import OrchestrateJSON
 import OrchestrateTestSupport
 import Testing
 
-/// kill -9 in the middle of a tus upload then `resume`; cancel during an upload (compensation
-/// deletes the video); cancel reaching a stalled transfer; the low-speed abort.
+/// kill -9 or Ctrl-C in the middle of an upload then `resume`; `cancel` of the interrupted run
+/// (compensation deletes the video); an interrupt reaching a stalled transfer; the low-speed abort.
 @Suite(.serialized) struct ResumeAndCancelTests {
     let runner = Runner()
 
@@ -40,32 +40,81 @@ import Testing
         #expect((outputs?["resumed_from"]?.intValue ?? 0) >= Int64(Double(size) * 0.6))
     }
 
-    @Test func cancelDuringTheUploadRunsTheCompensationAndTheVideoIsDeleted() throws {
+    /// Ctrl-C through a real terminal (tmux) at mid-transfer of the Vimeo flow, then `resume`:
+    /// the upload continues from its offset and nothing was undone (the video is there); Ctrl-C
+    /// again, then `cancel`: the compensation runs (the video is deleted).
+    @Test func ctrlCInATerminalThenResumeContinuesTheUploadAndCancelRunsTheCompensation() throws {
         let sandbox = try Sandbox()
         let size = 32 << 20
         let source = runner.path("video.mp4")
         try Tools.randomFile(source, bytes: size)
-        let process = try runner.start(Runner.workflow("vimeo-upload.yaml"), [
+        let run = "night-upload"
+        let orchestrate = TestPaths.orchestrate.path, state = "--state \(runner.state)"
+        let arguments = runner.arguments(Runner.workflow("vimeo-upload.yaml"), [
             "source": source, "api": sandbox.url, "max_rate": "\(size / 8)",
-        ])
-        let uploading = Tools.waitFor(30) { ((try? sandbox.videos().first?["received"]?.intValue) ?? 0) > Int64(size / 10) }
-        #expect(uploading)
-        kill(process.processIdentifier, SIGINT)
-        let deadline = Date().addingTimeInterval(15)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        #expect(!process.isRunning)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 130)
+        ]).dropFirst().filter { $0 != "--json" && $0 != "--state" && $0 != runner.state }
+        let session = try TmuxSession("export NO_COLOR=1 VIMEO_TOKEN=\(Sandbox.token); "
+            + "\(orchestrate) run --id \(run) \(arguments.joined(separator: " ")) \(state); echo EXIT1=$?; "
+            + "\(orchestrate) resume \(run) \(state); echo EXIT2=$?; sleep 60")
+        defer { session.close() }
+        func received() -> Int64 { (try? sandbox.videos().first?["received"]?.intValue) ?? 0 }
+
+        #expect(Tools.waitFor(30) { received() > Int64(size / 4) })
+        try session.send("C-c")
+        #expect(Tools.waitFor(15) { session.screen(history: true).contains("EXIT1=130") }, "\(session.screen(history: true))")
+        let atInterrupt = received()
+        #expect(atInterrupt < Int64(size), "the upload finished before the Ctrl-C")
+        let screen = session.screen(history: true).replacingOccurrences(of: "\n", with: "")
+        #expect(screen.contains("orchestrate resume \(run) --state \(runner.state)"), "\(screen)")
+        #expect(screen.contains("orchestrate cancel \(run) --state \(runner.state)"), "\(screen)")
+        #expect(try sandbox.videos().first?["deleted"]?.boolValue != true, "the Ctrl-C ran the compensation")
+
+        // The resume (started by the script) continues from the offset: no byte sent twice but
+        // those of the PUT in flight at the interrupt.
+        #expect(Tools.waitFor(30) { received() > atInterrupt + Int64(size / 8) })
+        let total = try #require(try sandbox.videos().first)["bytes_received_total"]?.intValue ?? 0
+        #expect(total <= received() + Int64(size / 8) + (1 << 20),
+                "the server received \(total) bytes for \(received()) kept: the upload started again from zero")
+        try session.send("C-c")
+        #expect(Tools.waitFor(15) { session.screen(history: true).contains("EXIT2=130") }, "\(session.screen(history: true))")
+        #expect(try sandbox.videos().first?["deleted"]?.boolValue != true)
+        let steps = try runner.status(run)["steps"]?.arrayValue ?? []
+        #expect(!steps.contains { ($0["id"]?.stringValue ?? "").hasPrefix("compensate:") }, "no compensation ran: \(steps)")
+
+        let cancelled = try runner.orchestrate(["cancel", run])
+        #expect(cancelled.status == 0, "\(cancelled.stdout)\n\(cancelled.stderr)")
         let video = try #require(try sandbox.videos().first)
         #expect(video["deleted"]?.boolValue == true, "\(video)")
-        #expect((video["received"]?.intValue ?? 0) < Int64(size))
-        let events = Runner.events((try? String(contentsOfFile: runner.path("events.jsonl"), encoding: .utf8)) ?? "")
-        #expect(!events.ofType("run.compensating").isEmpty)
-        #expect(!events.ofType("step.succeeded", step: "compensate:create").isEmpty)
-        #expect(!events.ofType("step.cancelled", step: "upload").isEmpty, "the upload was not interrupted by the cancel")
+        #expect(try runner.status(run)["status"]?.stringValue == "cancelled")
     }
 
-    @Test func cancelInterruptsAStalledTransferWithinASecond() throws {
+    /// SIGINT then `resume` of the tus flow: the upload continues from the server's offset.
+    @Test func sigintAtMidUploadThenResumeContinuesFromTheOffset() throws {
+        let sandbox = try Sandbox()
+        let size = TestSizes.big
+        let chunk = size / 16
+        let source = runner.path("video.mp4")
+        try Tools.randomFile(source, bytes: size)
+        let process = try runner.start(Runner.workflow("vimeo-upload-tus.yaml"), [
+            "source": source, "api": sandbox.url, "chunk_size": "\(chunk)", "max_rate": "\(size / 4)",
+        ])
+        #expect(Tools.waitFor(60) { ((try? sandbox.videos().first?["received"]?.intValue) ?? 0) >= Int64(Double(size) * 0.4) })
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        let run = try #require(try runner.runIDs().last)
+        #expect(try runner.status(run)["status"]?.stringValue == "interrupted")
+        let resumed = try runner.orchestrate(["resume", run])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let video = try #require(try sandbox.videos().first)
+        #expect(video["status"]?.stringValue == "available")
+        #expect(try Tools.sha256(sandbox.videoFile(try #require(video["uri"]?.stringValue))) == (try Tools.sha256(source)))
+        let total = video["bytes_received_total"]?.intValue ?? 0
+        #expect(total <= Int64(size + chunk), "the server received \(total) bytes for a \(size)-byte file")
+        #expect((try runner.status(run)["outputs"]?["resumed_from"]?.intValue ?? 0) >= Int64(Double(size) * 0.4))
+    }
+
+    @Test func anInterruptReachesAStalledTransferWithinASecond() throws {
         let sandbox = try Sandbox()
         try Tools.randomFile("\(sandbox.filesDir)/stall.bin", bytes: 4 << 20)
         try sandbox.setFaults(#"{"stall_ms": 60000, "stall_after_bytes": 1048576}"#)
@@ -82,7 +131,7 @@ import Testing
         #expect(process.terminationStatus == 130)
         #expect(elapsed < 2.0, "cancel took \(elapsed) s")
         let events = Runner.events((try? String(contentsOfFile: runner.path("events.jsonl"), encoding: .utf8)) ?? "")
-        let ended = events.filter { $0["step"]?.stringValue == "download" && ["step.cancelled", "step.failed"].contains($0["type"]?.stringValue ?? "") }
+        let ended = events.filter { $0["step"]?.stringValue == "download" && $0["type"]?.stringValue == "step.interrupted" }
         #expect(!ended.isEmpty)
     }
 

@@ -29,10 +29,12 @@ final class Runner: @unchecked Sendable {
     }
 
     /// Starts a run without waiting (for kill and cancel tests); stdout (JSON events) to a file.
-    func start(_ file: String, _ inputs: [String: String] = [:], events: String = "events.jsonl") throws -> Process {
+    func start(_ file: String, _ inputs: [String: String] = [:], events: String = "events.jsonl",
+               extra: [String] = []) throws -> Process
+    {
         let process = Process()
         process.executableURL = TestPaths.orchestrate
-        process.arguments = arguments(file, inputs)
+        process.arguments = arguments(file, inputs) + extra
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         process.environment = env

@@ -224,4 +224,73 @@ private func sha256sum(_ url: URL) throws -> String {
         #expect(!FileManager.default.fileExists(atPath: source.path))
         #expect(try sha256sum(destination) == expected)
     }
+
+    // MARK: The partial file in a shared folder
+
+    /// Someone planted `copy.bin.partial -> victim` (and, in a second round, a hard link to the
+    /// victim owned by another user): the copy removes the entry and writes a new private file,
+    /// the victim keeps its bytes. On a fresh copy and on a resume with a checkpoint alike.
+    @Test func aPlantedPartialIsReplacedNeverFollowed() async throws {
+        let dir = TemporaryDirectory()
+        let source = dir.file("source.bin")
+        try randomFile(source, size: (1 << 20) + 77)
+        let victim = dir.file("victim")
+        let destination = dir.file("shared/copy.bin")
+        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let partial = destination.path + ".partial"
+        let inputs: JSONValue = ["source": .string(source.path), "destination": .string(destination.path)]
+        var info = stat()
+        #expect(stat(source.path, &info) == 0)
+        let resume = JSONValue.object(["offset": 4096, "source_size": .int(Int64(info.st_size)),
+                                       "source_mtime_ns": .int(Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))])
+        for (round, checkpoint) in [(1, nil), (2, Array(resume.jsonText.utf8))] as [(Int, [UInt8]?)] {
+            try Data("victim's own bytes\n".utf8).write(to: victim)
+            try? FileManager.default.removeItem(atPath: destination.path)
+            try? FileManager.default.removeItem(atPath: partial)
+            if round == 1 {
+                try FileManager.default.createSymbolicLink(atPath: partial, withDestinationPath: victim.path)
+            } else {
+                #expect(link(victim.path, partial) == 0)
+                #expect(chown(victim.path, 65534, 65534) == 0)
+            }
+            let outputs = try #require(try await runFS("fs.copy", inputs, checkpoint: checkpoint).outputs, "round \(round)")
+            #expect(outputs["sha256"] == .string(try sha256sum(source)), "round \(round)")
+            #expect(try sha256sum(destination) == sha256sum(source), "round \(round)")
+            #expect(try String(contentsOf: victim, encoding: .utf8) == "victim's own bytes\n", "round \(round)")
+            #expect(!FileManager.default.fileExists(atPath: partial), "round \(round)")
+        }
+    }
+
+    /// While the bytes arrive the partial file is 0600 (also one an earlier version left 0644);
+    /// the destination gets the source's permission bits at the rename.
+    @Test func thePartialIsPrivateAndTheModeComesAtTheRename() async throws {
+        let dir = TemporaryDirectory()
+        let source = dir.file("source.bin")
+        try randomFile(source, size: 20 << 20)
+        #expect(chmod(source.path, 0o4754) == 0)
+        let destination = dir.file("copy.bin")
+        let partial = destination.path + ".partial"
+        try Data(repeating: 1, count: 10).write(to: URL(fileURLWithPath: partial))
+        #expect(chmod(partial, 0o644) == 0)
+        let modes = LockedList()
+        let delegate = RecordingDelegate()
+        delegate.onCheckpoint = { _ in
+            var info = stat()
+            if stat(partial, &info) == 0 { modes.append(Int(info.st_mode & 0o7777)) }
+        }
+        _ = try #require(try await runFS("fs.copy", ["source": .string(source.path), "destination": .string(destination.path)],
+                                         delegate: delegate).outputs)
+        #expect(!modes.values.isEmpty && modes.values.allSatisfy { $0 == 0o600 }, "\(modes.values.map { String($0, radix: 8) })")
+        var info = stat()
+        #expect(stat(destination.path, &info) == 0)
+        #expect(info.st_mode & 0o7777 == 0o754, "setuid is not copied: \(String(info.st_mode & 0o7777, radix: 8))")
+    }
+}
+
+/// Values collected from another thread.
+private final class LockedList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [Int] = []
+    func append(_ value: Int) { lock.lock(); list.append(value); lock.unlock() }
+    var values: [Int] { lock.lock(); defer { lock.unlock() }; return list }
 }

@@ -44,7 +44,7 @@ import Testing
         ("fs", "fs.checksum", ["path"], ["path"]),
         ("exec", "exec", ["command", "cwd", "env", "inherit_env", "kill_grace", "retryable_exit_codes", "stdin"], ["command"]),
         ("http", "http.download", ["ca_file", "connect_timeout", "destination", "follow_redirects", "headers", "insecure",
-                                   "max_rate", "min_speed", "min_speed_time", "sha256", "url"], ["url", "destination"]),
+                                   "max_rate", "max_size", "min_speed", "min_speed_time", "sha256", "url"], ["url", "destination"]),
         ("http", "http.request", ["body", "ca_file", "connect_timeout", "expect_status", "follow_redirects", "form", "headers",
                                   "insecure", "json", "max_body", "max_rate", "method", "min_speed", "min_speed_time", "query", "url"],
          ["url"]),
@@ -52,11 +52,11 @@ import Testing
                                  "headers", "insecure", "max_rate", "metadata", "min_speed", "min_speed_time", "protocol", "url"],
          ["url", "file"]),
         ("sftp", "sftp.connect", HostInputCheckTests.connection, ["host", "user"]),
-        ("sftp", "sftp.upload", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["destination", "parallel", "remote_root", "session", "sha256", "source"],
+        ("sftp", "sftp.upload", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "parallel", "remote_root", "session", "sha256", "source"],
          ["source", "destination"]),
-        ("sftp", "sftp.download", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["destination", "parallel", "remote_root", "session", "sha256", "source"],
+        ("sftp", "sftp.download", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "parallel", "remote_root", "session", "sha256", "source"],
          ["source", "destination"]),
-        ("sftp", "sftp.accept-paths", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["close_when_idle", "item_attempts", "parallel", "remote_root", "session"],
+        ("sftp", "sftp.accept-paths", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["close_when_idle", "create_root", "item_attempts", "parallel", "remote_root", "session"],
          []),
     ])
     func builtInSchemasKeepTheirInputs(plugin: String, stepType: String, names: [String], required: [String]) throws {

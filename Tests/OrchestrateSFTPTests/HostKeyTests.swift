@@ -11,7 +11,9 @@ import Testing
 
     init() throws { peer = try SSHDPeer() }
 
-    func connect(knownHosts: String, policy: String, transport: SSHTransportKind) throws -> ProcessResult {
+    func connect(knownHosts: String, policy: String, transport: SSHTransportKind, keyFile: String? = nil) throws -> ProcessResult {
+        var fields = peer.connection(knownHosts: knownHosts, policy: policy, transport: transport)
+        if let keyFile { fields = fields.replacingOccurrences(of: "key_file: \(peer.userKey)", with: "key_file: \(keyFile)") }
         let file = h.workflow("""
             version: 1
             name: connect
@@ -20,7 +22,7 @@ import Testing
                 uses: sftp.connect
                 retry: { max_attempts: 1 }
                 with:
-                  \(peer.connection(knownHosts: knownHosts, policy: policy, transport: transport))
+                  \(fields)
             outputs:
               fingerprint: "${{ steps.connect.outputs.fingerprint }}"
             """, name: "connect-\(UUID().uuidString.prefix(6)).yaml")
@@ -35,6 +37,20 @@ import Testing
         #expect(fingerprint.hasPrefix("SHA256:"))
         #expect(result.stdout.contains(fingerprint), "\(result.stdout)")
         #expect(result.stdout.contains("host_key_unknown"))
+    }
+
+    /// A missing known_hosts (under strict) or key_file is named as such, before any libssh2 or
+    /// ssh wording (or an "unknown host" refusal) can hide it.
+    @Test(arguments: SSHTransportKind.allCases) func aMissingKnownHostsOrKeyFileIsNamed(transport: SSHTransportKind) throws {
+        let missingHosts = h.path("no/known_hosts")
+        let hosts = try connect(knownHosts: missingHosts, policy: "strict", transport: transport)
+        #expect(hosts.status != 0)
+        #expect(hosts.stdout.contains("known_hosts \(missingHosts) does not exist"), "\(hosts.stdout)")
+        #expect(!hosts.stdout.contains("host_key_unknown"), "\(hosts.stdout)")
+        let missingKey = h.path("no/id_ed25519")
+        let key = try connect(knownHosts: try peer.knownHosts(), policy: "strict", transport: transport, keyFile: missingKey)
+        #expect(key.status != 0)
+        #expect(key.stdout.contains("key_file \(missingKey) does not exist"), "\(key.stdout)")
     }
 
     @Test(arguments: SSHTransportKind.allCases) func knownKeyPlainAndHashedIsAccepted(transport: SSHTransportKind) throws {

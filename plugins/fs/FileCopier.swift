@@ -69,14 +69,15 @@ struct FileCopier {
             }
         }
 
-        output.file.setPermissions(sourceInfo.mode)
         let digest = hash.finish()
         if let expectedSHA256, expectedSHA256.lowercased() != digest {
             try output.discard()
             throw .permanent("sha256 of \(source) is \(digest), not \(expectedSHA256.lowercased()) (the sha256 input)",
                              code: "sha256_mismatch")
         }
-        try output.commit()
+        // The source's permission bits, given at the rename (the partial file was 0600);
+        // setuid, setgid and sticky are not copied, as `cp` does not without -p.
+        try output.commit(mode: sourceInfo.mode & 0o777)
         step.progress(bytesDone: offset, bytesTotal: offset, filesDone: 1, filesTotal: 1)
         return Copied(sha256: digest, size: offset)
     }

@@ -40,16 +40,16 @@ struct AcceptPathsStep: StepDefinition {
         let (parallel, closeWhenIdle, attempts) = (inputs.parallel, inputs.closeWhenIdle, inputs.itemAttempts)
         let (session, owned) = try Sessions.resolve(inputs.server)
         defer { if owned { session.close() } }
-        let home = try RemoteFS(connection: try session.shared(step), step: step).realpath(".")
-        let root = try RemoteRoot(inputs.server.remoteRoot, home: home)
-        step.log(.info, "accepting paths: up to \(parallel) at once over one connection into \(root.root.isEmpty ? "/" : root.root)")
+        let fs = RemoteFS(connection: try session.shared(step), step: step)
+        // Remote folders made or seen by any item are checked once per session, not per file.
+        let root = try RootGuard(try RemoteRoot(inputs.server.remoteRoot, home: try fs.realpath(".")), fs: fs,
+                                 create: inputs.server.createRoot)
+        step.log(.info, "accepting paths: up to \(parallel) at once over one connection into \(root.root.path)")
         let state = AcceptState()
-        // Remote folders made or seen by any item: each is checked once per session, not per file.
-        let directories = DirectorySet()
         var workers: [Worker] = []
         for _ in 0 ..< parallel {
             workers.append(Worker {
-                Self.work(step, session: session, root: root, directories: directories, options: options,
+                Self.work(step, session: session, root: root, options: options,
                           attempts: attempts, closeWhenIdle: closeWhenIdle, state: state)
             })
         }
@@ -63,7 +63,7 @@ struct AcceptPathsStep: StepDefinition {
 
     /// One worker: takes items until the session closes, the step is cancelled, or (with
     /// close_when_idle) nobody has anything left to do.
-    private static func work(_ step: StepContext, session: Session, root: RemoteRoot, directories: DirectorySet,
+    private static func work(_ step: StepContext, session: Session, root: RootGuard,
                              options: TransferOptions, attempts: Int, closeWhenIdle: Bool, state: AcceptState)
     {
         while !step.isCancelled && !state.stopped {
@@ -76,7 +76,7 @@ struct AcceptPathsStep: StepDefinition {
             case .item(let item):
                 state.begin()
                 defer { state.end() }
-                let result = transfer(item, step, session: session, root: root, directories: directories,
+                let result = transfer(item, step, session: session, root: root,
                                       options: options, attempts: attempts)
                 switch result {
                 case .success(let size):
@@ -97,8 +97,8 @@ struct AcceptPathsStep: StepDefinition {
 
     /// Uploads one item over the session's shared connection; connection errors are retried
     /// (the session reopens a broken connection once for all workers).
-    private static func transfer(_ item: StepItem, _ step: StepContext, session: Session, root: RemoteRoot,
-                                 directories: DirectorySet, options: TransferOptions, attempts: Int) -> Result<Int64, StepError>
+    private static func transfer(_ item: StepItem, _ step: StepContext, session: Session, root: RootGuard,
+                                 options: TransferOptions, attempts: Int) -> Result<Int64, StepError>
     {
         guard let source = item.value?["source"]?.stringValue, let destination = item.value?["destination"]?.stringValue,
               source.hasPrefix("/")
@@ -106,13 +106,12 @@ struct AcceptPathsStep: StepDefinition {
             return .failure(.invalidInput("item must be {\"source\": \"/absolute/path\", \"destination\": \"remote/path\"}"))
         }
         let remote: String
-        do { remote = try root.resolve(destination) } catch { return .failure(error) }
+        do { remote = try root.root.relative(destination) } catch { return .failure(error) }
         var lastError = StepError.retryable("not attempted")
         for attempt in 1 ... attempts {
             do throws(StepError) {
                 let conn = try session.shared(step)
                 let transfer = FileTransfer(session: session, step: step, options: options)
-                transfer.knownDirectories = directories
                 var lastShown: Int64 = 0, lastSaved: Int64 = 0
                 transfer.onProgress = { bytes in
                     // Progress of its own only every MiB: a small file's one report is the final
@@ -126,7 +125,7 @@ struct AcceptPathsStep: StepDefinition {
                         step.saveItemCheckpoint(item.id, Array("{\"offset\":\(bytes)}".utf8))
                     }
                 }
-                let result = try transfer.upload(local: source, remote: remote, connection: conn, checkpoint: nil)
+                let result = try transfer.upload(local: source, remote: remote, root: root, connection: conn, checkpoint: nil)
                 step.itemProgress(item.id, bytesDone: result.size, bytesTotal: result.size)
                 return .success(result.size)
             } catch {

@@ -24,6 +24,7 @@ final class Connection: @unchecked Sendable {
 
     init(_ parameters: ConnectionParameters, step: StepContext) throws(StepError) {
         self.parameters = parameters
+        try parameters.checkFiles()
         switch parameters.transport {
         case .libssh2: transport = try LibSSH2Transport(parameters, step: step)
         case .openssh: transport = try OpenSSHTransport(parameters, step: step)

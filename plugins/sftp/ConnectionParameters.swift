@@ -64,6 +64,29 @@ struct ConnectionParameters: Sendable {
     }
 }
 
+extension ConnectionParameters {
+    /// Refuses a `key_file` or `known_hosts` file that is missing or unreadable, naming it,
+    /// before libssh2 or ssh report it in their own words (or as an unknown host). A missing
+    /// known_hosts is fine where it may be created (`accept-new`) or is not read (`off`).
+    func checkFiles() throws(StepError) {
+        if let keyFile {
+            try ConnectionParameters.readable(keyFile, input: "key_file")
+        }
+        if policy == .strict {
+            try ConnectionParameters.readable(knownHosts, input: "known_hosts", hint: """
+                 (host_key_policy: strict checks the server's key against it: give the file that records this \
+                host, or use host_key_policy: accept-new to record it on the first connection)
+                """)
+        }
+    }
+
+    private static func readable(_ path: String, input: String, hint: String = "") throws(StepError) {
+        guard access(path, R_OK) != 0 else { return }
+        let reason = errno == ENOENT || errno == ENOTDIR ? "does not exist" : "cannot be read (\(String(cString: strerror(errno))))"
+        throw .invalidInput("\(input) \(path) \(reason)\(hint)", code: input == "key_file" ? "key_file_missing" : "known_hosts_missing")
+    }
+}
+
 /// Where and how to connect, declared once for every step that connects (`sftp.connect`, and
 /// the transfer steps used without a session).
 struct ConnectionInputs: StepInputs {
@@ -92,6 +115,7 @@ struct ConnectionInputs: StepInputs {
 struct ServerInputs: StepInputs {
     @Input(help: "session output of sftp.connect") var session: String?
     @Input(help: "remote directory the step's remote paths may not leave") var remoteRoot = "."
+    @Input(help: "create remote_root when it does not exist (otherwise a missing root is refused)") var createRoot = false
     var connection = ConnectionInputs()
 }
 

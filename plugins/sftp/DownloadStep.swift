@@ -35,25 +35,29 @@ struct DownloadStep: StepDefinition {
         do {
             let fs = RemoteFS(connection: connection, step: step)
             let root = try RemoteRoot(inputs.tree.server.remoteRoot, home: try fs.realpath("."))
-            let source = try root.resolve(sourceRelative)
-            guard let info = try fs.stat(source) else { throw StepError.permanent("source \(source) does not exist on the server", code: "ENOENT") }
+            let guardRoot = try RootGuard(root, fs: fs, create: inputs.tree.server.createRoot)
+            // The source as the server resolves it: a symlink is followed only to inside the root.
+            let named = try root.resolve(sourceRelative)
+            guard let found = try guardRoot.entry(try root.relative(sourceRelative), fs: fs) else {
+                throw StepError.permanent("source \(named) does not exist on the server", code: "ENOENT")
+            }
+            let (source, info) = found
             var listing = TreeListing(files: [.init(relative: "", size: info.size)])
             if info.isDirectory {
                 listing = TreeListing()
-                try walk(fs, source, "", into: &listing)
+                try walk(fs, source, "", into: &listing, step: step)
             }
             let entries = listing.files
             for directory in listing.emptyDirectories {
                 try LocalPath.makeDirectories(TreeListing.path(destination, directory))
             }
-            let guardRoot = RootGuard(root: root, fs: fs)
             let tree = TreeTransfer(step: step, session: session, options: options, parallel: inputs.tree.parallel)
             let result = try tree.run(entries, connection: connection) {
                 transfer, conn, entry, state throws(StepError) in
+                // The walk entered real directories only: each file's leaf is checked as it is read.
                 let remote = TreeListing.path(source, entry.relative)
                 let local = TreeListing.path(destination, entry.relative)
-                try guardRoot.check(parentOf: remote)
-                return try transfer.download(remote: remote, local: local, connection: conn, checkpoint: state)
+                return try transfer.download(remote: remote, local: local, root: guardRoot, connection: conn, checkpoint: state)
             }
             step.setOutput("path", .string(destination))
             step.setOutput("files", .int(Int64(entries.count)))
@@ -64,14 +68,21 @@ struct DownloadStep: StepDefinition {
     }
 
     /// The regular files under a remote directory, sorted by relative path (`.partial` leftovers
-    /// of uploads in progress are skipped), and its empty directories.
-    private static func walk(_ fs: RemoteFS, _ dir: String, _ prefix: String, into listing: inout TreeListing) throws(StepError) {
+    /// of uploads in progress are skipped), and its empty directories. Symlinks are skipped, never
+    /// followed (a listing's attributes are LSTAT's on OpenSSH; a folder is LSTATed before it is
+    /// entered all the same, in case another server's listing follows links).
+    private static func walk(_ fs: RemoteFS, _ dir: String, _ prefix: String, into listing: inout TreeListing,
+                             step: StepContext) throws(StepError)
+    {
         var holdsAnything = false
         for entry in try fs.list(dir).sorted(by: { $0.name < $1.name }) {
             let relative = prefix.isEmpty ? entry.name : prefix + "/" + entry.name
-            if entry.attributes.isDirectory {
-                try walk(fs, dir + "/" + entry.name, relative, into: &listing)
+            let path = dir + "/" + entry.name
+            if entry.attributes.isDirectory, try fs.lstat(path)?.isDirectory == true {
+                try walk(fs, path, relative, into: &listing, step: step)
                 holdsAnything = true
+            } else if entry.attributes.isDirectory || entry.attributes.isSymlink {
+                step.log(.warn, "skipping \(path): a symbolic link (a tree download follows none)")
             } else if entry.attributes.isRegular && !entry.name.hasSuffix(".partial") {
                 listing.files.append(.init(relative: relative, size: entry.attributes.size))
                 holdsAnything = true

@@ -83,8 +83,6 @@ final class FileTransfer: @unchecked Sendable {
     /// Below a download partial's size, how far a hole may lie when there is no checkpoint to go
     /// by: the most in flight and one READ.
     static let holeMargin = Int64(uncheckpointedWindow + (255 << 10))
-    /// Remote directories known to exist (shared across a tree, so `mkdir -p` runs once per folder).
-    var knownDirectories: DirectorySet?
 
     private let session: Session
     private let step: StepContext
@@ -99,22 +97,27 @@ final class FileTransfer: @unchecked Sendable {
 
     // MARK: - Upload
 
-    func upload(local: String, remote: String, connection: Connection, checkpoint: JSONValue?) throws(StepError) -> Result {
-        let parent = String(remote[..<(remote.lastIndex(of: "/") ?? remote.startIndex)])
-        guard let known = knownDirectories, known.contains(parent) else {
-            return try upload(local: local, remote: remote, parent: parent, connection: connection, checkpoint: checkpoint)
+    /// Uploads `local` to `remote`, a path relative to `root`'s root (normalised), through its
+    /// checked folder (made when missing).
+    func upload(local: String, remote: String, root: RootGuard, connection: Connection, checkpoint: JSONValue?) throws(StepError) -> Result {
+        let (folder, name) = RootGuard.split(remote)
+        guard !name.isEmpty else {
+            throw .invalidInput("destination names remote_root \(root.root.path) itself: give a file name below it", code: "path_escape")
+        }
+        guard root.isKnown(folder) else {
+            return try upload(local: local, folder: folder, name: name, root: root, connection: connection, checkpoint: checkpoint)
         }
         do {
-            return try upload(local: local, remote: remote, parent: parent, connection: connection, checkpoint: checkpoint)
+            return try upload(local: local, folder: folder, name: name, root: root, connection: connection, checkpoint: checkpoint)
         } catch where error.code == "ENOENT" {
             // The folder was known to exist but is gone (removed on the server during a long
-            // session): create it again, once.
-            known.remove(parent)
-            return try upload(local: local, remote: remote, parent: parent, connection: connection, checkpoint: checkpoint)
+            // session): check (and make) it again, once.
+            root.forgetFolders()
+            return try upload(local: local, folder: folder, name: name, root: root, connection: connection, checkpoint: checkpoint)
         }
     }
 
-    private func upload(local: String, remote: String, parent: String, connection: Connection,
+    private func upload(local: String, folder: String, name: String, root: RootGuard, connection: Connection,
                         checkpoint: JSONValue?) throws(StepError) -> Result
     {
         let source = try LocalFile(reading: local)
@@ -126,31 +129,39 @@ final class FileTransfer: @unchecked Sendable {
             }
         }
         let fs = RemoteFS(connection: connection, step: step)
-        if !parent.isEmpty && !(knownDirectories?.contains(parent) ?? false) {
-            try fs.makeDirectories(parent)
-            knownDirectories?.insert(parent)
-        }
+        let remote = try root.folder(folder, create: true, fs: fs) + "/" + name
         let partial = remote + ".partial"
-        let existing = try fs.stat(partial)
+        // The partial is never followed: a symlink planted there (to a file outside the root) is
+        // removed (REMOVE unlinks the link, not its target) and the upload starts afresh, with
+        // the partial created O_EXCL, which fails if a link is planted again in between.
+        var existing = try fs.lstat(partial)
+        if let found = existing, !found.isRegular {
+            guard found.isSymlink else { throw .permanent("\(partial) exists on the server and is not a regular file", code: "EEXIST") }
+            step.log(.warn, "\(partial) was a symbolic link on the server: removed it without following it, uploading afresh")
+            try fs.remove(partial)
+            existing = nil
+        }
         var ranges: [[Int64]]
-        var truncateFirst = false
+        var createFirst = false
         if size >= options.parallelThreshold && options.connections > 1 {
-            if let saved = FileTransfer.ranges(checkpoint, size: size), let existing, existing.isRegular {
+            if let saved = FileTransfer.ranges(checkpoint, size: size), existing != nil {
                 ranges = saved
             } else {
                 ranges = FileTransfer.plan(size: size, count: options.connections)
                 // The fresh plan is saved first: a kill between the two must not leave an older
                 // plan's positions beside the emptied partial.
                 onCheckpoint?(FileTransfer.state(ranges, size: size))
-                try fs.open(partial, write: true, truncate: true).close()
+                if existing != nil { try fs.remove(partial) }
+                try fs.open(partial, .createNew).close()
             }
         } else {
             var offset = existing?.size ?? 0
-            if offset > size || existing?.isRegular == false { offset = 0 }
-            // A fresh file is truncated by the writer's own open (one round trip fewer per file);
+            if offset > size { offset = 0 }
+            if offset == 0 && existing != nil { try fs.remove(partial) }
+            // A fresh file is created by the writer's own open (one round trip fewer per file);
             // an empty one has no writer, so it is created here.
-            truncateFirst = offset == 0 && size > 0
-            if offset == 0 && size == 0 { try fs.open(partial, write: true, truncate: true).close() }
+            createFirst = offset == 0 && size > 0
+            if offset == 0 && size == 0 { try fs.open(partial, .createNew).close() }
             ranges = [[0, offset, size]]
         }
         let resumedFrom = ranges.reduce(0) { $0 + $1[1] - $1[0] }
@@ -161,7 +172,7 @@ final class FileTransfer: @unchecked Sendable {
         let half = max(chunk / 2, 32 << 10)
         let multiRange = ranges.count > 1
         try runRanges(&ranges, size: size, first: connection, checkpointed: multiRange) { conn, range, report throws(StepError) in
-            let file = try RemoteFS(connection: conn, step: self.step).open(partial, write: true, truncate: truncateFirst)
+            let file = try RemoteFS(connection: conn, step: self.step).open(partial, createFirst ? .createNew : .existing)
             // Each range reads through its own descriptor: the kernel's readahead follows one
             // sequential stream per descriptor, and four interleaved ones defeat it. Opened
             // through the first one, so every range reads the file whose size (and checksum) was
@@ -199,9 +210,12 @@ final class FileTransfer: @unchecked Sendable {
 
     // MARK: - Download
 
-    func download(remote: String, local: String, connection: Connection, checkpoint: JSONValue?) throws(StepError) -> Result {
+    /// Downloads `remote`, a path in a folder `root` checked, to `local`. A symlink there is read
+    /// only if the server resolves it inside the root (LSTAT, as cheap as the STAT it replaces).
+    func download(remote named: String, local: String, root: RootGuard, connection: Connection, checkpoint: JSONValue?) throws(StepError) -> Result {
         let fs = RemoteFS(connection: connection, step: step)
-        guard let attributes = try fs.stat(remote) else { throw .permanent("\(remote) does not exist on the server", code: "ENOENT") }
+        guard let found = try root.leaf(named, fs: fs) else { throw .permanent("\(named) does not exist on the server", code: "ENOENT") }
+        let (remote, attributes) = found
         guard attributes.isRegular else { throw .permanent("\(remote) is not a regular file", code: "EISDIR") }
         let size = attributes.size
         let parent = String(local[..<(local.lastIndex(of: "/") ?? local.startIndex)])
@@ -236,7 +250,7 @@ final class FileTransfer: @unchecked Sendable {
         // Half a chunk in flight (without a checkpoint at most `uncheckpointedWindow`).
         let half = checkpointed ? max(options.chunk / 2, 32 << 10) : min(max(options.chunk / 2, 32 << 10), FileTransfer.uncheckpointedWindow)
         try runRanges(&ranges, size: size, first: connection, checkpointed: checkpointed) { conn, range, report throws(StepError) in
-            let file = try RemoteFS(connection: conn, step: self.step).open(remote, write: false)
+            let file = try RemoteFS(connection: conn, step: self.step).open(remote, .read)
             var reported = range[1]
             // The connection's I/O thread writes each piece where it belongs as it arrives;
             // progress and the range checkpoint follow every half chunk of written bytes.
@@ -367,13 +381,3 @@ private final class RangeState: @unchecked Sendable {
 
 /// A download's partial file takes READ data straight from the SFTP channel.
 extension PartialFile: ReadSink {}
-
-/// Remote directories already created or seen during one tree transfer.
-final class DirectorySet: @unchecked Sendable {
-    private let lock = Lock()
-    private var paths: Set<String> = []
-
-    func contains(_ path: String) -> Bool { lock.withLock { paths.contains(path) } }
-    func insert(_ path: String) { _ = lock.withLock { paths.insert(path) } }
-    func remove(_ path: String) { _ = lock.withLock { paths.remove(path) } }
-}

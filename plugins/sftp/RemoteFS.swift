@@ -12,8 +12,13 @@ struct RemoteFS {
     typealias Attributes = SFTP.Attributes
 
     /// Attributes of `path` (following symlinks), or nil when it does not exist.
-    func stat(_ path: String) throws(StepError) -> Attributes? {
-        var reply = try channel.call(.stat, step) { $0.string(path) }
+    func stat(_ path: String) throws(StepError) -> Attributes? { try attributes(.stat, path) }
+
+    /// Attributes of `path` itself (a symlink is not followed), or nil when it does not exist.
+    func lstat(_ path: String) throws(StepError) -> Attributes? { try attributes(.lstat, path) }
+
+    private func attributes(_ request: SFTP.Packet, _ path: String) throws(StepError) -> Attributes? {
+        var reply = try channel.call(request, step) { $0.string(path) }
         if reply.type == SFTP.Packet.status.rawValue {
             let (code, message) = try RemoteFS.status(&reply)
             if code == SFTP.Status.noSuchFile || code == SFTP.Status.noSuchPath { return nil }
@@ -23,7 +28,14 @@ struct RemoteFS {
         return try reply.reader.attributes()
     }
 
-    /// `mkdir -p`: creates each missing component of the absolute `path`.
+    /// Creates the directory `path` (its parent must exist; an existing name is an error).
+    func makeDirectory(_ path: String) throws(StepError) {
+        try expectOK("mkdir \(path)", try channel.call(.mkdir, step) { $0.string(path); $0.attributes(permissions: 0o755) })
+    }
+
+    /// `mkdir -p`: creates each missing component of the absolute `path`, following symlinks on
+    /// the way. Only for `remote_root` itself (`create_root: true`): the workflow names it, so
+    /// it is trusted; every path below it goes through `RootGuard`.
     func makeDirectories(_ path: String) throws(StepError) {
         var current = ""
         for component in path.split(separator: "/") {
@@ -34,7 +46,7 @@ struct RemoteFS {
             }
             let dir = current
             do {
-                try expectOK("mkdir \(dir)", try channel.call(.mkdir, step) { $0.string(dir); $0.attributes(permissions: 0o755) })
+                try makeDirectory(dir)
             } catch {
                 // Another transfer may have created it meanwhile.
                 if try stat(dir)?.isDirectory != true { throw error }
@@ -62,9 +74,9 @@ struct RemoteFS {
         do {
             try plainRename(from, to)
         } catch where error.kind == .permanent {
-            guard try stat(to) != nil else { throw error }
+            guard try lstat(to) != nil else { throw error }
             let aside = to + ".orchestrate-replaced"
-            if try stat(aside) != nil { try remove(aside) }  // left by a crash inside this window
+            if try lstat(aside) != nil { try remove(aside) }  // left by a crash inside this window
             try plainRename(to, aside)
             do {
                 try plainRename(from, to)
@@ -95,13 +107,25 @@ struct RemoteFS {
         return try reply.reader.string()
     }
 
-    /// Opens `path` for reading, or for writing (created if missing, never APPEND: writes go to
-    /// explicit offsets so a resume can start anywhere).
-    func open(_ path: String, write: Bool, truncate: Bool = false) throws(StepError) -> RemoteFile {
-        var flags: SFTP.OpenFlags = write ? [.write, .create] : [.read]
-        if truncate { flags.insert(.truncate) }
+    /// How `open` opens a file. Writing never uses APPEND: writes go to explicit offsets so a
+    /// resume can start anywhere.
+    enum OpenMode {
+        case read
+        /// A new file (`O_CREAT|O_EXCL`): fails if the name exists, a symlink planted there
+        /// included, so a fresh partial is never created through a link.
+        case createNew
+        /// An existing file, for writing (never created here).
+        case existing
+    }
+
+    func open(_ path: String, _ mode: OpenMode) throws(StepError) -> RemoteFile {
+        let flags: SFTP.OpenFlags = switch mode {
+        case .read: [.read]
+        case .createNew: [.write, .create, .exclusive]
+        case .existing: [.write]
+        }
         let handle = try self.handle("open \(path)", try channel.call(.open, step) {
-            $0.string(path); $0.u32(flags.rawValue); $0.attributes(permissions: write ? 0o644 : nil)
+            $0.string(path); $0.u32(flags.rawValue); $0.attributes(permissions: mode == .createNew ? 0o644 : nil)
         })
         return RemoteFile(fs: self, handle: handle, path: path)
     }

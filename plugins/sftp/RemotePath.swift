@@ -15,18 +15,25 @@ struct RemoteRoot {
         root = normal.isEmpty ? "" : "/" + normal.joined(separator: "/")
     }
 
+    /// The root as the server names it ("/" for the file system's root).
+    var path: String { root.isEmpty ? "/" : root }
+
     /// The absolute remote path of `relative` (a leading `/` means the root itself), or an
     /// invalid-input error if it escapes the root.
     func resolve(_ relative: String) throws(StepError) -> String {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        guard let normal = RemoteRoot.normalise(parts) else {
-            throw .invalidInput("remote path \(relative) escapes remote_root \(root.isEmpty ? "/" : root)", code: "path_escape")
-        }
-        return root + (normal.isEmpty ? "" : "/" + normal.joined(separator: "/"))
+        let normal = try self.relative(relative)
+        return root + (normal.isEmpty ? "" : "/" + normal)
     }
 
-    /// Whether the absolute `path` (e.g. a server's realpath) lies inside the root.
-    func contains(_ path: String) -> Bool { root.isEmpty || path == root || path.hasPrefix(root + "/") }
+    /// `relative` normalised ("" for the root itself: `.`, `/`), or an invalid-input error if it
+    /// escapes the root.
+    func relative(_ relative: String) throws(StepError) -> String {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard let normal = RemoteRoot.normalise(parts) else {
+            throw .invalidInput("remote path \(relative) escapes remote_root \(path)", code: "path_escape")
+        }
+        return normal.joined(separator: "/")
+    }
 
     private static func normalise(_ parts: [String]) -> [String]? {
         var out: [String] = []

@@ -20,6 +20,8 @@ enum SFTP {
         static let write = OpenFlags(rawValue: 0x02)
         static let create = OpenFlags(rawValue: 0x08)
         static let truncate = OpenFlags(rawValue: 0x10)
+        /// With `create`: fail if the name exists, a symlink included (never followed: O_EXCL).
+        static let exclusive = OpenFlags(rawValue: 0x20)
     }
 
     /// `SSH_FX_*` status codes (4 and above are v4+ codes some servers send anyway).
@@ -36,6 +38,8 @@ enum SFTP {
         var permissions: UInt32?
         var isDirectory: Bool { permissions.map { $0 & 0o170000 == 0o040000 } ?? false }
         var isRegular: Bool { permissions.map { $0 & 0o170000 == 0o100000 } ?? true }
+        /// Only an `lstat` (or a directory listing) can say so: `stat` follows the link.
+        var isSymlink: Bool { permissions.map { $0 & 0o170000 == 0o120000 } ?? false }
     }
 
     /// The largest packet we accept from a server (OpenSSH's own limit is 256 KiB).

@@ -41,7 +41,6 @@ struct TreeTransfer {
         let total = order.reduce(0) { $0 + $1.size }
         let alreadyDone = state.doneCount
         if alreadyDone > 0 { step.log(.info, "\(alreadyDone) of \(order.count) files already transferred") }
-        let directories = DirectorySet()
 
         // Small files, `parallel` at a time over the shared connection.
         let pending = (0 ..< smallCount).filter { !state.isDone($0) }
@@ -52,7 +51,6 @@ struct TreeTransfer {
                 while state.error == nil, let index = cursor.next() {
                     if step.isCancelled { state.fail(StepError.cancelled("sftp transfer cancelled")); return }
                     let transfer = FileTransfer(session: session, step: step, options: options)
-                    transfer.knownDirectories = directories
                     transfer.onProgress = { bytes in
                         let (done, files) = state.moving(index, bytes)
                         step.progress(bytesDone: done, bytesTotal: total, filesDone: files, filesTotal: Int64(order.count))
@@ -76,7 +74,6 @@ struct TreeTransfer {
         for index in smallCount ..< order.count where !state.isDone(index) {
             try step.checkCancellation()
             let transfer = FileTransfer(session: session, step: step, options: options)
-            transfer.knownDirectories = directories
             transfer.onProgress = { bytes in
                 let (done, files) = state.moving(index, bytes)
                 step.progress(bytesDone: done, bytesTotal: total, filesDone: files, filesTotal: Int64(order.count))
@@ -98,9 +95,10 @@ struct TreeListing {
     var files: [TreeTransfer.Entry] = []
     var emptyDirectories: [String] = []
 
-    /// `base` joined with a relative path of the listing.
+    /// `base` joined with a relative path of the listing (`base` "": a path relative to the
+    /// remote root, which is the root itself).
     static func path(_ base: String, _ relative: String) -> String {
-        relative.isEmpty ? base : base + "/" + relative
+        relative.isEmpty ? base : base.isEmpty ? relative : base + "/" + relative
     }
 }
 

@@ -37,21 +37,19 @@ struct UploadStep: StepDefinition {
             let fs = RemoteFS(connection: connection, step: step)
             let root = try RemoteRoot(inputs.tree.server.remoteRoot, home: try fs.realpath("."))
             let target = try root.resolve(destination)
+            let relative = try root.relative(destination)
             let listing = info.isDirectory ? try TreeListing.walk(source) : TreeListing(files: [.init(relative: "", size: info.size)])
             let entries = listing.files
-            let guardRoot = RootGuard(root: root, fs: fs)
+            let guardRoot = try RootGuard(root, fs: fs, create: inputs.tree.server.createRoot)
             for directory in listing.emptyDirectories {
-                let remote = TreeListing.path(target, directory)
-                try guardRoot.check(parentOf: remote)
-                try fs.makeDirectories(remote)
+                _ = try guardRoot.folder(TreeListing.path(relative, directory), create: true, fs: fs)
             }
             let tree = TreeTransfer(step: step, session: session, options: options, parallel: inputs.tree.parallel)
             let result = try tree.run(entries, connection: connection) {
                 transfer, conn, entry, state throws(StepError) in
                 let local = TreeListing.path(source, entry.relative)
-                let remote = TreeListing.path(target, entry.relative)
-                try guardRoot.check(parentOf: remote)
-                return try transfer.upload(local: local, remote: remote, connection: conn, checkpoint: state)
+                let remote = TreeListing.path(relative, entry.relative)
+                return try transfer.upload(local: local, remote: remote, root: guardRoot, connection: conn, checkpoint: state)
             }
             step.setOutput("path", .string(target))
             step.setOutput("files", .int(Int64(entries.count)))
@@ -59,40 +57,4 @@ struct UploadStep: StepDefinition {
             step.setOutput("resumed_bytes", .int(result.resumed))
         }
     }
-}
-
-/// Refuses remote parents that the server resolves (through symlinks) outside the root. The
-/// threads of a tree use one at once.
-final class RootGuard: @unchecked Sendable {
-    let root: RemoteRoot
-    let fs: RemoteFS
-    private let lock = Lock()
-    private var checked: Set<String> = []
-    private var realRoot: String?
-
-    init(root: RemoteRoot, fs: RemoteFS) {
-        self.root = root
-        self.fs = fs
-    }
-
-    func check(parentOf path: String) throws(StepError) {
-        let parent = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        guard !lock.withLock({ checked.contains(parent) }), let existing = try fs.stat(parent), existing.isDirectory else { return }
-        let knownRoot = lock.withLock { realRoot }
-        let rootPath = knownRoot ?? ((try? fs.realpath(root.root.isEmpty ? "/" : root.root)) ?? root.root)
-        let real = try fs.realpath(parent)
-        guard RemoteRootPrefix(rootPath).contains(real) else {
-            throw StepError.invalidInput("\(parent) resolves to \(real) on the server, outside remote_root \(root.root)", code: "path_escape")
-        }
-        lock.withLock {
-            realRoot = rootPath
-            checked.insert(parent)
-        }
-    }
-}
-
-private struct RemoteRootPrefix {
-    let root: String
-    init(_ root: String) { self.root = root == "/" ? "" : root }
-    func contains(_ path: String) -> Bool { root.isEmpty || path == root || path.hasPrefix(root + "/") }
 }

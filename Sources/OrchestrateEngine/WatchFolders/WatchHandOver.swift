@@ -52,7 +52,7 @@ final class WatchHandOver {
             switch watched.trigger.work {
             case .runs(let inputs):
                 let resolved = try resolveInputs(inputs, file: fileValue)
-                let (run, runEvents) = RunLauncher.record(watched.workflow, inputs: resolved, status: .queued, id: nil,
+                let (run, runEvents) = try RunLauncher.record(watched.workflow, inputs: resolved, status: .queued, id: nil,
                                                           labels: [Self.label: watched.shortID], priority: 0, maxRate: nil,
                                                           queue: queue)
                 work = .run(run, events: runEvents)
@@ -129,7 +129,7 @@ final class WatchHandOver {
             }
             guard case .feed(_, let inputs, _) = watched.trigger.work else { break }
             let id = "watch-\(watched.shortID)-\(runs.count + 1)"
-            let (run, events) = RunLauncher.record(watched.workflow, inputs: try resolveInputs(inputs, file: nil), status: .queued,
+            let (run, events) = try RunLauncher.record(watched.workflow, inputs: try resolveInputs(inputs, file: nil), status: .queued,
                                                    id: id, labels: [Self.label: watched.shortID], priority: 0, maxRate: nil,
                                                    queue: queue)
             do {

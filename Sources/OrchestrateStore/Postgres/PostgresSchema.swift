@@ -209,6 +209,15 @@ enum PostgresSchema {
             CREATE INDEX runs_queued_free ON runs (run_now DESC, priority DESC, queue_order, created_at)
                 WHERE status = 'queued' AND owner_node IS NULL;
             """),
+        (9, """
+            -- The workflow's own `retention:` in seconds (NULL: the queue's or the store's).
+            ALTER TABLE runs ADD COLUMN retention DOUBLE PRECISION;
+            -- Finished runs by when they ended: the pruner reads the oldest first.
+            CREATE INDEX runs_finished ON runs ((coalesce(finished_at, created_at)))
+                WHERE status IN ('cancelled', 'failed', 'succeeded');
+            -- A run whose watch hand-off is still pending is not pruned (its `after:` action waits).
+            CREATE INDEX watch_handoffs_run ON watch_handoffs (run_id) WHERE outcome = 'pending';
+            """),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.

@@ -88,13 +88,14 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     static func insertRun(_ run: RunRecord, _ conn: PGConnection) throws {
             let inserted = try conn.execute("""
                 INSERT INTO runs (id, workflow_name, workflow_file, workflow_source, inputs_json, status, created_at,
-                                  run_dir, priority, labels_json, queue_order, max_rate, queue, max_rate_timetable)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                                  run_dir, priority, labels_json, queue_order, max_rate, queue, max_rate_timetable,
+                                  retention)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
                 ON CONFLICT (id) DO NOTHING
                 """, [run.id, run.workflowName, run.workflowFile, run.workflowSource, run.inputs.jsonText,
                       run.status.rawValue, PGText.of(run.createdAt), run.runDir, PGText.of(run.priority),
                       labelsJSON(run.labels), PGText.of(run.queueOrder), PGText.of(run.maxRate), run.queue,
-                      run.maxRateTimetable])
+                      run.maxRateTimetable, PGText.of(run.retention.map { PruneRule.finite($0) })])
             guard inserted.affected == 1 else { throw StoreError.duplicateRun(run.id) }
     }
 

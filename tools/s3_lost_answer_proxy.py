@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""A reverse proxy for the s3 plugin's tests that loses one answer on purpose.
+
+Every request is forwarded to the target S3 server as it came (signature untouched: the Host
+header is kept). The first request whose method and path match --lose (a regex over
+"METHOD PATH?QUERY") is forwarded too, so the server acts on it, but its answer is never
+delivered: the client's connection is closed instead. That is what a crash, a cut cable or a
+kill just after the server acted looks like to the client.
+
+    python3 tools/s3_lost_answer_proxy.py --target 127.0.0.1:9000 --lose '^POST .*uploadId=' [--then-no-such-upload]
+
+With --then-no-such-upload, later requests matching --lose are answered 404 NoSuchUpload without
+being forwarded, as AWS answers a complete repeated once the upload is gone (moto completes
+it again instead).
+
+prints "listening on 127.0.0.1:PORT" once it listens. Loopback only; standard library only.
+"""
+
+import argparse
+import http.client
+import re
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--lose", required=True)
+    parser.add_argument("--then-no-such-upload", action="store_true")
+    args = parser.parse_args()
+    host, port = args.target.rsplit(":", 1)
+    pattern = re.compile(args.lose)
+    lost = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def forward(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            if args.then_no_such_upload and lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+                error = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code>'
+                         b'<Message>The specified upload does not exist.</Message></Error>')
+                self.send_response(404)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(error)))
+                self.end_headers()
+                self.wfile.write(error)
+                return
+            upstream = http.client.HTTPConnection(host, int(port), timeout=60)
+            headers = {name: value for name, value in self.headers.items() if name.lower() not in ("connection", "keep-alive")}
+            upstream.request(self.command, self.path, body=body, headers=headers)
+            response = upstream.getresponse()
+            payload = response.read()
+            if not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+                lost.set()
+                sys.stderr.write(f"lost the answer to {self.command} {self.path}\n")
+                self.close_connection = True
+                self.connection.close()
+                return
+            self.send_response(response.status)
+            for name, value in response.getheaders():
+                if name.lower() not in ("connection", "keep-alive", "transfer-encoding", "content-length"):
+                    self.send_header(name, value)
+            # A HEAD's Content-Length is the object's size: passed through.
+            length = response.getheader("Content-Length") if self.command == "HEAD" else None
+            self.send_header("Content-Length", length or str(len(payload)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(payload)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(f"listening on 127.0.0.1:{server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
