@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "orchestrate-plugin-http", type: .dynamic, targets: ["OrchestrateHTTPPlugin"]),
         .library(name: "orchestrate-plugin-sftp", type: .dynamic, targets: ["OrchestrateSFTPPlugin"]),
         .library(name: "orchestrate-plugin-s3", type: .dynamic, targets: ["OrchestrateS3Plugin"]),
+        .library(name: "orchestrate-plugin-ftp", type: .dynamic, targets: ["OrchestrateFTPPlugin"]),
         // The local Vimeo-style API (tus, streaming uploads, fault injection) for the demo and tests.
         .executable(name: "orchestrate-sandbox", targets: ["OrchestrateSandbox"]),
         .library(name: "OrchestratePluginKit", targets: ["OrchestratePluginKit"]),
@@ -121,6 +122,9 @@ let package = Package(
         .target(name: "OrchestrateS3Plugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "CLibCrypto",
                                                            "OrchestrateS3Auth", "OrchestrateDigest"],
                 path: "plugins/s3", exclude: ["README.md", "Auth"]),
+        // FTPS (and plain FTP only when asked for by name) on libcurl.
+        .target(name: "OrchestrateFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl"],
+                path: "plugins/ftp", exclude: ["README.md"]),
         .executableTarget(name: "OrchestrateSandbox", dependencies: [
             "OrchestrateJSON", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),

@@ -12,6 +12,7 @@ packages=(
   openssl                           # certificates for the TLS tests (database, HTTP)
   openssh-server openssh-client     # a real sshd on loopback for the SFTP tests
   nginx-light                       # a real HTTP server on loopback for the HTTP tests
+  vsftpd                            # a real FTPS server on loopback for the FTP tests (run in the foreground)
   tmux                              # terminal tests of the progress display
   iproute2 curl                     # ip netns, veth, bridges: the several-machines tests (and curl to the sandbox)
   python3                           # test tools: scripted servers, the fault proxy, the crash campaign

@@ -4,7 +4,7 @@ import OrchestrateEngine
 /// Live progress bars on a TTY, one per step (and per file of a session) that reports
 /// progress, redrawn in place below the lines that scroll:
 ///
-///     upload         [##########----------]  48%  512.0 MiB / 1.0 GiB  210.3 MiB/s  ETA 2s
+///     upload         [######------------------------]  21%     1.0 GiB / 4.8 GiB     19.9 MiB/s    ETA 3m15s
 ///
 /// Not thread-safe: the owner serialises calls (RunPrinter holds a lock).
 final class ProgressBoard {
@@ -41,27 +41,44 @@ final class ProgressBoard {
         drawnLines = lines.count
     }
 
+    /// One row, never wider than `width - 1`: its figures sit in fixed-width slots (the rate
+    /// and ETA slots stay, blank, until measured), so the bar keeps its width while the figures
+    /// change, and a narrow terminal drops the file count, then the total, then the percentage,
+    /// but keeps the rate and the ETA.
     static func line(_ key: String, _ p: ProgressSnapshot, width: Int) -> String {
         let label = key.count > 14 ? String(key.prefix(13)) + "…" : key.padding(14)
-        var figures = ""
-        var fraction: Double?
-        if p.bytesTotal > 0 {
-            fraction = min(max(Double(p.bytesDone) / Double(p.bytesTotal), 0), 1)
-            figures = "\(String(format: "%3.0f", fraction! * 100))%  \(ProgressFormat.bytes(p.bytesDone)) / \(ProgressFormat.bytes(p.bytesTotal))"
-        } else if p.bytesDone >= 0 {
-            figures = ProgressFormat.bytes(p.bytesDone)
+        let fraction = p.bytesTotal > 0 ? min(max(Double(p.bytesDone) / Double(p.bytesTotal), 0), 1) : nil
+        let rate = p.rate > 0 ? ProgressFormat.bytes(Int64(p.rate)) + "/s" : ""
+        let eta = p.rate > 0 && p.bytesTotal > p.bytesDone ? "ETA " + ProgressFormat.eta(Double(p.bytesTotal - p.bytesDone) / p.rate) : ""
+        var fields = Fields(percent: fraction != nil, total: fraction != nil, files: p.filesTotal > 0)
+        func figures() -> String {
+            var text = ""
+            if fields.percent, let fraction { text += String(format: "%3.0f%%  ", fraction * 100) }
+            text += p.bytesDone >= 0 ? ProgressFormat.bytes(p.bytesDone).leftPadded(10) : String(repeating: " ", count: 10)
+            if fields.total { text += " / " + ProgressFormat.bytes(p.bytesTotal).padding(10) }
+            if fields.files { text += "  " + "\(p.filesDone)/\(p.filesTotal) files".padding(15) }
+            return text + "  " + rate.padding(12) + "  " + eta.padding(10)
         }
-        if p.filesTotal > 0 { figures += "  \(p.filesDone)/\(p.filesTotal) files" }
-        if p.rate > 0 {
-            figures += "  \(ProgressFormat.bytes(Int64(p.rate)))/s"
-            if p.bytesTotal > p.bytesDone { figures += "  ETA \(RunDisplay.seconds(Double(p.bytesTotal - p.bytesDone) / p.rate))" }
+        // Dropped in this order until a bar of `minimumBar` fits.
+        let minimumBar = 8
+        var text = figures()
+        for drop in [\Fields.files, \Fields.total, \Fields.percent] where label.count + text.count + 4 + minimumBar > width - 1 {
+            fields[keyPath: drop] = false
+            text = figures()
         }
-        let barWidth = max(10, min(30, width - label.count - figures.count - 6))
+        let barWidth = max(minimumBar, min(30, width - 1 - label.count - text.count - 4))
         let filled = Int((fraction ?? 0) * Double(barWidth))
         let bar = fraction == nil ? String(repeating: "·", count: barWidth)
             : String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled)
-        let text = "\(label) [\(bar)] \(figures)"
-        return text.count > width - 1 ? String(text.prefix(width - 1)) : text
+        var line = "\(label) [\(bar)] \(text)"
+        while line.last == " " { line.removeLast() }
+        return line.count > width - 1 ? String(line.prefix(width - 1)) : line
+    }
+
+    private struct Fields {
+        var percent: Bool
+        var total: Bool
+        var files: Bool
     }
 }
 
@@ -74,5 +91,12 @@ extension Terminal {
         var w = winsize()
         guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &w) == 0, w.ws_col > 0 else { return (80, 24) }
         return (Int(w.ws_col), Int(w.ws_row))
+    }
+}
+
+extension String {
+    /// Right-aligned in `width` columns.
+    func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
     }
 }

@@ -248,6 +248,11 @@ enum ProgressFormat {
         return unit == 0 ? "\(n) B" : String(format: "%.1f %@", value, units[unit])
     }
 
+    /// At most 6 characters: `42s`, `3m05s`, `2h10m`, `>99h`.
+    static func eta(_ seconds: Double) -> String {
+        seconds >= 100 * 3600 ? ">99h" : RunDisplay.seconds(seconds)
+    }
+
     static func describe(_ p: ProgressSnapshot) -> String {
         var parts: [String] = []
         if p.bytesDone >= 0 {
@@ -261,10 +266,7 @@ enum ProgressFormat {
         if p.filesTotal > 0 { parts.append("\(p.filesDone)/\(p.filesTotal) files") }
         if p.rate > 0 {
             parts.append("\(bytes(Int64(p.rate)))/s")
-            if p.bytesTotal > p.bytesDone {
-                let eta = Double(p.bytesTotal - p.bytesDone) / p.rate
-                parts.append(String(format: "ETA %.0fs", eta))
-            }
+            if p.bytesTotal > p.bytesDone { parts.append("ETA " + eta(Double(p.bytesTotal - p.bytesDone) / p.rate)) }
         }
         return parts.joined(separator: "  ")
     }

@@ -83,16 +83,23 @@ struct StatusCommand: ParsableCommand {
         }
         for group in groups {
             let counts = Dictionary(grouping: group.items, by: { $0["status"]?.stringValue ?? "" }).mapValues(\.count)
-            Terminal.line("\nfiles of \(group.step): " + ItemRecord.Status.allCases.map { "\(counts[$0.rawValue] ?? 0) \($0.rawValue)" }.joined(separator: ", "))
+            let states = ["queued", "running"] + ItemRecord.Status.allCases.map(\.rawValue).filter { $0 != "queued" }
+            Terminal.line("\nfiles of \(group.step): " + states.map { "\(counts[$0] ?? 0) \($0)" }.joined(separator: ", "))
             for item in group.items {
                 let value = item["item"]
                 let source = value?["source"]?.stringValue ?? value?.stringValue ?? value?.jsonText ?? ""
                 var line = "  \((item["id"]?.stringValue ?? "").padding(16)) \((item["status"]?.stringValue ?? "").padding(7)) \(source)"
                 if let error = item["error"]?.stringValue { line += "  \(error)" }
+                if let done = item["bytes_done"]?.intValue {
+                    // A file being moved: "12.0 MiB / 150.0 MiB  20.0 MiB/s".
+                    line += "  " + ProgressFormat.describe(ProgressSnapshot(
+                        bytesDone: done, bytesTotal: item["bytes_total"]?.intValue ?? -1, filesDone: -1, filesTotal: -1,
+                        rate: item["rate"]?.doubleValue ?? 0))
+                }
                 Terminal.line(line)
             }
         }
-        if watch && !(RunStatus(rawValue: status)?.isFinished ?? false) {
+        if watch && status == RunStatus.running.rawValue {  // no bars (nor ETAs) for a run not running
             let running = Set(steps.filter { $0["status"]?.stringValue == StepStatus.running.rawValue }.compactMap { $0["id"]?.stringValue })
             let bars = (run["progress"]?.arrayValue ?? []).filter { running.contains($0["step"]?.stringValue ?? "") }
             if !bars.isEmpty { Terminal.line("") }

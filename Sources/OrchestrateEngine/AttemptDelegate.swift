@@ -18,11 +18,16 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     private let owner: OwnerIdentity
     private let redactor: Redactor
     private unowned let sink: any AttemptEventSink
-    private let startedAt = Monotonic.now()
 
     private let lock = NSLock()
     private var lastProgressShown = 0.0
     private var lastProgressJournaled = 0.0
+    /// The bytes this attempt moved and its rate (not the bytes found on disk at a resume).
+    private var rate: AttemptRate
+    /// The items of a session (`accept-paths`) being moved, and what the finished ones moved:
+    /// the step's own progress when it reports none itself.
+    private var sessionItems: SessionItemsProgress
+    private var reportsOwnProgress = false
     /// Items are handed out in the order they were added, each once per attempt: every queued
     /// item up to this sequence number has been handed out.
     private var handedOutThrough: Int64 = 0
@@ -39,11 +44,16 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     private var probeDelay = UnreachableHosts.firstDelay
     private var probing = false
 
+    /// `resumed`: the attempt continues from a checkpoint, so what its first report says is done
+    /// was on disk already (not moved by it).
     init(runID: String, instanceID: String, declaredStep: String, store: any StateStore, owner: OwnerIdentity,
          redactor: Redactor, sink: any AttemptEventSink, itemRetry: RetryPolicy = .default,
          endpoint: Endpoint? = nil, holdTimeout: Duration = Step.defaultHoldTimeout,
-         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) })
+         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }, resumed: Bool = false)
     {
+        let now = Monotonic.now(), wallNow = Date().timeIntervalSince1970
+        self.rate = AttemptRate(resumed: resumed, now: now, wallNow: wallNow)
+        self.sessionItems = SessionItemsProgress(startedAt: wallNow)
         self.retries = ItemRetries(policy: itemRetry, canHold: endpoint != nil, holdTimeout: holdTimeout.seconds)
         self.endpoint = endpoint
         self.holdTimeout = holdTimeout
@@ -67,19 +77,25 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
 
     func progress(_ progress: StepProgress) {
         let now = Monotonic.now()
-        let elapsed = max(now - startedAt, 0.001)
-        let snapshot = ProgressSnapshot(bytesDone: progress.bytesDone, bytesTotal: progress.bytesTotal,
-                                        filesDone: progress.filesDone, filesTotal: progress.filesTotal,
-                                        rate: progress.bytesDone > 0 ? Double(progress.bytesDone) / elapsed : 0)
         var show = false
         var journal = false
         let finished = progress.bytesTotal > 0 && progress.bytesDone >= progress.bytesTotal
-        lock.withLock {
+        let (moved, bytesPerSecond, since) = lock.withLock { () -> (Int64, Double, Double) in
+            reportsOwnProgress = true
             if now - lastProgressShown >= 0.1 || finished { lastProgressShown = now; show = true }
             if now - lastProgressJournaled >= 1.0 || finished { lastProgressJournaled = now; journal = true }
+            let moved = rate.moved(progress.bytesDone, now: now, wallNow: Self.wallClock())
+            return (moved, rate.rate(moved: moved, now: now), rate.sinceWall)
         }
+        let snapshot = ProgressSnapshot(bytesDone: progress.bytesDone, bytesTotal: progress.bytesTotal,
+                                        filesDone: progress.filesDone, filesTotal: progress.filesTotal, rate: bytesPerSecond)
         if show { sink.attemptProgress(step: instanceID, progress: snapshot) }
-        if journal { sink.attemptEvent(type: EventType.stepProgress, step: instanceID, data: snapshot.json) }
+        if journal {
+            var data = snapshot.json.objectValue ?? [:]
+            data["bytes_moved"] = .int(moved)
+            data["since"] = .double(since)
+            sink.attemptEvent(type: EventType.stepProgress, step: instanceID, data: .object(data))
+        }
     }
 
     func saveCheckpoint(_ data: [UInt8]) -> Bool {
@@ -100,7 +116,11 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
         while true {
             if sink.attemptIsCancelled(instanceID) { return .timeout }
             settleHeldItems()
-            if let item = takeRetriedItem() ?? takeQueuedItem() { return item }
+            if let item = takeRetriedItem() ?? takeQueuedItem() {
+                journalSessionProgress()
+                return item
+            }
+            journalSessionProgress()
             // Closing waits for the items that will be tried again (a hold ends by its timeout).
             if sink.attemptSessionClosing(instanceID) && lock.withLock({ retries.waitingCount == 0 }) { return .closed }
             let remaining = deadline - Monotonic.now()
@@ -114,6 +134,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
             guard let item = try? store.nextQueuedItem(runID: runID, stepID: declaredStep, after: handedOutThrough) else { return nil }
             handedOutThrough = item.seq
             retries.handedOut(id: item.id, json: item.json, checkpoint: item.checkpoint)
+            sessionItems.started(item.id, resumed: item.checkpoint != nil, now: Monotonic.now(), wallNow: Self.wallClock())
             sink.attemptEvent(type: EventType.itemStarted, step: instanceID,
                               data: ["item": .string(item.id), "value": (try? JSONValue(parsing: item.json)) ?? .null])
             return .item(id: item.id, json: item.json, checkpoint: item.checkpoint)
@@ -124,6 +145,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     private func takeRetriedItem() -> NextItem? {
         lock.withLock { () -> NextItem? in
             guard retries.waitingCount > 0, let item = retries.takeDue(now: Self.wallClock()) else { return nil }
+            sessionItems.started(item.id, resumed: item.checkpoint != nil, now: Monotonic.now(), wallNow: Self.wallClock())
             sink.attemptEvent(type: EventType.itemStarted, step: instanceID,
                               data: ["item": .string(item.id), "value": (try? JSONValue(parsing: item.json)) ?? .null,
                                      "attempt": .int(Int64(item.failures + 1))])
@@ -132,8 +154,12 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     }
 
     func itemDone(id: String, error: String?) {
-        lock.withLock { retries.finished(id: id) }
+        lock.withLock {
+            retries.finished(id: id)
+            sessionItems.ended(id, ok: error == nil)
+        }
         finishItem(id: id, error: error)
+        journalSessionProgress()
     }
 
     /// Journals the item's end with its `item.finished` event in one transaction; the live
@@ -155,6 +181,8 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     func itemFailed(id: String, failure: StepFailure) {
         var failure = failure
         failure.message = redactor.redact(failure.message)
+        lock.withLock { sessionItems.ended(id, ok: false) }
+        defer { journalSessionProgress() }
         if failure.kind == .cancelled {
             // Not finished: handed out again on the next attempt, as an unreported item is.
             lock.withLock { retries.finished(id: id) }
@@ -231,9 +259,11 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     /// Per-file progress: shown live, and journaled as `item.progress` once a second per item
     /// from its first report, and at its end: an item done within a second journals one event.
     func itemProgress(id: String, bytesDone: Int64, bytesTotal: Int64) {
-        let snapshot = ProgressSnapshot(bytesDone: bytesDone, bytesTotal: bytesTotal, filesDone: -1, filesTotal: -1, rate: 0)
-        sink.attemptProgress(step: "\(instanceID):\(id)", progress: snapshot)
         let now = Monotonic.now()
+        let rate = lock.withLock { sessionItems.report(id, bytesDone: bytesDone, bytesTotal: bytesTotal, now: now, wallNow: Self.wallClock()) }
+        let snapshot = ProgressSnapshot(bytesDone: bytesDone, bytesTotal: bytesTotal, filesDone: -1, filesTotal: -1, rate: rate)
+        sink.attemptProgress(step: "\(instanceID):\(id)", progress: snapshot)
+        defer { journalSessionProgress() }
         let done = bytesTotal >= 0 && bytesDone >= bytesTotal
         let journal = lock.withLock {
             // The first report starts the item's second (it used to be journaled at once).
@@ -251,6 +281,31 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
             sink.attemptEvent(type: EventType.itemProgress, step: instanceID,
                               data: ["item": .string(id), "bytes_done": .int(bytesDone), "bytes_total": .int(bytesTotal)])
         }
+    }
+}
+
+extension AttemptDelegate {
+    /// A session step's progress from its items' (`SessionItemsProgress`), unless the step
+    /// reports its own: shown at most every 0.1 s, journaled as `step.progress` at most once a
+    /// second when it changed (so the last change is journaled by the next wait for an item).
+    private func journalSessionProgress() {
+        let now = Monotonic.now()
+        let (snapshot, data) = lock.withLock { () -> (ProgressSnapshot?, JSONValue?) in
+            guard !reportsOwnProgress, sessionItems.hasItems else { return (nil, nil) }
+            var snapshot: ProgressSnapshot?
+            var data: JSONValue?
+            if sessionItems.changed && now - lastProgressShown >= 0.1 {
+                lastProgressShown = now
+                snapshot = sessionItems.snapshot(now: now)
+            }
+            if sessionItems.changed && now - lastProgressJournaled >= 1 {
+                lastProgressJournaled = now
+                data = sessionItems.journal(now: now)
+            }
+            return (snapshot, data)
+        }
+        if let snapshot { sink.attemptProgress(step: instanceID, progress: snapshot) }
+        if let data { sink.attemptEvent(type: EventType.stepProgress, step: instanceID, data: data) }
     }
 }
 

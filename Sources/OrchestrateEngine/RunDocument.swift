@@ -105,7 +105,7 @@ public enum RunDocument {
 
     public static func detail(_ record: RunDetailRecord) -> JSONValue {
         var object = json(record.run, steps: record.steps).objectValue ?? [:]
-        if !record.items.isEmpty { object["items"] = .array(record.items.map { json($0) }) }
+        if let items = itemsJSON(record) { object["items"] = items }
         object["transfer"] = TransferStatistics.of(record.run, progress: record.progress).json
         object["progress"] = .array(record.progress.map(\.json))
         return .object(object)
@@ -118,6 +118,7 @@ public enum RunDocument {
         var object = detail(RunDetailRecord(run: record.run, steps: [], items: record.items, progress: record.progress))
             .objectValue ?? [:]
         object["steps"] = nil
+        object["items"] = itemsJSON(record)  // an item's state needs the steps'
         // Room for the whole text at once (about 150 bytes a step), not regrown as it is written.
         var writer = JSONObjectText(capacity: 4096 + 192 * record.steps.count + texts.values.reduce(0) { $0 + $1.utf8.count })
         for key in Set(object.keys).union(texts.keys).union(["steps"]).sorted() {
@@ -148,6 +149,35 @@ public enum RunDocument {
         if let o = s.outputs { step.add("outputs", o) }
         if let t = s.startedAt { step.add("started_at", .double(t)) }
         step.add("status", .string(s.status.rawValue))
+    }
+
+    /// The run's items; those a session step is moving are `running`, with their `bytes_done`,
+    /// `bytes_total` (-1 when unknown) and `rate`.
+    static func itemsJSON(_ record: RunDetailRecord) -> JSONValue? {
+        guard !record.items.isEmpty else { return nil }
+        let moving = movingItems(record)
+        return .array(record.items.map { item in
+            guard item.status == .queued, let progress = moving[item.stepID]?[item.id] else { return json(item) }
+            var object = json(item).objectValue ?? [:]
+            object["status"] = .string("running")
+            for key in ["bytes_done", "bytes_total", "rate"] { object[key] = progress[key] }
+            return .object(object)
+        })
+    }
+
+    /// The items a running run's session steps are moving, by step and item id: the `items` of
+    /// each step's latest `step.progress` (`SessionItemsProgress`, journaled at most a second
+    /// late). The store keeps such an item `queued` until it ends: a state written per item
+    /// start would cost a store write per file of a session.
+    private static func movingItems(_ record: RunDetailRecord) -> [String: [String: JSONValue]] {
+        guard effectiveStatus(record.run) == RunStatus.running.rawValue else { return [:] }
+        let running = Set(record.steps.filter { $0.status == .running }.map(\.id))
+        var moving: [String: [String: JSONValue]] = [:]
+        for event in record.progress {
+            guard let step = event.step, running.contains(step), let items = event.data["items"]?.objectValue else { continue }
+            moving[step] = items
+        }
+        return moving
     }
 
     public static func json(_ item: ItemRecord) -> JSONValue {

@@ -318,7 +318,8 @@ extension RunExecutor {
         let delegate = AttemptDelegate(runID: run.id, instanceID: instance.id, declaredStep: instance.record.step,
                                        store: store, owner: owner, redactor: redactor, sink: self,
                                        itemRetry: instance.spec.retry, endpoint: instance.endpoint,
-                                       holdTimeout: instance.spec.holdTimeout, random: options.random)
+                                       holdTimeout: instance.spec.holdTimeout, random: options.random,
+                                       resumed: checkpoint != nil)
         let invocation: any StepRunning
         if (instance.spec.isolation ?? options.defaultIsolation) == .process {
             invocation = IsolatedStepInvocation(stepType: stepType, request: request, delegate: delegate,

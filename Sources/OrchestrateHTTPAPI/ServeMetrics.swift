@@ -33,9 +33,9 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
     private struct StepState {
         var stepType: String
         var attemptStarted: Double?
-        /// The furthest `bytes_done` of this step so far (across attempts: an attempt resumed
-        /// from a checkpoint does not count its bytes twice).
-        var bytesDone: Int64 = 0
+        /// The `bytes_moved` of the running attempt counted so far: what the attempt moved
+        /// itself, never the bytes it found on disk when it resumed.
+        var bytesMoved: Int64 = 0
     }
 
     static let durationBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600]
@@ -107,19 +107,22 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
         case .stepStarted:
             // A for_each parent's start carries `items`, not `attempt`: it is no attempt.
             guard let step = event.step, let uses = data["uses"]?.stringValue, data["attempt"] != nil else { return }
-            lock.withLock { steps[runID, default: [:]][step, default: StepState(stepType: uses)].attemptStarted = event.time }
+            lock.withLock {
+                steps[runID, default: [:]][step, default: StepState(stepType: uses)].attemptStarted = event.time
+                steps[runID]![step]!.bytesMoved = 0
+            }
             counter("step_attempts", "Step attempts started, by step type", [("step_type", uses)]).increment()
         case .stepProgress:
-            guard let step = event.step, let done = data["bytes_done"]?.intValue else { return }
+            guard let step = event.step, let attemptMoved = data["bytes_moved"]?.intValue else { return }
             let moved = lock.withLock { () -> (Int64, String)? in
-                guard var state = steps[runID]?[step], done > state.bytesDone else { return nil }
-                let delta = done - state.bytesDone
-                state.bytesDone = done
+                guard var state = steps[runID]?[step], attemptMoved > state.bytesMoved else { return nil }
+                let delta = attemptMoved - state.bytesMoved
+                state.bytesMoved = attemptMoved
                 steps[runID]![step] = state
                 return (delta, state.stepType)
             }
             if let (delta, stepType) = moved {
-                counter("bytes_moved", "Bytes moved by steps (the furthest each step's transfer got), by direction and plugin",
+                counter("bytes_moved", "Bytes moved by steps and session items (not those found on disk at a resume), by direction and plugin",
                         [("direction", Self.direction(of: stepType)), ("plugin", Self.plugin(of: stepType))]).increment(by: delta)
             }
         case .stepSucceeded, .stepRetrying, .stepFailed, .stepCancelled, .stepInterrupted:

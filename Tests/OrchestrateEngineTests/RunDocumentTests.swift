@@ -48,6 +48,36 @@ struct RunDocumentTests {
         #expect(try JSONValue(parsing: bareBytes) == RunDocument.detail(bare))
     }
 
+    /// A run's transfer figures count the bytes its attempts moved (`bytes_moved`) over the time
+    /// they spent moving them (`since` to their latest report, overlaps once): not the bytes a
+    /// resumed attempt found on disk, nor the hours the run lay dead. The ETA is given only while
+    /// the run is running (its owner alive), never once it is interrupted or paused.
+    @Test func transferFiguresAreOfTheBytesMovedAndGiveAnETAOnlyWhileRunning() throws {
+        var run = RunRecord(id: "r", workflowName: "w", workflowFile: "/w.yaml", workflowSource: "", inputs: [:],
+                            status: .running, createdAt: 1000, runDir: "/tmp/r")
+        run.startedAt = 1000
+        run.ownerIsLive = true
+        let mib: Int64 = 1 << 20
+        // A download resumed at 4000 (dead from 1030): 60 MiB on disk, 20 MiB moved since, in 10 s.
+        let download = EventRecord(seq: 1, runID: "r", time: 4010, type: .stepProgress, step: "download",
+                                   data: ["bytes_done": .int(80 * mib), "bytes_total": .int(100 * mib), "bytes_moved": .int(20 * mib),
+                                          "since": 4000.0])
+        // A second step moving at the same time: 10 MiB over 4005...4010, within the first's span.
+        let other = EventRecord(seq: 2, runID: "r", time: 4010, type: .stepProgress, step: "copy",
+                                data: ["bytes_done": .int(10 * mib), "bytes_total": -1, "bytes_moved": .int(10 * mib), "since": 4005.0])
+        let stats = TransferStatistics.of(run, progress: [download, other], now: 4010)
+        #expect(stats.bytesDone == 90 * mib)
+        #expect(stats.averageRate == Double(3 * mib), "30 MiB in 10 s of moving: \(stats.averageRate / Double(mib)) MiB/s")
+        #expect(abs((stats.remaining ?? 0) - 10.0 / 3) < 1e-9, "the 10 MiB left of the 100 MiB announced at 3 MiB/s: \(String(describing: stats.remaining))")
+
+        run.ownerIsLive = false  // its process died: interrupted, no ETA
+        #expect(RunDocument.effectiveStatus(run) == "interrupted")
+        #expect(TransferStatistics.of(run, progress: [download, other], now: 4010).remaining == nil)
+        run.status = .paused
+        #expect(TransferStatistics.of(run, progress: [download, other], now: 4010).remaining == nil)
+        #expect(TransferStatistics.coveredSeconds([(0, 5), (3, 8), (10, 12), (11, 11.5)]) == 10)
+    }
+
     /// `summariesBytes` (the API's run list) is the text of `["runs": summaries]`, for a run with
     /// every optional member and one with none, a live owner and hostile text.
     @Test func summariesBytesAreTheTextOfSummaries() throws {

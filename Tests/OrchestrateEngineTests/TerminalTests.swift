@@ -7,8 +7,8 @@ import Testing
 /// place with rate and ETA, erased when the step is done, colour only without NO_COLOR.
 @Suite(.serialized) struct TerminalTests {
     let h = Harness()
-    /// Runs `orchestrate run` in a tmux session (`TmuxSession`).
-    func startInTmux(environment: String = "-u NO_COLOR") throws -> TmuxSession {
+    /// Runs `orchestrate run` in a COLUMNS×30 tmux session (`TmuxSession`).
+    func startInTmux(environment: String = "-u NO_COLOR", columns: Int = 120) throws -> TmuxSession {
         let pluginDir = h.dir.file("progress-plugin")
         try FileManager.default.createDirectory(at: pluginDir, withIntermediateDirectories: true)
         _ = try CCompiler.buildFixture("progress", into: pluginDir)
@@ -20,7 +20,7 @@ import Testing
               after: { uses: test.noop, needs: [upload] }
             """)
         return try TmuxSession("env \(environment) TERM=xterm-256color \(TestPaths.orchestrate.path) run \(file) "
-            + "\(h.baseArguments.joined(separator: " ")) --plugin-path \(pluginDir.path); echo EXIT=$?; sleep 60")
+            + "\(h.baseArguments.joined(separator: " ")) --plugin-path \(pluginDir.path); echo EXIT=$?; sleep 60", columns: columns)
     }
 
     func screen(_ session: TmuxSession, escapes: Bool = false, history: Bool = false) -> String {
@@ -57,6 +57,25 @@ import Testing
         defer { session.close() }
         #expect(h.waitFor(15) { barLine(screen(session)) != nil })
         #expect(!screen(session, escapes: true).contains("\u{1B}[3"), "no colour codes with NO_COLOR")
+        #expect(h.waitFor(20) { screen(session).contains("EXIT=0") })
+    }
+
+    /// On a terminal of 80 columns, and of 64, the bar keeps the rate and the ETA (the figures
+    /// that do not fit go first: the total) and its width while the figures change; no line is
+    /// wider than the terminal.
+    @Test(arguments: [80, 64])
+    func theBarKeepsItsWidthAndTheETAOnANarrowTerminal(columns: Int) throws {
+        let session = try startInTmux(columns: columns)
+        defer { session.close() }
+        #expect(h.waitFor(15) { barLine(screen(session)) != nil }, "no bar with an ETA at \(columns) columns: \(screen(session))")
+        let first = try #require(barLine(screen(session)))
+        #expect(first.contains("MiB/s") && first.count < columns, "\(first)")
+        Thread.sleep(forTimeInterval: 1)
+        let later = try #require(barLine(screen(session)), "the ETA was lost: \(screen(session))")
+        #expect(later != first, "the bar is redrawn with new figures")
+        #expect(later.firstIndex(of: "]").map { later.distance(from: later.startIndex, to: $0) }
+                    == first.firstIndex(of: "]").map { first.distance(from: first.startIndex, to: $0) },
+                "the bar keeps its width:\n\(first)\n\(later)")
         #expect(h.waitFor(20) { screen(session).contains("EXIT=0") })
     }
 }

@@ -43,6 +43,38 @@ import Testing
         #expect(scrape.body.contains("orchestrate_runs{queue=\"default\",status=\"succeeded\"} 3"), "\(scrape.body)")
     }
 
+    /// A persistent session's files (the C fixture `test.items`, each "moving" 1,000,000 bytes
+    /// over 3 s with item progress): `GET /api/runs/{id}` shows the file being moved `running`
+    /// with its size, bytes and rate, and the run's `transfer.bytes_done` the session's bytes;
+    /// `orchestrate_bytes_moved_total` counts them.
+    @Test func aSessionsBytesAreInTheRunsDetailAndInBytesMoved() throws {
+        let serve = try APIServe()
+        let received = serve.dir.file("received").path
+        let yaml = "version: 1\nname: session\nsteps:\n  accept: { uses: test.items, with: { file: \"\(received)\", item_ms: 3000 } }\n"
+        let reply = try serve.post("/api/runs", ["workflow_yaml": .string(yaml)])
+        #expect(reply.status == 201, "\(reply.body)")
+        let id = try #require(reply.json["id"]?.stringValue)
+        #expect(try serve.waitFor(30) { try serve.status(id) == "running" })
+        for name in ["a", "b"] {
+            let added = try serve.orchestrate(["add-path", id, "/data/\(name).mov", "in/\(name).mov"])
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+        var seen: JSONValue = .null
+        #expect(try serve.waitFor(20) {
+            seen = try serve.get("/api/runs/\(id)").json
+            let running = seen["items"]?.arrayValue?.first { $0["status"]?.stringValue == "running" }
+            return (running?["rate"]?.doubleValue ?? 0) > 0
+        }, "no file running with a rate: \(seen.jsonText)")
+        let running = try #require(seen["items"]?.arrayValue?.first { $0["status"]?.stringValue == "running" })
+        #expect(running["bytes_total"]?.intValue == 1_000_000 && (running["bytes_done"]?.intValue ?? 0) > 0, "\(running.jsonText)")
+        #expect(try serve.waitFor(30) { try serve.get("/api/runs/\(id)").json["transfer"]?["bytes_done"]?.intValue == 2_000_000 },
+                "\((try? serve.get("/api/runs/\(id)").body) ?? "")")
+        #expect(try serve.post("/api/runs/\(id)/close").status < 300)
+        #expect(try serve.waitFor(30) { try serve.status(id) == "succeeded" })
+        let scrape = try serve.http.request("GET", "/metrics", token: serve.readerToken).body
+        #expect(scrape.contains("orchestrate_bytes_moved_total{direction=\"local\",plugin=\"test\"} 2000000"), "\(scrape)")
+    }
+
     /// A step held because its host does not answer counts in `orchestrate_steps_held` while it
     /// waits, and the run's detail (what the dashboard reads) shows it held with the reason;
     /// once the run is cancelled the gauge is back to 0.

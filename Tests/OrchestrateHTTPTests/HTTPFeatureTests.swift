@@ -157,13 +157,19 @@ import Testing
                                                                            "chunk_size": "\(size / 4)", "max_rate": "\(size / 8)"])
         let uploading = Tools.waitFor(30) { (try? sandbox.videos().count) == 2 && ((try? sandbox.videos().last?["received"]?.intValue) ?? 0) > 0 }
         #expect(uploading)
+        // Ctrl-C interrupts and undoes nothing; `cancel` of the interrupted run, whose process is
+        // gone, runs the compensations itself.
         kill(process.processIdentifier, SIGINT)
         process.waitUntilExit()
         #expect(process.terminationStatus == 130)
+        #expect(try sandbox.videos().last?["deleted"]?.boolValue == false, "an interrupt undoes nothing")
+        let run = try #require(try runner.runIDs().last)
+        let cancel = try runner.orchestrate(["cancel", run])
+        #expect(cancel.status == 0, "\(cancel.stderr)")
         let cancelled = try #require(try sandbox.videos().last)
         #expect(cancelled["deleted"]?.boolValue == true, "\(cancelled)")
         #expect((cancelled["received"]?.intValue ?? 0) < Int64(size))
-        let events = Runner.events((try? String(contentsOfFile: runner.path("events.jsonl"), encoding: .utf8)) ?? "")
-        #expect(!events.ofType("step.succeeded", step: "compensate:create").isEmpty)
+        let events = Runner.events(try runner.orchestrate(["events", run]).stdout)
+        #expect(!events.ofType("step.succeeded", step: "compensate:create").isEmpty, "\(events.suffix(5))")
     }
 }

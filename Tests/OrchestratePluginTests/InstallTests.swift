@@ -6,7 +6,7 @@ import Testing
 
 @Suite("Install")
 struct InstallTests {
-    static let builtInStepTypes = ["exec", "fs.checksum", "fs.copy", "fs.move", "http.download", "http.request",
+    static let builtInStepTypes = ["exec", "fs.checksum", "fs.copy", "fs.move", "ftp.download", "ftp.upload", "http.download", "http.request",
                                    "http.upload", "s3.delete", "s3.download", "s3.upload", "sftp.accept-paths", "sftp.connect",
                                    "sftp.download", "sftp.upload"]
 

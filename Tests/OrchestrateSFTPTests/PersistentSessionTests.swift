@@ -13,13 +13,13 @@ import Testing
     init() throws { peer = try SSHDPeer() }
 
     /// Runs workflows/sftp-persistent.yaml until it accepts paths.
-    func startSession(_ transport: SSHTransportKind) throws -> (process: Process, runID: String) {
+    func startSession(_ transport: SSHTransportKind, extra: [String] = []) throws -> (process: Process, runID: String) {
         let known = try peer.knownHosts()
         let workflow = TestPaths.packageRoot.appendingPathComponent("workflows/sftp-persistent.yaml").path
         let process = try h.start(["run", workflow, "--json", "--input", "transport=\(transport.rawValue)",
                                    "--input", "host=127.0.0.1", "--input", "port=\(peer.port)", "--input", "user=\(peer.user)",
                                    "--input", "key_file=\(peer.userKey)", "--input", "known_hosts=\(known)",
-                                   "--input", "remote_root=\(peer.remoteRoot)", "--input", "parallel=8"])
+                                   "--input", "remote_root=\(peer.remoteRoot)", "--input", "parallel=8"] + extra)
         #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 },
                 "\((try? String(contentsOfFile: h.path("run.log"), encoding: .utf8)) ?? "") exited: \(!process.isRunning)")
         let runID = try #require(try h.runIDs().first)
@@ -166,6 +166,41 @@ import Testing
         #expect(all.ofType("item.released").count >= 1)
         let items = try h.status(runID)["items"]?.arrayValue ?? []
         #expect(items.filter { $0["status"]?.stringValue == "done" }.count == 3, "\(items.map(\.jsonText))")
+    }
+
+    /// A file a session is sending is first-class while it moves: `status --json` shows it
+    /// `running` with its size, bytes and rate (the store keeps it `queued` until it ends), the
+    /// run's `transfer.bytes_done` counts the session's bytes, and `status` prints the file's
+    /// figures. 24 MiB under `--max-rate 8M`: about 3 s of transfer to look at.
+    @Test func aFileBeingSentIsRunningWithItsSizeBytesAndRateAndCountsInTheTransfer() throws {
+        let (process, runID) = try startSession(.openssh, extra: ["--max-rate", "8M"])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let size = 24 << 20
+        let source = Harness.randomFile(h.path("src/big.bin"), size: size, seed: 41)
+        let line = #"{"source": ""# + source + #"", "destination": "in/big.bin"}"#
+        #expect(try ChildProcess.run(TestPaths.orchestrate, ["add-path", runID, "--from", "-", "--state", h.state], stdin: line).status == 0)
+
+        var seen: JSONValue = .null
+        #expect(h.waitFor(20) {
+            guard let status = try? h.status(runID), let item = status["items"]?.arrayValue?.first else { return false }
+            seen = status
+            return item["status"]?.stringValue == "running" && (item["bytes_done"]?.intValue ?? 0) > 0 && (item["rate"]?.doubleValue ?? 0) > 0
+        }, "never running with bytes and a rate: \(seen.jsonText)")
+        let item = try #require(seen["items"]?.arrayValue?.first)
+        #expect(item["bytes_total"]?.intValue == Int64(size), "its size: \(item.jsonText)")
+        let rate = (item["rate"]?.doubleValue ?? 0) / 1_048_576
+        #expect(rate > 4 && rate < 11, "\(rate) MiB/s behind an 8 MiB/s cap")
+        #expect((seen["transfer"]?["bytes_done"]?.intValue ?? 0) > 0, "the session's bytes in the run's transfer: \(seen.jsonText)")
+        let text = try h.orchestrate(["status", runID]).stdout
+        #expect(text.contains("1 running") && text.contains("MiB / 24.0 MiB"), "\(text)")
+
+        #expect(h.waitFor(30) { (try? h.status(runID))?["transfer"]?["bytes_done"]?.intValue == Int64(size) },
+                "\((try? h.status(runID))?.jsonText ?? "")")
+        let done = try h.status(runID)
+        #expect(done["items"]?.arrayValue?.first?["status"]?.stringValue == "done")
+        #expect(try h.orchestrate(["close", runID]).status == 0)
+        process.waitUntilExit()
+        #expect(Harness.sameBytes(source, "\(peer.remoteRoot)/in/big.bin"))
     }
 
     func arrived() -> [String] {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A shell command in a detached tmux session of 120×30: a real terminal, for what a person at
+/// A shell command in a detached tmux session of 120×30 (or `columns`×30): a real terminal, for what a person at
 /// one sees (progress bars, colours) and does (Ctrl-C reaches the foreground process group
 /// through the terminal's line discipline). Killed by `close()`.
 public struct TmuxSession: Sendable {
@@ -9,7 +9,7 @@ public struct TmuxSession: Sendable {
 
     /// Starts `command` (run by bash, so an interrupted child's status is `$?` and the script
     /// goes on) in a new session.
-    public init(_ command: String) throws {
+    public init(_ command: String, columns: Int = 120) throws {
         name = "orc-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let quoted = "'" + command.replacingOccurrences(of: "'", with: "'\\''") + "'"
         // The tmux server this starts daemonises with the descriptors it inherited, and
@@ -18,7 +18,7 @@ public struct TmuxSession: Sendable {
         let started = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), [
             "python3", "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:], stdin=subprocess.DEVNULL, "
                 + "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))",
-            Self.tmux.path, "new-session", "-d", "-s", name, "-x", "120", "-y", "30", "exec bash -c \(quoted)",
+            Self.tmux.path, "new-session", "-d", "-s", name, "-x", "\(columns)", "-y", "30", "exec bash -c \(quoted)",
         ])
         guard started.status == 0 else { throw SpawnFailure(description: "tmux new-session failed: \(started.stderr)") }
     }

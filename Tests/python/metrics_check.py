@@ -36,19 +36,21 @@ def expected(events):
     """What the counters must say, recomputed from the journal."""
     want = defaultdict(Counter)
     step_type = {}  # (run, step) -> uses of its latest attempt
-    furthest = defaultdict(int)  # (run, step) -> furthest bytes_done
+    moved = defaultdict(int)  # (run, step) -> bytes moved by its earlier attempts
+    attempt_moved = defaultdict(int)  # (run, step) -> furthest bytes_moved of its current attempt
     last_status = {}  # run -> final status
     for event in events:
         kind, data = event["type"], event.get("data", {})
         key = (event.get("run"), event.get("step"))
         if kind == "step.started" and "attempt" in data:
             step_type[key] = data["uses"]
+            moved[key] += attempt_moved.pop(key, 0)
             want["orchestrate_step_attempts_total"][(("step_type", data["uses"]),)] += 1
         elif kind in ("step.retrying", "step.failed") and "attempt" in data and key in step_type:
             labels = (("code", data.get("code") or ""), ("kind", data["kind"]), ("step_type", step_type[key]))
             want["orchestrate_step_failures_total"][labels] += 1
         elif kind == "step.progress" and key in step_type:
-            furthest[key] = max(furthest[key], data["bytes_done"])
+            attempt_moved[key] = max(attempt_moved[key], data["bytes_moved"])
         elif kind == "run.finished":
             last_status[event["run"]] = data["status"]
             want["orchestrate_runs_finished_total"][(("status", data["status"]),)] += 1
@@ -58,7 +60,9 @@ def expected(events):
                 and "attempt" in data and key in step_type:
             outcome = "failed" if kind == "step.retrying" else kind.split(".")[1]
             want["orchestrate_step_duration_seconds_count"][(("outcome", outcome), ("step_type", step_type[key]))] += 1
-    for key, done in furthest.items():
+    for key, done in attempt_moved.items():
+        moved[key] += done
+    for key, done in moved.items():
         if done:
             labels = (("direction", direction(step_type[key])), ("plugin", step_type[key].split(".")[0]))
             want["orchestrate_bytes_moved_total"][labels] += done

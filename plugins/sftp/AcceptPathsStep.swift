@@ -112,13 +112,19 @@ struct AcceptPathsStep: StepDefinition {
             do throws(StepError) {
                 let conn = try session.shared(step)
                 let transfer = FileTransfer(session: session, step: step, options: options)
-                var lastShown: Int64 = 0, lastSaved: Int64 = 0
+                var lastShown: Int64 = 0, lastSaved: Int64 = 0, size: Int64 = -1
+                // The size first (a file of a MiB or more): `status` shows the item running,
+                // with its size, from the start.
+                transfer.onSize = { bytes in
+                    size = bytes
+                    if bytes >= 1 << 20 { step.itemProgress(item.id, bytesDone: 0, bytesTotal: bytes) }
+                }
                 transfer.onProgress = { bytes in
                     // Progress of its own only every MiB: a small file's one report is the final
                     // one below (the host may journal each report).
                     if bytes - lastShown >= 1 << 20 {
                         lastShown = bytes
-                        step.itemProgress(item.id, bytesDone: bytes, bytesTotal: -1)
+                        step.itemProgress(item.id, bytesDone: bytes, bytesTotal: size >= 0 ? max(size, bytes) : -1)
                     }
                     if bytes - lastSaved >= 8 << 20 {
                         lastSaved = bytes

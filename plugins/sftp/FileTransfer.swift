@@ -73,6 +73,8 @@ final class FileTransfer: @unchecked Sendable {
 
     /// Progress of the current file (absolute bytes).
     var onProgress: (Int64) -> Void = { _ in }
+    /// The size of the file about to be uploaded, once it is open.
+    var onSize: (Int64) -> Void = { _ in }
     /// Saves this file's range state (nil clears it), when the file has a checkpoint of its own
     /// (a tree moving its files one at a time). Without one, a download of more than one READ
     /// resumes from below its partial's size (`holeMargin`), never from a checkpoint.
@@ -122,6 +124,7 @@ final class FileTransfer: @unchecked Sendable {
     {
         let source = try LocalFile(reading: local)
         let size = source.size
+        onSize(size)
         if let expected = options.expectedSHA256 {
             let actual = try source.sha256(upTo: size).digest
             guard actual == expected else {

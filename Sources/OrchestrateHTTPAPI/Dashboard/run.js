@@ -208,7 +208,9 @@ function stepsTable(run, state) {
 
 /** Files added to persistent sessions (the run's items), with their live progress. */
 function filesTable(run, state) {
-  const items = new Map((run.items || []).map((i) => [i.id, { step: i.step, value: i.item, status: i.status, error: i.error }]));
+  // A running item carries the server's figures (a page opened mid-transfer has seen no event of it yet).
+  const items = new Map((run.items || []).map((i) => [i.id, { step: i.step, value: i.item, status: i.status, error: i.error,
+    ...(i.bytes_done !== undefined ? { done: i.bytes_done, total: i.bytes_total, rate: i.rate } : {}) }]));
   for (const [id, f] of state.files) {
     // The stored status is final once done or failed; before that the journal's is newer.
     const stored = items.get(id) || {};

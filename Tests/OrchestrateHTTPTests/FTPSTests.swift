@@ -1,0 +1,264 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// ftp.upload and ftp.download against pyftpdlib with TLS (tools/ftps_server.py): trees and
+/// files byte-identical, `kill -9` then `resume` going on with APPE/REST (the server's log shows
+/// no file sent twice), an untrusted certificate and a server without TLS refused clearly,
+/// `tls: none` only by name, a hostile listing name and a PASV reply aimed elsewhere.
+@Suite(.serialized) struct FTPSTests {
+    static let passwordVariable = "FTP_TEST_PASSWORD"
+
+    /// One step of `uses` against `server`, the password a secret; `with` adds inputs (YAML flow
+    /// entries); `caFile` false: the server's certificate is not trusted.
+    static func workflow(_ runner: Runner, _ server: PyFTPServer, uses: String, with: String, caFile: Bool = true,
+                         name: String = "wf.yaml") -> String
+    {
+        runner.workflow("""
+            version: 1
+            name: ftp
+            secrets: { password: { env: \(passwordVariable) } }
+            steps:
+              move:
+                uses: \(uses)
+                retry: { max_attempts: 2, initial_interval: 10ms }
+                with: { host: 127.0.0.1, port: \(server.port), user: \(server.user), password: "${{ secrets.password }}", \
+            \(caFile ? "ca_file: \"\(server.certificate.cert)\", " : "")\(with) }
+            outputs:
+              files: "${{ steps.move.outputs.files }}"
+              resumed_bytes: "${{ steps.move.outputs.resumed_bytes }}"
+            """, name: name)
+    }
+
+    static func runner(_ server: PyFTPServer) -> Runner { Runner(environment: [passwordVariable: server.password]) }
+
+    /// An output as a number (an expression's result may come back as text).
+    static func number(_ value: JSONValue?) -> Int64? { value?.intValue ?? value?.stringValue.flatMap { Int64($0) } }
+
+    static func failure(_ result: ProcessResult) -> JSONValue? {
+        Runner.events(result.stdout).ofType("step.failed", step: "move").last?["data"]
+    }
+
+    @Test func aTreeAndAFileGoUpAndComeBackByteIdentical() throws {
+        let server = try PyFTPServer()
+        let runner = FTPSTests.runner(server)
+        let tree = runner.path("tree")
+        try Trees.make(tree, big: 3 << 20)
+        try FileManager.default.createDirectory(atPath: tree + "/d/empty", withIntermediateDirectories: true)
+
+        let up = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.upload",
+                                                   with: "source: \"\(tree)\", destination: in/tree, remote_root: drop, create_root: true"))
+        #expect(up.status == 0, "\(up.stdout)\n\(up.stderr)")
+        #expect(Trees.files(server.root + "/drop/in/tree") == Trees.files(tree))
+        #expect(FileManager.default.fileExists(atPath: server.root + "/drop/in/tree/d/empty"), "an empty folder is made too")
+        #expect(!Trees.files(server.root).keys.contains { $0.hasSuffix(".partial") }, "every partial was renamed into place")
+        #expect(server.transfers("STOR", endingWith: "big.bin.partial").count == 1)
+        #expect(!up.stdout.contains(server.password) && !up.stderr.contains(server.password), "the password never shows")
+        // Nor in the journal: events, outputs, checkpoints (every file of the state directory).
+        let secret = Data(server.password.utf8)
+        let stored = FileManager.default.enumerator(atPath: runner.state)?.compactMap { $0 as? String } ?? []
+        #expect(!stored.isEmpty)
+        for name in stored {
+            #expect(FileManager.default.contents(atPath: runner.state + "/" + name)?.range(of: secret) == nil, "the password is in \(name)")
+        }
+
+        let file = runner.path("one.bin")
+        try Tools.randomFile(file, bytes: 1 << 20)
+        let sha = try Tools.sha256(file)
+        let single = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.upload",
+                                                       with: "source: \"\(file)\", destination: in/one.bin, remote_root: drop, sha256: \(sha)",
+                                                       name: "one.yaml"))
+        #expect(single.status == 0, "\(single.stdout)")
+        #expect(try Tools.sha256(server.root + "/drop/in/one.bin") == sha)
+
+        let back = runner.path("back")
+        let down = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.download",
+                                                     with: "source: in/tree, destination: \"\(back)\", remote_root: drop", name: "down.yaml"))
+        #expect(down.status == 0, "\(down.stdout)")
+        #expect(Trees.files(back) == Trees.files(tree))
+        #expect(FileManager.default.fileExists(atPath: back + "/d/empty"))
+        let downloaded = Runner.events(down.stdout).runOutputs
+        #expect(FTPSTests.number(downloaded?["files"]) == Int64(Trees.files(tree).count), "\(String(describing: downloaded))")
+
+        let oneBack = runner.path("one-back.bin")
+        let downOne = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.download",
+                                                        with: "source: in/one.bin, destination: \"\(oneBack)\", remote_root: drop, sha256: \(sha)",
+                                                        name: "down-one.yaml"))
+        #expect(downOne.status == 0, "\(downOne.stdout)")
+        #expect(try Tools.sha256(oneBack) == sha)
+    }
+
+    /// `kill -9` while the second file of a tree is on its way up, then `resume`: the partial on
+    /// the server is continued with APPE from its SIZE, every file arrives byte-identical, and
+    /// the server received each file's bytes once (the aborted STOR plus the APPE make the size).
+    @Test func killNineDuringATreeUploadThenResumeAppendsTheRest() throws {
+        let server = try PyFTPServer()
+        let runner = FTPSTests.runner(server)
+        let tree = runner.path("tree")
+        let big = 6 << 20
+        try Trees.make(tree, big: big)
+        let wf = FTPSTests.workflow(runner, server, uses: "ftp.upload",
+                                    with: "source: \"\(tree)\", destination: tree, max_rate: 2M")
+        let process = try runner.start(wf)
+        let partial = server.root + "/tree/a/big.bin.partial"
+        let reached = Tools.waitFor(60) { Tools.size(partial) >= 1 << 20 }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(reached)
+        let atKill = Tools.size(partial)
+        #expect(atKill > 0 && atKill < big, "the kill came mid-file (\(atKill) bytes)")
+        let run = try #require(try runner.runIDs().last)
+        #expect(try runner.status(run)["status"]?.stringValue == "interrupted")
+
+        let resumed = try runner.orchestrate(["resume", run])
+        #expect(resumed.status == 0, "\(resumed.stdout)\n\(resumed.stderr)")
+        #expect(Trees.files(server.root + "/tree") == Trees.files(tree))
+        let stored = server.transfers("STOR", endingWith: "big.bin.partial")
+        let appended = server.transfers("APPE", endingWith: "big.bin.partial")
+        // The cut STOR may look complete to the server (FTP ends an upload by closing the data
+        // connection): that is why files go up under a temporary name.
+        #expect(stored.count == 1, "\(stored)")
+        #expect(appended.count == 1 && appended.first?.completed == true, "\(appended)")
+        let sent = (stored.first?.bytes ?? 0) + (appended.first?.bytes ?? 0)
+        #expect(sent == Int64(big), "the server received \(sent) bytes for a \(big)-byte file")
+        #expect((appended.first?.bytes ?? Int64(big)) < Int64(big), "the resume did not send the whole file again")
+        // Files finished before the kill are not sent again.
+        #expect(server.transfers("STOR", endingWith: "empty.txt.partial").count <= 1)
+        #expect((FTPSTests.number(try runner.status(run)["outputs"]?["resumed_bytes"]) ?? 0) >= Int64(atKill))
+    }
+
+    /// `kill -9` while a tree's big file comes down, then `resume`: REST from the local
+    /// partial's size; the server's RETR after the resume sends only the rest.
+    @Test func killNineDuringATreeDownloadThenResumeRestartsWithREST() throws {
+        let server = try PyFTPServer()
+        let runner = FTPSTests.runner(server)
+        let big = 6 << 20
+        try Trees.make(server.root + "/pub/tree", big: big)
+        let back = runner.path("back")
+        let wf = FTPSTests.workflow(runner, server, uses: "ftp.download",
+                                    with: "source: tree, destination: \"\(back)\", remote_root: pub, max_rate: 2M")
+        let process = try runner.start(wf)
+        let partial = back + "/a/big.bin.partial"
+        let reached = Tools.waitFor(60) { Tools.size(partial) >= 1 << 20 }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(reached)
+        let run = try #require(try runner.runIDs().last)
+        let atKill = Tools.size(partial)
+        #expect(atKill > 0 && atKill < big, "the kill came mid-file (\(atKill) bytes)")
+
+        let resumed = try runner.orchestrate(["resume", run])
+        #expect(resumed.status == 0, "\(resumed.stdout)\n\(resumed.stderr)")
+        #expect(Trees.files(back) == Trees.files(server.root + "/pub/tree"))
+        let retrieved = server.transfers("RETR", endingWith: "a/big.bin")
+        #expect(retrieved.count == 2, "\(retrieved)")
+        let after = retrieved.last?.bytes ?? -1
+        #expect(after == Int64(big - atKill), "the resumed RETR sent \(after) bytes; the partial held \(atKill) of \(big)")
+        #expect(try String(contentsOfFile: server.log, encoding: .utf8).contains("REST \(atKill)"))
+    }
+
+    @Test func anUntrustedCertificateIsRefusedWithAClearMessage() throws {
+        let server = try PyFTPServer()
+        let runner = FTPSTests.runner(server)
+        let file = runner.path("f.bin")
+        try Tools.randomFile(file, bytes: 1000)
+        let result = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.upload", with: "source: \"\(file)\", destination: f.bin",
+                                                       caFile: false))
+        #expect(result.status == 1)
+        let failed = try #require(FTPSTests.failure(result))
+        #expect(failed["code"]?.stringValue == "tls_verification_failed")
+        #expect(failed["kind"]?.stringValue == "permanent")
+        let message = failed["error"]?.stringValue ?? ""
+        #expect(message.contains("TLS certificate verification failed for 127.0.0.1:\(server.port)"), "\(message)")
+        #expect(message.contains("ca_file"))
+        #expect(Runner.events(result.stdout).ofType("step.retrying").isEmpty, "a refused certificate is not retried")
+        #expect(!FileManager.default.fileExists(atPath: server.root + "/f.bin.partial"), "nothing was sent")
+        #expect(!result.stdout.contains(server.password))
+    }
+
+    /// A server without TLS: refused by default (the password would travel in clear), accepted
+    /// with `tls: none` written, which logs a warning saying so.
+    @Test func plainFTPIsRefusedByDefaultAndUsedOnlyWhenAskedForByName() throws {
+        let server = try PyFTPServer(plain: true)
+        let runner = FTPSTests.runner(server)
+        let file = runner.path("f.bin")
+        try Tools.randomFile(file, bytes: 100_000)
+        let refused = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.upload", with: "source: \"\(file)\", destination: f.bin"))
+        #expect(refused.status == 1)
+        let failed = try #require(FTPSTests.failure(refused))
+        #expect(failed["code"]?.stringValue == "tls_unavailable", "\(failed)")
+        let message = failed["error"]?.stringValue ?? ""
+        #expect(message.contains("does not offer TLS") && message.contains("tls: none"), "\(message)")
+        #expect(!FileManager.default.fileExists(atPath: server.root + "/f.bin"))
+        #expect(!(try String(contentsOfFile: server.log, encoding: .utf8)).contains("logged in"), "no login was made in clear")
+
+        let plain = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.upload", with: "source: \"\(file)\", destination: f.bin, tls: none",
+                                                      name: "plain.yaml"))
+        #expect(plain.status == 0, "\(plain.stdout)")
+        #expect(Tools.size(server.root + "/f.bin") == 100_000)
+        let warnings = Runner.events(plain.stdout).ofType("step.log", step: "move").filter { $0["data"]?["level"]?.stringValue == "warn" }
+        #expect(warnings.contains { $0["data"]?["message"]?.stringValue?.contains("travel in clear") == true }, "\(warnings)")
+    }
+
+    /// A server listing an entry named `../x`: the download is refused, naming it, and nothing
+    /// is written beside the destination folder.
+    @Test func aListingEntryNamedDotDotSlashXIsRefused() throws {
+        let server = try PyFTPServer(arguments: ["--hostile-name", "../x"])
+        let runner = FTPSTests.runner(server)
+        try FileManager.default.createDirectory(atPath: server.root + "/tree", withIntermediateDirectories: true)
+        try Tools.randomFile(server.root + "/tree/fine.bin", bytes: 1000)
+        let back = runner.path("out/back")
+        let result = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.download", with: "source: tree, destination: \"\(back)\""))
+        #expect(result.status == 1)
+        let failed = try #require(FTPSTests.failure(result))
+        #expect(failed["code"]?.stringValue == "bad_remote_name", "\(failed)")
+        #expect(failed["error"]?.stringValue?.contains("\"../x\"") == true, "\(failed)")
+        #expect(!FileManager.default.fileExists(atPath: runner.path("out/x")))
+        #expect(!FileManager.default.fileExists(atPath: runner.path("out/x.partial")))
+    }
+
+    /// A server whose PASV reply names another address (127.0.0.2, where nothing listens) and
+    /// that refuses EPSV: the data connection still goes to the control connection's host.
+    @Test func aPASVReplyCannotAimTheDataConnectionElsewhere() throws {
+        let server = try PyFTPServer(arguments: ["--no-epsv", "--pasv-address", "127.0.0.2"])
+        let runner = FTPSTests.runner(server)
+        let file = runner.path("f.bin")
+        try Tools.randomFile(file, bytes: 200_000)
+        let result = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.upload", with: "source: \"\(file)\", destination: f.bin"))
+        #expect(result.status == 0, "\(result.stdout)")
+        #expect(Trees.sameBytes(file, server.root + "/f.bin"))
+        #expect(try String(contentsOfFile: server.log, encoding: .utf8).contains("PASV"), "the client had to use PASV")
+    }
+
+    /// A data connection that cannot be made while the control connection works is an error that
+    /// spends attempts, not an unreachable host: the engine would hold the step and probe a port
+    /// that answers, for ever.
+    @Test func aDataConnectionThatFailsIsRetriedNotHeld() throws {
+        let server = try PyFTPServer(arguments: ["--dead-data-port"])
+        let runner = FTPSTests.runner(server)
+        let file = runner.path("f.bin")
+        try Tools.randomFile(file, bytes: 1000)
+        let process = try runner.start(FTPSTests.workflow(runner, server, uses: "ftp.upload", with: "source: \"\(file)\", destination: f.bin"))
+        let ended = Tools.waitFor(30) { !process.isRunning }
+        if !ended { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        #expect(ended, "the run did not end: the step was held as unreachable")
+        let events = Runner.events((try? String(contentsOfFile: runner.path("events.jsonl"), encoding: .utf8)) ?? "")
+        let failed = events.ofType("step.failed", step: "move").last?["data"]
+        #expect(failed?["code"]?.stringValue == "data_connection_failed", "\(String(describing: failed))")
+        #expect(failed?["attempt"]?.intValue == 2)
+    }
+
+    @Test func aRemotePathClimbingOutOfRemoteRootIsRefused() throws {
+        let server = try PyFTPServer()
+        let runner = FTPSTests.runner(server)
+        let file = runner.path("f.bin")
+        try Tools.randomFile(file, bytes: 10)
+        let result = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.upload",
+                                                       with: "source: \"\(file)\", destination: ../../etc/f.bin, remote_root: drop"))
+        #expect(result.status == 1)
+        let failed = try #require(FTPSTests.failure(result))
+        #expect(failed["code"]?.stringValue == "path_escape", "\(failed)")
+    }
+}
