@@ -98,9 +98,9 @@ public enum RunDocument {
     /// added to its persistent sessions ("items", when any), its transfer figures and the
     /// latest `step.progress` event of each step that reported progress ("progress", in the
     /// `events --json` form) (`status --json`, `GET /api/runs/{id}`; `status --server` prints it
-    /// as `status` does). One store read (`StateStore.runDetail`).
-    /// Steps that can still resume show where their partial file is (`partial`, see
-    /// `PartialFiles`): one checkpoint read per such step.
+    /// as `status` does). One store read (`StateStore.runDetail`), and one checkpoint read per
+    /// step that made an attempt and can still resume: such a step shows where its partial file
+    /// is (`partial`, see `PartialFiles`).
     public static func detail(ofRun id: String, store: any StateStore) throws -> JSONValue? {
         guard let record = try store.runDetail(id) else { return nil }
         var object = detail(record).objectValue ?? [:]
@@ -108,7 +108,7 @@ public enum RunDocument {
         if !record.run.status.isFinished, let steps = object["steps"]?.arrayValue {
             object["steps"] = .array(steps.map { step in
                 guard let id = step["id"]?.stringValue, let status = step["status"]?.stringValue.flatMap(StepStatus.init(rawValue:)),
-                      resumable.contains(status), var fields = step.objectValue,
+                      resumable.contains(status), step["attempt"]?.intValue ?? 0 > 0, var fields = step.objectValue,
                       let partial = PartialFiles.existing(runID: record.run.id, stepID: id, store: store) else { return step }
                 fields["partial"] = .string(partial)
                 return .object(fields)
