@@ -67,3 +67,13 @@ extension LocalFile {
         #endif
     }
 }
+
+extension LocalPath {
+    /// `path` made absolute against the current directory (a checkpoint's `partial` is read by
+    /// the engine, which removes only absolute paths).
+    public static func absolute(_ path: String) -> String {
+        guard !path.hasPrefix("/"), let cwd = getcwd(nil, 0) else { return path }
+        defer { free(cwd) }
+        return String(cString: cwd) + "/" + path
+    }
+}

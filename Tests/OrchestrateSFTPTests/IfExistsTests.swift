@@ -137,3 +137,65 @@ import Testing
         #expect(Harness.sameBytes("\(remote)/a.bin", "\(back)/a.bin"))
     }
 }
+
+/// The local partial of an sftp.download: kept (and named by `status`) after kill -9, removed
+/// once the run is cancelled, live or after the interrupt.
+@Suite(.serialized) struct SFTPPartialCleanupTests {
+    let peer: SSHDPeer
+    let h = Harness()
+    let known: String
+
+    init() throws {
+        peer = try SSHDPeer()
+        known = try peer.knownHosts(hashed: true)
+    }
+
+    func start(_ destination: String) throws -> Process {
+        Harness.randomFile("\(peer.remoteRoot)/big.bin", size: 16 << 20, seed: 3)
+        let wf = h.workflow("""
+            version: 1
+            name: slow-download
+            steps:
+              move:
+                uses: sftp.download
+                with:
+                  source: big.bin
+                  destination: \(destination)
+                  remote_root: \(peer.remoteRoot)
+                  connections: 1
+                  chunk_kib: 256
+                  max_rate: 2M
+                  \(peer.connection(knownHosts: known))
+            """, name: "slow.yaml")
+        return try h.start(["run", wf, "--json"])
+    }
+
+    @Test func aKilledDownloadKeepsItsPartialUntilTheRunIsCancelled() throws {
+        let destination = h.path("big.bin")
+        let partial = destination + ".partial"
+        let process = try start(destination)
+        #expect(h.waitFor { Harness.size(partial) >= 1 << 20 })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let run = try #require(try h.runIDs().last)
+        let step = try h.status(run)["steps"]?.arrayValue?.first { $0["id"]?.stringValue == "move" }
+        #expect(step?["partial"]?.stringValue == partial, "\(step as Any)")
+        #expect(FileManager.default.fileExists(atPath: partial))
+        let cancelled = try h.orchestrate(["cancel", run])
+        #expect(cancelled.status == 0, "\(cancelled.stdout)\n\(cancelled.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: partial), "the cancelled run's partial is left behind")
+    }
+
+    @Test func aDownloadCancelledWhileItRunsLeavesNoPartial() throws {
+        let destination = h.path("big.bin")
+        let partial = destination + ".partial"
+        let process = try start(destination)
+        #expect(h.waitFor { Harness.size(partial) >= 1 << 20 })
+        let run = try #require(try h.runIDs().last)
+        let cancelled = try h.orchestrate(["cancel", run])
+        #expect(cancelled.status == 0, "\(cancelled.stdout)\n\(cancelled.stderr)")
+        process.waitUntilExit()
+        #expect(try h.status(run)["status"]?.stringValue == "cancelled")
+        #expect(!FileManager.default.fileExists(atPath: partial), "the cancelled download's partial is left behind")
+    }
+}

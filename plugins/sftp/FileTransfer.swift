@@ -251,6 +251,16 @@ final class FileTransfer: @unchecked Sendable {
         }
         let parent = String(local[..<(local.lastIndex(of: "/") ?? local.startIndex)])
         if !parent.isEmpty { try LocalPath.makeDirectories(parent) }
+        // The checkpoint names the partial: the engine shows it while the step can resume and
+        // removes it once nothing can (a cancelled or failed run).
+        let named = JSONValue.string(LocalPath.absolute(PartialFile.Naming.suffix.path(for: local)))
+        onCheckpoint = onCheckpoint.map { save in
+            { (state: JSONValue?) in save(state.map { state in
+                guard case .object(var fields) = state else { return state }
+                fields["partial"] = named
+                return .object(fields)
+            }) }
+        }
         let existing = try FileInfo.of(PartialFile.Naming.suffix.path(for: local))
         var ranges: [[Int64]]
         let target: PartialFile

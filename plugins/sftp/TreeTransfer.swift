@@ -199,6 +199,8 @@ private final class TreeState: @unchecked Sendable {
         if let file, let index {
             object["file"] = file
             object["file_at"] = .int(Int64(index))
+            // A download's local partial, where the engine looks for it (`PartialFiles`).
+            if let partial = file["partial"] { object["partial"] = partial }
         }
         return .object(object)
     }
