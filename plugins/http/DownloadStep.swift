@@ -186,7 +186,7 @@ struct DownloadState {
             try partial.startOver()
             // Named from the start: the engine shows it while the step can resume and removes
             // it once nothing can (the run cancelled or failed).
-            step.saveCheckpoint(json: ["url": .string(url), "partial": .string(PartialPath.absolute(partial.path))])
+            step.saveCheckpoint(json: ["url": .string(url), "partial": .string(LocalPath.absolute(partial.path))])
         }
     }
 
@@ -197,7 +197,7 @@ struct DownloadState {
         offset = 0
         self.validator = validator
         step.saveCheckpoint(json: ["url": .string(url), "validator": validator.map { .string($0) } ?? .null, "offset": 0,
-                                   "partial": .string(PartialPath.absolute(partial.path))])
+                                   "partial": .string(LocalPath.absolute(partial.path))])
     }
 
     /// One GET from `offset` to the end, the body appended to the partial file as it arrives.
@@ -313,7 +313,7 @@ struct DownloadState {
         func saveCheckpoint() {
             guard state.validator != nil else { return }
             state.step.saveCheckpoint(json: ["url": .string(state.url), "validator": state.validator.map { .string($0) } ?? .null,
-                                             "offset": .int(state.offset), "partial": .string(PartialPath.absolute(state.partial.path))])
+                                             "offset": .int(state.offset), "partial": .string(LocalPath.absolute(state.partial.path))])
         }
 
         /// A strong ETag, else Last-Modified: what If-Range may carry (weak ETags may not).

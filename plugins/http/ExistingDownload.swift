@@ -41,11 +41,3 @@ enum HTTPDate {
     }
 }
 
-/// The partial's path as the checkpoint names it for the engine (`PartialFiles`): absolute.
-enum PartialPath {
-    static func absolute(_ path: String) -> String {
-        guard !path.hasPrefix("/"), let cwd = getcwd(nil, 0) else { return path }
-        defer { free(cwd) }
-        return String(cString: cwd) + "/" + path
-    }
-}
