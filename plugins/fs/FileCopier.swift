@@ -47,8 +47,10 @@ struct FileCopier {
         var checkpointTime = Clock.milliseconds()
         func checkpoint() throws(StepError) {
             try output.sync()  // the checkpoint never claims bytes a crash could lose
+            // `partial` names the file for the engine, which removes it once nothing can resume it.
             step.saveCheckpoint(json: ["offset": .int(offset), "source_size": .int(sourceInfo.size),
-                                       "source_mtime_ns": .int(sourceInfo.mtimeNanoseconds)])
+                                       "source_mtime_ns": .int(sourceInfo.mtimeNanoseconds),
+                                       "partial": .string(LocalPath.absolute(PartialFile.Naming.suffix.path(for: destination)))])
             checkpointedAt = offset
             checkpointTime = Clock.milliseconds()
         }
