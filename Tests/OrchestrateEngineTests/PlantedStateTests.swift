@@ -15,6 +15,10 @@ import Testing
     func madeState() throws -> String {
         let made = try h.orchestrate(["list"])
         #expect(made.status == 0, "\(made.stderr)")
+        // On a PostgreSQL store the state directory holds only run directories and the token:
+        // `list` does not make it.
+        try FileManager.default.createDirectory(atPath: h.state, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
         return h.state
     }
 

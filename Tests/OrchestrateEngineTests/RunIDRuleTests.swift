@@ -92,6 +92,9 @@ import Testing
     @Test func aRunWhoseDirectoryCannotBeMadeFailsOnce() throws {
         #expect(try h.orchestrate(["submit", workflow(), "--id", "nodir"]).status == 0)
         try? FileManager.default.removeItem(atPath: h.state + "/runs")
+        // On a PostgreSQL store nothing has made the state directory yet.
+        try FileManager.default.createDirectory(atPath: h.state, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
         #expect(FileManager.default.createFile(atPath: h.state + "/runs", contents: Data("not a directory".utf8)))
         let serve = try h.start(["serve"])
         defer { kill(serve.processIdentifier, SIGTERM); serve.waitUntilExit() }
