@@ -125,6 +125,7 @@ def schema_table(schema, what):
         default = f"`{json.dumps(p['default'])}`" if "default" in p else ""
         text = p.get("description", "")
         limits = [f"{k} {p[k]}" for k in ("minimum", "maximum", "minLength") if k in p]
+        limits += [f"pattern `{p['pattern']}`"] if "pattern" in p else []
         if limits:
             text += " (" + ", ".join(limits) + ")"
         if p.get("deprecated"):

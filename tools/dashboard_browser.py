@@ -165,6 +165,13 @@ def run(driver, api, url, artifacts):
     driver.save_screenshot(f"{artifacts}/nodes.png")
     click(driver, f"main table a[href='#/runs/{run_id}']")
     wait("the run detail again", lambda: run_id in text(driver, "main h1"))
+    # The singular route, as one types it by hand, is the same page; `#/run` alone, the list.
+    driver.execute_script("window.location.hash = arguments[0]", "#/run/" + run_id)
+    wait("the run detail by #/run/ID", lambda: run_id in text(driver, "main h1") and "undefined" not in text(driver, "main"))
+    driver.execute_script("window.location.hash = '#/run'")
+    wait("the runs list by #/run", lambda: run_id in [r.get_attribute("data-run") for r in driver.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")])
+    driver.execute_script("window.location.hash = arguments[0]", "#/runs/" + run_id)
+    wait("the run detail again", lambda: run_id in text(driver, "main h1"))
 
     # Pause and Resume: the page follows the run's status as the worker acts on each.
     click(driver, "button[data-verb='pause']")

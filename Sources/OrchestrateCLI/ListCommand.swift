@@ -39,14 +39,20 @@ struct ListCommand: ParsableCommand {
         let runs = try reader.runs(labels: try InputParsing.labels(labels), queues: queues.isEmpty ? nil : Set(queues), transfer: global.json)
             .filter { statuses.isEmpty || statuses.contains($0["status"]?.stringValue ?? "") }
             .filter { run in ids.isEmpty || ids.contains { (run["id"]?.stringValue ?? "").hasPrefix($0) } }
+        if global.json {
+            for run in runs { Terminal.line(run.jsonText) }
+            return
+        }
+        // A header row names the columns, when there is a row to name (no runs: no output).
+        let idWidth = runs.map { ($0["id"]?.stringValue ?? "").count }.max() ?? 0
+        func row(_ id: String, _ status: String, _ workflow: String, _ created: String, _ queue: String, _ node: String) -> String {
+            "\(id.padding(idWidth))  \(status.padding(12)) \(workflow.padding(20)) \(created.padding(19))  \(queue.padding(10)) \(node)"
+        }
+        if !runs.isEmpty { Terminal.line(row("ID", "STATUS", "WORKFLOW", "CREATED", "QUEUE", "NODE")) }
         for run in runs {
-            if global.json {
-                Terminal.line(run.jsonText)
-            } else {
-                func text(_ key: String) -> String { run[key]?.stringValue ?? "" }
-                Terminal.line("\(text("id"))  \(text("status").padding(12)) \(text("workflow").padding(20)) "
-                    + "\(RunDisplay.time(run["created_at"]?.doubleValue))  \(text("queue").padding(10)) \(run["node"]?.stringValue ?? "-")")
-            }
+            func text(_ key: String) -> String { run[key]?.stringValue ?? "" }
+            Terminal.line(row(text("id"), text("status"), text("workflow"), RunDisplay.time(run["created_at"]?.doubleValue),
+                              text("queue"), run["node"]?.stringValue ?? "-"))
         }
     }
 }

@@ -63,10 +63,15 @@ public struct Orchestrate: ParsableCommand {
                 print(fullMessage(for: error))
                 ProcessExit.now(0)
             }
-            Terminal.error(fullMessage(for: error))
+            Terminal.error(withoutErrorPrefix(fullMessage(for: error)))
             ProcessExit.now(code == .validationFailure ? ExitStatus.usage : code.rawValue)
         }
     }
+}
+
+/// argument-parser's message without its own "Error: ": `Terminal.error` adds "error: " already.
+func withoutErrorPrefix(_ message: String) -> String {
+    message.hasPrefix("Error: ") ? String(message.dropFirst("Error: ".count)) : message
 }
 
 /// The documented exit statuses.

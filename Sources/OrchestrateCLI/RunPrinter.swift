@@ -20,6 +20,9 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
     private var lastDraw = 0.0
     private var lastPlainProgress: [String: Double] = [:]
     private var output: BatchedWriter<Pending>!
+    /// The step failures printed as they happened (step id, error): the summary points at them
+    /// instead of printing their error a second time. Used under `lock`.
+    private var shownFailures: [(step: String, error: String)] = []
 
     /// What waits for the writer thread: an event with the time it was seen (for the
     /// `[  1.2s]` prefix), or a line already formatted (plain-output progress).
@@ -122,7 +125,7 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
             let attempt = d["attempt"]?.intValue ?? 1
             return prefix + "\(step) " + Terminal.styled("started", .blue) + (attempt > 1 ? " (attempt \(attempt))" : "")
         case EventType.stepSucceeded:
-            if let items = d["items"]?.intValue { return prefix + "\(step) " + Terminal.styled("succeeded", .green) + " (\(items) items)" }
+            if let items = d["items"]?.intValue { return prefix + "\(step) " + Terminal.styled("succeeded", .green) + " (\(counted(Int(items), "item")))" }
             return prefix + "\(step) " + Terminal.styled("succeeded", .green) + " in \(ms(d["duration_ms"]))"
         case EventType.stepRetrying:
             let why = [d["kind"]?.stringValue, d["code"]?.stringValue].compactMap { $0 }.joined(separator: " ")
@@ -133,6 +136,7 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
             let notes = [d["not_retried"]?.stringValue.map { "not retried: \($0)" },
                          d["continue_on_error"]?.boolValue == true ? "continue_on_error" : nil].compactMap { $0 }
             let note = notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"
+            if let step = event.step, let error = d["error"]?.stringValue, !error.isEmpty { shownFailures.append((step, error)) }
             return prefix + "\(step) " + Terminal.styled("failed", .red) + "\(note): \(d["error"]?.stringValue ?? "")"
         case EventType.stepSkipped:
             return prefix + "\(step) " + Terminal.styled("skipped", .dim) + ": \(d["reason"]?.stringValue ?? "")"
@@ -179,10 +183,24 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
         let duration = String(format: "%.1fs", Date().timeIntervalSince(started))
         let style: Terminal.Style = run.status == .succeeded ? .green : .red
         Terminal.line(Terminal.styled("run \(run.id) \(run.status.rawValue)", style) + " in \(duration) (\(countText))")
-        if let error = run.error { Terminal.line("  \(error)") }
+        if let error = run.error { Terminal.line("  " + lock.withLock { Self.pointingAbove(error, shownFailures) }) }
         if let outputs = run.outputs?.objectValue, !outputs.isEmpty {
             for key in outputs.keys.sorted() { Terminal.line("  \(key): \(outputs[key]!.interpolated)") }
         }
+    }
+
+    /// The run's error with the message of each step failure already printed replaced by
+    /// "(error above)": `step 'a' failed after 3 attempts: HTTP 503…` → `step 'a' failed after
+    /// 3 attempts (error above)`. Other reasons (a compensation, an output) stay whole.
+    static func pointingAbove(_ error: String, _ shown: [(step: String, error: String)]) -> String {
+        var text = error
+        for failure in shown {
+            guard let start = text.range(of: "step '\(failure.step)' failed"),
+                  let message = text.range(of: ": " + failure.error, range: start.upperBound..<text.endIndex)
+            else { continue }
+            text.replaceSubrange(message, with: " (error above)")
+        }
+        return text
     }
 
     /// The last `[  1.2s] ` prefix made, by tenth of a second: the lines of a batch mostly

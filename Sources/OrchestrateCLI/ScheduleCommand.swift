@@ -8,7 +8,7 @@ import OrchestrateStore
 struct ScheduleCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "schedule",
-        abstract: "Register, pause, resume or remove a workflow's schedules (its `on: schedule:`).",
+        abstract: "Register, run now, pause, resume or remove a workflow's schedules (its `on: schedule:`).",
         discussion: """
             A registered schedule is kept in the state store with the workflow's text: any `serve` \
             on that store starts its runs (one run per due time, however many serve processes or \
@@ -18,11 +18,12 @@ struct ScheduleCommand: ParsableCommand {
             Examples:
               orchestrate schedule add nightly-upload.yaml
               orchestrate schedule add nightly.yaml --name nightly-eu --queue uploads --replace
+              orchestrate schedule run nightly-upload        # one run now, as a firing would
               orchestrate schedule pause nightly-upload
               orchestrate schedule resume nightly-upload
               orchestrate schedule remove nightly-upload
             """,
-        subcommands: [Add.self, Pause.self, Resume.self, Remove.self])
+        subcommands: [Add.self, RunNow.self, Pause.self, Resume.self, Remove.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -84,6 +85,52 @@ struct ScheduleCommand: ParsableCommand {
         private func absolute(_ path: String) -> String {
             path.hasPrefix("/") ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
         }
+    }
+
+    struct RunNow: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run",
+            abstract: "Queue one run of a schedule now, as its next firing would (labelled trigger=manual).",
+            discussion: """
+                The run has the entry's workflow (as registered), inputs, queue and priority, and the \
+                labels schedule=NAME and trigger=manual; a `serve` on the store runs it. The \
+                schedule's own times do not change. A schedule with several entries needs NAME#N \
+                (`orchestrate schedules` lists them). Prints the run's id.
+
+                Examples:
+                  orchestrate schedule run nightly-upload
+                  orchestrate schedule run nightly-upload#2 --json
+                """)
+        @Argument(help: ArgumentHelp("The schedule's name, or NAME#N for its entry N.", valueName: "name")) var name: String
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            let store = try global.openStore()
+            let entry = try ScheduleCommand.entry(name, store)
+            let (run, events) = Scheduler.manualRunRecord(for: entry, now: Date().timeIntervalSince1970)
+            try store.createRun(run, events: events)
+            Terminal.line(global.json ? "{\"id\":\"\(run.id)\"}" : run.id)
+        }
+    }
+
+    /// The entry `NAME#N` names, or the only entry of `NAME`.
+    static func entry(_ text: String, _ store: any StateStore) throws -> ScheduleRecord {
+        let parts = text.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        let name = parts[0]
+        let entries = try store.schedules().filter { $0.name == name }
+        guard !entries.isEmpty else { throw unknown(name, store) }
+        if parts.count == 2 {
+            guard let number = Int(parts[1]), let entry = entries.first(where: { $0.entry == number }) else {
+                throw CLIFailure.usage("schedule \(name) has no entry '\(parts[1])' (entries: "
+                    + entries.map { "\(name)#\($0.entry)" }.joined(separator: ", ") + ")")
+            }
+            return entry
+        }
+        guard entries.count == 1 else {
+            throw CLIFailure.usage("schedule \(name) has \(entries.count) entries: name one, as "
+                + entries.map { "\(name)#\($0.entry)" }.joined(separator: " or "))
+        }
+        return entries[0]
     }
 
     struct Pause: ParsableCommand {

@@ -45,9 +45,23 @@ enum ScheduleListing {
 
     static func line(_ r: ScheduleRecord, now: Double) -> String {
         let next = r.paused ? "paused" : next(r, now: now).map { local($0, zone: r.timeZone) } ?? "never"
-        let catchup = r.catchup.map { "catchup \(Int($0))s" } ?? "no catchup"
+        let catchup = r.catchup.map { "catchup \(durationText($0))" } ?? "no catchup"
         return "\(r.name)#\(r.entry)  \(r.cron.padding(16)) \(r.timeZone.padding(16)) overlap \(r.overlap.padding(6)) "
             + "\(catchup.padding(16)) next \(next)  last run \(r.lastRunID ?? "-")"
+    }
+
+    /// A number of seconds as a workflow writes it: 14400 → `4h`, 5400 → `1h30m`, 90061 →
+    /// `1d1h1m1s`, 0.5 → `500ms`.
+    static func durationText(_ seconds: Double) -> String {
+        let milliseconds = Int64((seconds * 1000).rounded())
+        guard milliseconds > 0 else { return "0s" }
+        var rest = milliseconds
+        var text = ""
+        for (unit, size) in [("d", Int64(86_400_000)), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)] where rest >= size {
+            text += "\(rest / size)\(unit)"
+            rest %= size
+        }
+        return text
     }
 
     static func json(_ r: ScheduleRecord, now: Double) -> JSONValue { ScheduleDocument.json(r, now: now) }

@@ -21,7 +21,13 @@ final class ServePrinter: RunObserver, @unchecked Sendable {
         let d = event.data
         switch event.type {
         case EventType.runStarted, EventType.runResumed:
-            Terminal.line("\(time) \(run) \(event.type == EventType.runStarted ? "started" : "resumed") (\(d["workflow"]?.stringValue ?? ""))")
+            // A run another process left unfinished (a foreground `run` killed, a serve that
+            // died) is adopted here: say whose it was, so nobody wonders why it moved.
+            let adopted = d["taken_from"].map { from in
+                ": adopted from pid \(from["pid"]?.intValue ?? 0) on \(from["node"]?.stringValue ?? "?"), which no longer runs it"
+            } ?? ""
+            Terminal.line("\(time) \(run) \(event.type == EventType.runStarted ? "started" : "resumed") (\(d["workflow"]?.stringValue ?? ""))"
+                + adopted)
         case EventType.runInterrupted:
             Terminal.line("\(time) \(run) interrupted, now \(d["status"]?.stringValue ?? "")")
         case EventType.runFinished:

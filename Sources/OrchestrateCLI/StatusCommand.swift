@@ -74,6 +74,7 @@ struct StatusCommand: ParsableCommand {
                 line += "  \(step["error_kind"]?.stringValue ?? "error"): \(message)"
             }
             Terminal.line(line)
+            if let partial = step["partial"]?.stringValue { Terminal.line("  \("".padding(24)) partial file \(partial) (kept for a resume)") }
         }
         let items = run["items"]?.arrayValue ?? []  // by step, in the order added
         var groups: [(step: String, items: [JSONValue])] = []

@@ -37,3 +37,6 @@ enum Terminal {
         colorEnabled ? "\u{1B}[\(style.rawValue)m\(text)\u{1B}[0m" : text
     }
 }
+
+/// "1 step", "3 steps": a count and its noun, singular for one.
+func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }

@@ -27,7 +27,7 @@ struct ValidateCommand: ParsableCommand {
         for file in files {
             do {
                 let workflow = try WorkflowLoader.load(path: file, catalog: RegistryStepCatalog(registry: registry))
-                if !global.json { Terminal.line("\(file): ok (\(workflow.steps.count) steps)") }
+                if !global.json { Terminal.line("\(file): ok (\(counted(workflow.steps.count, "step")))") }
             } catch {
                 failed = true
                 WorkflowLoading.report(error, registry: registry)

@@ -73,6 +73,10 @@ public struct QueueControl: Sendable {
             batch.runUpdates = [cancelled]
             batch.events = [EventRecord(runID: id, time: now, type: EventType.runFinished, data: ["status": "cancelled"])]
             try store.commit(batch)
+            // Nothing resumes a cancelled run: the partial files of its interrupted steps go.
+            for step in try store.steps(ofRun: id) where step.kind == .step {
+                PartialFiles.remove(runID: id, stepID: step.id, store: store)
+            }
             return "cancelled \(id)"
         case .stop:
             guard !run.status.isFinished else { throw Refusal(description: "run \(id) already finished (\(run.status.rawValue))") }

@@ -98,9 +98,23 @@ public enum RunDocument {
     /// added to its persistent sessions ("items", when any), its transfer figures and the
     /// latest `step.progress` event of each step that reported progress ("progress", in the
     /// `events --json` form) (`status --json`, `GET /api/runs/{id}`; `status --server` prints it
-    /// as `status` does). One store read (`StateStore.runDetail`).
+    /// as `status` does). One store read (`StateStore.runDetail`), and one checkpoint read per
+    /// step that made an attempt and can still resume: such a step shows where its partial file
+    /// is (`partial`, see `PartialFiles`).
     public static func detail(ofRun id: String, store: any StateStore) throws -> JSONValue? {
-        try store.runDetail(id).map(detail)
+        guard let record = try store.runDetail(id) else { return nil }
+        var object = detail(record).objectValue ?? [:]
+        let resumable: Set<StepStatus> = [.pending, .running, .waitingRetry, .held]
+        if !record.run.status.isFinished, let steps = object["steps"]?.arrayValue {
+            object["steps"] = .array(steps.map { step in
+                guard let id = step["id"]?.stringValue, let status = step["status"]?.stringValue.flatMap(StepStatus.init(rawValue:)),
+                      resumable.contains(status), step["attempt"]?.intValue ?? 0 > 0, var fields = step.objectValue,
+                      let partial = PartialFiles.existing(runID: record.run.id, stepID: id, store: store) else { return step }
+                fields["partial"] = .string(partial)
+                return .object(fields)
+            })
+        }
+        return .object(object)
     }
 
     public static func detail(_ record: RunDetailRecord) -> JSONValue {

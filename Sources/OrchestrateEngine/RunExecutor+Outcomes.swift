@@ -99,6 +99,7 @@ extension RunExecutor {
         instance.record.errorCode = failure.code
         instance.record.errorMessage = failure.message
         batch.stepUpserts.append(instance.record)
+        removePartial(of: instance)
         let attempts = instance.record.attempt
         emit(EventType.stepFailed, step: instance.id,
              data: ["attempt": .int(Int64(attempts)), "kind": .string(failure.kind.rawValue),
@@ -308,6 +309,10 @@ extension RunExecutor {
 
     func finish(_ status: RunStatus) {
         closeAllSessions()
+        if status != .succeeded {
+            // Nothing resumes the steps of a cancelled or failed run: their partials go.
+            for instance in instances.values where instance.record.status != .succeeded { removePartial(of: instance) }
+        }
         run.status = status
         run.ending = nil
         run.finishedAt = now()
@@ -320,6 +325,14 @@ extension RunExecutor {
         if let error = run.error { data["error"] = .string(error) }
         if let outputs = run.outputs { data["outputs"] = outputs }
         emit(EventType.runFinished, step: nil, data: .object(data))
+    }
+
+    /// Removes the partial file the step's checkpoint names (see `PartialFiles`), saying so.
+    private func removePartial(of instance: Instance) {
+        guard instance.record.kind == .step,
+              let path = PartialFiles.remove(runID: run.id, stepID: instance.id, store: store) else { return }
+        emit(EventType.stepLog, step: instance.id,
+             data: ["level": "info", "message": .string("removed the partial file \(path): nothing can resume it")])
     }
 
     private func durationMs(_ record: StepRecord) -> Int64 {

@@ -59,10 +59,17 @@ extension RunExecutor {
         if run.startedAt == nil { run.startedAt = now() }
         if run.status == .queued || run.status == .interrupted { run.status = .running }
         batch.runUpdates.append(run)
-        // The queue and the time spent in it, for the queue-wait metric (`/metrics`).
-        emit(resumed ? EventType.runResumed : EventType.runStarted, step: nil,
-             data: ["workflow": .string(workflow.name), "pid": .int(Int64(owner.pid)), "queue": .string(run.queue),
-                    "waited_ms": .int(Int64(max(0, (run.startedAt! - run.createdAt) * 1000).rounded()))])
+        // The queue and the time spent in it, for the queue-wait metric (`/metrics`); and the
+        // process that left the run unfinished when it is taken over from one (a foreground
+        // `run` that was killed, a serve that died), so the taker can say so.
+        var data: [String: JSONValue] = [
+            "workflow": .string(workflow.name), "pid": .int(Int64(owner.pid)), "queue": .string(run.queue),
+            "waited_ms": .int(Int64(max(0, (run.startedAt! - run.createdAt) * 1000).rounded())),
+        ]
+        if resumed, let previous = run.takenFrom, previous != owner {
+            data["taken_from"] = ["node": .string(previous.node), "pid": .int(Int64(previous.pid))]
+        }
+        emit(resumed ? EventType.runResumed : EventType.runStarted, step: nil, data: .object(data))
     }
 
     private func spec(for record: StepRecord) -> Runnable? {

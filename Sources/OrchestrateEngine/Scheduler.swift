@@ -170,20 +170,32 @@ public final class Scheduler: @unchecked Sendable {
 
     /// The queued run a due time starts: its id carries the due time, its labels the schedule.
     static func runRecord(for entry: ScheduleRecord, due: Int64) -> (RunRecord, [EventRecord]) {
-        let id = RunIDs.make(now: Date(timeIntervalSince1970: Double(due)))
+        queuedRun(for: entry, at: Double(due), labels: ["scheduled_for": iso(due)], added: ["due": .string(iso(due))])
+    }
+
+    /// The queued run `orchestrate schedule run` starts now: what a firing of `entry` starts (its
+    /// workflow, inputs, queue and priority), labelled `trigger=manual` instead of with a due
+    /// time. The schedule's own times are left as they are.
+    public static func manualRunRecord(for entry: ScheduleRecord, now: Double) -> (RunRecord, [EventRecord]) {
+        queuedRun(for: entry, at: now, labels: ["trigger": "manual"], added: ["trigger": "manual"])
+    }
+
+    private static func queuedRun(for entry: ScheduleRecord, at idTime: Double, labels: [String: String],
+                                  added: [String: JSONValue]) -> (RunRecord, [EventRecord])
+    {
+        let id = RunIDs.make(now: Date(timeIntervalSince1970: idTime))
         let now = Date().timeIntervalSince1970
         var run = RunRecord(id: id, workflowName: entry.workflowName, workflowFile: entry.workflowFile,
                             workflowSource: entry.workflowSource, inputs: entry.inputs, status: .queued, createdAt: now,
                             runDir: RunRecord.runDirectory(for: id), priority: entry.priority,
-                            labels: ["schedule": entry.name, "scheduled_for": iso(due)])
+                            labels: labels.merging(["schedule": entry.name]) { a, _ in a })
         run.queue = entry.queue
         // The workflow's own `retention:`, from the text registered (checked when it was).
         run.retention = (try? WorkflowLoader.parse(source: entry.workflowSource, file: entry.workflowFile, catalog: nil))?.retention
-        let added = EventRecord(runID: id, time: now, type: .runAdded,
-                                data: ["workflow": .string(entry.workflowName), "file": .string(entry.workflowFile),
-                                       "schedule": .string(entry.name), "entry": .int(Int64(entry.entry)),
-                                       "due": .string(iso(due))])
-        return (run, [added])
+        var data: [String: JSONValue] = ["workflow": .string(entry.workflowName), "file": .string(entry.workflowFile),
+                                         "schedule": .string(entry.name), "entry": .int(Int64(entry.entry))]
+        data.merge(added) { a, _ in a }
+        return (run, [EventRecord(runID: id, time: now, type: .runAdded, data: .object(data))])
     }
 
     /// `2026-11-23T02:00:00Z`

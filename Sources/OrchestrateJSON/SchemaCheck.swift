@@ -37,7 +37,7 @@ public protocol SchemaCheckable {
 
 /// The JSON Schema subset plugins can rely on being checked: `type` (a name or a list),
 /// `properties`, `required`, `additionalProperties` (bool or schema), `items`, `enum`, `const`,
-/// `minimum`, `maximum`, `minLength`, `allOf`, and `if`/`then`/`else` (one input that needs
+/// `minimum`, `maximum`, `minLength`, `pattern`, `allOf`, and `if`/`then`/`else` (one input that needs
 /// another: `{"if": {"required": ["metadata"]}, "then": {"required": ["create"]}}`). Other
 /// keywords are ignored.
 ///
@@ -133,6 +133,11 @@ public struct SchemaCheck<Node: SchemaCheckable> {
                 report(minLength == 1 ? "\(describe(path)) must not be empty"
                        : "\(describe(path)) must be at least \(minLength) characters long")
             }
+            if case .string(let text) = v, let pattern = s["pattern"]?.stringValue, !matchesPattern(text, pattern) {
+                // The schema's description says what the value is, which the pattern alone hides.
+                let what = s["description"]?.stringValue.map { ": \($0)" } ?? ""
+                report("\(describe(path)) must match \(pattern), not \(quoted(v))\(what)")
+            }
         }
         switch shape {
         case .object(let members):
@@ -204,6 +209,14 @@ public struct SchemaCheck<Node: SchemaCheckable> {
         check(node, schema: branch, path: path, anchor: branchAnchor, into: &branchProblems)
         let why = branch["description"]?.stringValue.map { ": \($0)" } ?? ""
         for p in branchProblems { found.append(Problem(message: p.message + why, location: p.location)) }
+    }
+
+    /// JSON Schema `pattern`: a regular expression found anywhere in the text (anchor it with
+    /// `^…$` to match the whole). A pattern that does not compile matches everything: the
+    /// plugin's mistake is not the workflow's.
+    private func matchesPattern(_ text: String, _ pattern: String) -> Bool {
+        guard let regex = try? Regex(pattern) else { return true }
+        return (try? regex.firstMatch(in: text)) != nil
     }
 
     private func quoted(_ value: JSONValue) -> String { value.stringValue.map { "'\($0)'" } ?? value.jsonText }

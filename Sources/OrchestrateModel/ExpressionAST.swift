@@ -61,6 +61,9 @@ struct ContextReference: Sendable {
     /// The second property (`outputs` in `steps.create.outputs`), when static.
     let member: String?
     let memberLocation: SourceLocation?
+    /// The parts after `member` (`x` in `steps.create.outputs.x`): a name, or nil for an index
+    /// that is a number or computed (`outputs[0]`).
+    let rest: [(name: String?, location: SourceLocation)]
     /// Where the whole reference starts (the context name).
     let location: SourceLocation
 }
@@ -143,7 +146,8 @@ struct ExprNode: Sendable {
             let first = parts.first
             let second = parts.count > 1 ? parts[1] : nil
             out.append(ContextReference(context: context, name: first?.0, nameLocation: first?.1 ?? contextLocation,
-                                        member: second?.0, memberLocation: second?.1, location: contextLocation))
+                                        member: second?.0, memberLocation: second?.1,
+                                        rest: parts.dropFirst(2).map { (name: $0.0, location: $0.1) }, location: contextLocation))
             // Computed indexes inside the chain may hold references of their own.
             collectIndexes(into: &out)
             return

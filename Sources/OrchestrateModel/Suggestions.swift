@@ -3,6 +3,7 @@
 /// The candidate closest to `word` when it is plausibly a typo of it, else nil.
 ///
 ///     closestMatch(to: "retires", in: ["retry", "timeout"])   // "retry"
+///     closestMatch(to: "destination", in: ["dest", "url"])     // "dest"
 ///     closestMatch(to: "zzz", in: ["retry"])                  // nil
 func closestMatch<S: Sequence>(to word: String, in candidates: S) -> String? where S.Element == String {
     let lowered = Array(word.lowercased().unicodeScalars)
@@ -16,7 +17,19 @@ func closestMatch<S: Sequence>(to word: String, in candidates: S) -> String? whe
         guard distance <= allowed, distance < longer else { continue }
         if best == nil || distance < best!.distance { best = (candidate, distance) }
     }
-    return best?.name
+    return best?.name ?? abbreviationMatch(word, candidates)
+}
+
+/// The one candidate that `word` abbreviates or spells out ("destination" for "dest", "dest"
+/// for "destination"): a prefix of at least three characters, either way. Nil when none or
+/// several are.
+private func abbreviationMatch<S: Sequence>(_ word: String, _ candidates: S) -> String? where S.Element == String {
+    let w = word.lowercased()
+    let found = candidates.filter { candidate in
+        let c = candidate.lowercased()
+        return min(c.count, w.count) >= 3 && c != w && (c.hasPrefix(w) || w.hasPrefix(c))
+    }
+    return found.count == 1 ? found[0] : nil
 }
 
 /// "; did you mean 'x'?" or "", ready to append to a message.

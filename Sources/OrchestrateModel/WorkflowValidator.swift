@@ -266,12 +266,40 @@ struct WorkflowValidator {
             bag.error("steps.\(name) has 'outputs' and 'status', not '\(member)'\(didYouMean(member, ["outputs", "status"]))",
                       at: ref.memberLocation ?? ref.nameLocation)
         }
+        if ref.member == "outputs", let i = stepIndex[name] { checkOutputName(ref, of: workflow.steps[i]) }
         guard scope.onlyNeeds, let me = scope.stepID, !reachability.step(me, dependsOn: name) else { return }
         if name == me {
             bag.error("step '\(me)' cannot read its own steps.\(name) (only its 'compensate' can)", at: ref.location)
         } else {
             bag.error("step '\(me)' uses steps.\(name) but does not depend on it; add it to needs", at: ref.location)
         }
+    }
+
+    /// `steps.X.outputs.Y`: when X's step type lists its outputs (an output schema with
+    /// `properties` and no `additionalProperties`), Y must be one of them; a misspelt name would
+    /// otherwise read `null` at run time. A `for_each` step's outputs are a list, one per item
+    /// (`steps.X.outputs[0].Y`).
+    private mutating func checkOutputName(_ ref: ContextReference, of step: Step) {
+        guard let catalog, !step.uses.isEmpty, let info = catalog.stepInfo(for: step.uses),
+              case .object(let schema)? = info.outputSchema, schema["additionalProperties"] == nil,
+              let properties = schema["properties"]?.objectValue, let first = ref.rest.first
+        else { return }
+        let field: (name: String?, location: SourceLocation)
+        if step.forEach != nil {
+            if let name = first.name {
+                bag.error("steps.\(step.id).outputs is a list, one per item ('\(step.id)' has for_each): "
+                    + "read one item's as steps.\(step.id).outputs[0].\(name)", at: first.location)
+                return
+            }
+            guard ref.rest.count > 1 else { return }
+            field = ref.rest[1]
+        } else {
+            field = first
+        }
+        guard let name = field.name, properties[name] == nil else { return }
+        let known = properties.keys.sorted()
+        bag.error("step type '\(step.uses)' has no output '\(name)' (it has \(quotedList(known, conjunction: "and")))"
+            + didYouMean(name, known), at: field.location)
     }
 }
 

@@ -7,13 +7,14 @@ import OrchestrateJSON
 /// ```swift
 /// @Input(help: "final path of the file", minLength: 1) var destination: String      // required
 /// @Input(help: "bytes per PATCH", minimum: 1) var chunkSize: Int64 = 64 << 20        // default
-/// @Input(help: "expected SHA-256 (hex)") var sha256: String?                          // optional
+/// @Input(help: "expected SHA-256 (hex)", pattern: "^[0-9a-fA-F]{64}$") var sha256: String?  // optional
 /// ```
 ///
 /// The input's name is the property's, in snake_case (`chunkSize` → `chunk_size`), unless
 /// `name:` says otherwise. A property with an initial value has that `default` (the host fills it
 /// in for absent inputs, C plugins included); an `Optional` without one is optional; anything
-/// else is `required`. `minimum`, `maximum`, `minLength` and `schema` (more JSON Schema keywords)
+/// else is `required`. `minimum`, `maximum`, `minLength`, `pattern` (a regular expression the
+/// text must contain; anchor it with `^…$`) and `schema` (more JSON Schema keywords)
 /// are checked by the host before the step runs. `$name` gives `name` and `given` after reading.
 @propertyWrapper
 public struct Input<Value: InputValue>: @unchecked Sendable {
@@ -27,22 +28,22 @@ public struct Input<Value: InputValue>: @unchecked Sendable {
 
     /// An input with a default.
     public init(wrappedValue: Value, name: String? = nil, help: String, minimum: Int64? = nil, maximum: Int64? = nil,
-                minLength: Int? = nil, deprecated: Bool = false, schema: [String: JSONValue] = [:])
+                minLength: Int? = nil, pattern: String? = nil, deprecated: Bool = false, schema: [String: JSONValue] = [:])
     {
         self.init(name: name, help: help, default: wrappedValue, minimum: minimum, maximum: maximum, minLength: minLength,
-                  deprecated: deprecated, schema: schema)
+                  pattern: pattern, deprecated: deprecated, schema: schema)
     }
 
     /// A required input, or an optional one when `Value` is an `Optional`.
     public init(name: String? = nil, help: String, minimum: Int64? = nil, maximum: Int64? = nil, minLength: Int? = nil,
-                deprecated: Bool = false, schema: [String: JSONValue] = [:])
+                pattern: String? = nil, deprecated: Bool = false, schema: [String: JSONValue] = [:])
     {
         self.init(name: name, help: help, default: nil, minimum: minimum, maximum: maximum, minLength: minLength,
-                  deprecated: deprecated, schema: schema)
+                  pattern: pattern, deprecated: deprecated, schema: schema)
     }
 
     private init(name: String?, help: String, default value: Value?, minimum: Int64?, maximum: Int64?, minLength: Int?,
-                 deprecated: Bool, schema: [String: JSONValue])
+                 pattern: String?, deprecated: Bool, schema: [String: JSONValue])
     {
         explicitName = name
         self.help = help
@@ -51,6 +52,7 @@ public struct Input<Value: InputValue>: @unchecked Sendable {
         if let minimum { constraints["minimum"] = .int(minimum) }
         if let maximum { constraints["maximum"] = .int(maximum) }
         if let minLength { constraints["minLength"] = .int(Int64(minLength)) }
+        if let pattern { constraints["pattern"] = .string(pattern) }
         if deprecated { constraints["deprecated"] = true }
         self.constraints = constraints
     }

@@ -70,4 +70,20 @@ import Testing
         #expect(badEnv.status == 2)
         #expect(badEnv.stderr.contains("ORCHESTRATE_ISOLATION takes in-process or process, not 'thread'"), "\(badEnv.stderr)")
     }
+
+    @Test func aUsageErrorSaysErrorOnce() throws {
+        let result = try ChildProcess.orchestrate(["list", "surplus"])
+        #expect(result.status == 2)
+        let first = result.stderr.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(first == "error: Unexpected argument 'surplus'", "\(result.stderr)")
+    }
+
+    @Test func validateCountsOneStepInTheSingular() throws {
+        let h = Harness()
+        let one = h.workflow("version: 1\nname: one\nsteps:\n  a: { uses: test.noop }\n", name: "one.yaml")
+        let two = h.workflow("version: 1\nname: two\nsteps:\n  a: { uses: test.noop }\n  b: { uses: test.noop }\n", name: "two.yaml")
+        let result = try h.orchestrate(["validate", one, two])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "\(one): ok (1 step)\n\(two): ok (2 steps)\n", "\(result.stdout)")
+    }
 }

@@ -210,6 +210,24 @@ import Testing
         }
     }
 
+    @Test func serveSaysWhenItAdoptsAForegroundRunWhoseProcessDied() throws {
+        let file = workflow(ms: 30_000)
+        let foreground = try SpawnedChild([TestPaths.orchestrate.path, "run", file] + h.baseArguments,
+                                          stdout: h.path("run.out"), stderr: h.path("run.err"))
+        #expect(h.waitFor { beginOrder().count == 1 })
+        let id = try #require(beginOrder().first)
+        kill(foreground.pid, SIGKILL)
+        #expect(foreground.wait(timeout: 10) != nil)
+        let worker = try SpawnedChild([TestPaths.orchestrate.path, "serve"] + h.baseArguments,
+                                      stdout: h.path("serve.out"), stderr: h.path("serve.err"))
+        defer {
+            kill(worker.pid, SIGTERM)
+            _ = worker.wait(timeout: 30)
+        }
+        let said = h.waitFor(30) { h.read("serve.out").contains("\(id) resumed (job): adopted from pid \(foreground.pid) on ") }
+        #expect(said, "\(h.read("serve.out"))")
+    }
+
     @Test func sigtermLeavesRunsQueuedInTheirPlace() throws {
         let file = workflow(ms: 3000)
         let a = try submit(file, ["--id", "a"])

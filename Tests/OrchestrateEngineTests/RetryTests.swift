@@ -78,8 +78,9 @@ import Testing
         #expect(h.lines("counter").count == 1)
         #expect(result.stdout.contains("failed (not retried: retryable error exit_2; exit_2 is listed in non_retryable)"),
                 "the step's line: \(result.stdout)")
+        // The summary says why it was not retried and points at the step's line for the error.
         #expect(result.stdout.contains("step 'flaky' failed after 1 attempt (not retried: retryable error exit_2; "
-            + "exit_2 is listed in non_retryable): sh exited with status 2"), "the summary: \(result.stdout)")
+            + "exit_2 is listed in non_retryable) (error above)"), "the summary: \(result.stdout)")
     }
 
     @Test func theDeprecatedRetryableExitCodesStillMakeOtherStatusesPermanent() throws {

@@ -138,4 +138,21 @@ import Testing
               let events = try? h.orchestrate(["events", id, "--json"]) else { return false }
         return Harness.events(events).contains { $0["type"]?.stringValue == "step.started" && $0["step"]?.stringValue == "last" }
     }
+
+    @Test func listHasAHeaderRowAboveItsRuns() throws {
+        let empty = try h.orchestrate(["list"])
+        #expect(empty.status == 0 && empty.stdout.isEmpty, "no runs, no header: \(empty.stdout)")
+        #expect(try h.orchestrate(["run", chain(1)]).status == 0)
+        let lines = try h.orchestrate(["list"]).stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(lines)")
+        let header = lines.first?.split(separator: " ").map(String.init) ?? []
+        #expect(header == ["ID", "STATUS", "WORKFLOW", "CREATED", "QUEUE", "NODE"], "\(lines)")
+        // Each column starts where its name does.
+        let row = Array(lines.last ?? "")
+        for name in ["STATUS", "WORKFLOW"] {
+            guard let start = lines.first?.range(of: name) else { continue }  // reported above
+            let column = lines[0].distance(from: lines[0].startIndex, to: start.lowerBound)
+            #expect(row.count > column && row[column - 1] == " " && row[column] != " ", "\(name) column: \(lines)")
+        }
+    }
 }

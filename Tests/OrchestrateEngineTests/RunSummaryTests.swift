@@ -43,6 +43,26 @@ import Testing
         #expect(statuses == ["slow": "cancelled", "broken": "failed", "after": "not_run", "last": "not_run"])
     }
 
+    @Test func aStepsFailureIsPrintedOnceTheSummaryPointsAtIt() throws {
+        let file = h.workflow("""
+            version: 1
+            name: once
+            steps:
+              broken:
+                uses: test.fail
+                with: { kind: permanent, message: the server said 403 to upload-7 }
+            """)
+        let result = try h.orchestrate(["run", file])
+        #expect(result.status == 1)
+        let output = result.stdout + result.stderr
+        #expect(output.components(separatedBy: "the server said 403 to upload-7").count == 2, "printed once: \(output)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.contains("broken") && $0.contains("failed") && $0.hasSuffix(": the server said 403 to upload-7") },
+                "\(output)")
+        let summary = lines.last ?? ""
+        #expect(summary.hasPrefix("  step 'broken' failed after 1 attempt") && summary.hasSuffix(" (error above)"), "\(output)")
+    }
+
     /// The summary counts declared steps: a fan-out is one step, whatever its items did.
     @Test func aFanOutCountsAsOneStep() throws {
         let file = h.workflow("""

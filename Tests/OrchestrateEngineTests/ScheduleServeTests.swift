@@ -160,6 +160,7 @@ import Testing
         #expect(entries[1]["catchup_seconds"]?.doubleValue == 3600)
         let text = try h.orchestrate(["schedules"], environment: env).stdout
         #expect(text.contains("nightly#1") && text.contains("next 2026-11-24 02:00 +01:00"), "\(text)")
+        #expect(text.contains("catchup 1h ") && !text.contains("3600"), "catchup as the workflow writes it: \(text)")
 
         // Registering the same name again needs --replace.
         #expect(try h.orchestrate(["schedule", "add", file], environment: env).status == 2)
@@ -172,6 +173,36 @@ import Testing
         #expect(unknown.status == 2 && unknown.stderr.contains("no schedule named nightlx (schedules: nightly)"), "\(unknown.stderr)")
         #expect(try h.orchestrate(["schedule", "remove", "nightly"], environment: env).status == 0)
         #expect(try h.orchestrate(["schedules"], environment: env).stdout.isEmpty)
+    }
+
+    @Test func scheduleRunQueuesOneManualRunAsAFiringWouldAndLeavesTheTimesAlone() throws {
+        setClock(Self.at("10:00", 30))
+        let file = workflow("""
+                  - { cron: "0 2 * * *", inputs: { tag: nightly } }
+                  - { cron: "0 3 * * *", inputs: { tag: early } }
+            """)
+        try add(file, ["--queue", "uploads", "--priority", "5"])
+        let before = try h.orchestrate(["schedules", "--json"], environment: env).stdout
+        let ambiguous = try h.orchestrate(["schedule", "run", "tick"], environment: env)
+        #expect(ambiguous.status == 2 && ambiguous.stderr.contains("schedule tick has 2 entries: name one, as tick#1 or tick#2"),
+                "\(ambiguous.stderr)")
+        let unknown = try h.orchestrate(["schedule", "run", "tock"], environment: env)
+        #expect(unknown.status == 2 && unknown.stderr.contains("no schedule named tock (schedules: tick)"), "\(unknown.stderr)")
+
+        let started = try h.orchestrate(["schedule", "run", "tick#1"], environment: env)
+        #expect(started.status == 0, "\(started.stderr)")
+        let id = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try #require(try h.openStore().run(id))
+        #expect(run.status == .queued)
+        #expect(run.labels == ["schedule": "tick", "trigger": "manual"])
+        #expect(run.inputs["tag"]?.stringValue == "nightly" && run.queue == "uploads" && run.priority == 5)
+        #expect(try h.orchestrate(["schedules", "--json"], environment: env).stdout == before, "the schedule's times are unchanged")
+
+        // A serve runs it like any queued run.
+        let worker = try h.start(["serve", "--queue", "uploads"], environment: env)
+        defer { stop(worker) }
+        #expect(h.waitFor(30) { (try? h.openStore().run(id)?.status) == .succeeded })
+        #expect(h.lines("log").first?.hasPrefix("nightly ") == true, "\(h.lines("log"))")
     }
 
     @Test func aBadScheduleIsRefusedWithItsPlaceAndExitStatus2() throws {

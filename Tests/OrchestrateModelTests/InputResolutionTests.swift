@@ -84,6 +84,26 @@ struct InputResolutionTests {
         }
     }
 
+    @Test("an input spelt out or abbreviated gets a did-you-mean, both ways")
+    func abbreviations() throws {
+        let wf = try WorkflowLoader.parse(source: """
+            name: abbreviations
+            inputs:
+              dest: { type: path, required: true }
+              max_rate_limit: string
+            steps:
+              a: { uses: exec, with: { command: [echo] } }
+            """, file: "abbreviations.yaml", catalog: nil)
+        do {
+            _ = try wf.resolveInputs(strings: ["destination": "/tmp/x", "max_rate": "10M"], json: [:], currentDirectory: "/")
+            Issue.record("expected input errors")
+        } catch {
+            let m = error.messages
+            #expect(m.contains { $0.hasPrefix("unknown input 'destination'; did you mean 'dest'?") }, "\(m)")
+            #expect(m.contains { $0.hasPrefix("unknown input 'max_rate'; did you mean 'max_rate_limit'?") }, "\(m)")
+        }
+    }
+
     @Test("integers must be integral; objects must parse")
     func strictness() {
         #expect(throws: InputErrors.self) { try resolve(["source": "a"], json: ["count": 2.5]) }

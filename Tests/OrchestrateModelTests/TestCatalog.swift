@@ -51,6 +51,7 @@ struct TestCatalog: StepCatalog {
                 "source": ["type": "string"],
                 "destination": ["type": "string"],
                 "overwrite": ["type": "boolean"],
+                "sha256": ["type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "expected SHA-256 (hex)"],
             ],
             "required": ["source", "destination"],
             "additionalProperties": false,
@@ -60,9 +61,14 @@ struct TestCatalog: StepCatalog {
             "properties": ["host": ["type": "string"], "paths": ["type": "array", "items": ["type": "string"]]],
             "required": ["host"],
         ]
+        // As the real plugin declares them: the outputs a reference may read.
+        let uploadOutputs: JSONValue = [
+            "type": "object",
+            "properties": ["bytes": ["type": "integer"], "status": ["type": "integer"], "upload_url": [:]],
+        ]
         let list: [StepInfo] = [
             StepInfo(id: "http.request", inputSchema: http, outputSchema: ["type": "object"], acceptsItems: false),
-            StepInfo(id: "http.upload", inputSchema: upload, outputSchema: nil, acceptsItems: false),
+            StepInfo(id: "http.upload", inputSchema: upload, outputSchema: uploadOutputs, acceptsItems: false),
             StepInfo(id: "exec", inputSchema: exec, outputSchema: nil, acceptsItems: false),
             StepInfo(id: "fs.copy", inputSchema: copy, outputSchema: nil, acceptsItems: false),
             StepInfo(id: "aspera.session", inputSchema: session, outputSchema: nil, acceptsItems: true),

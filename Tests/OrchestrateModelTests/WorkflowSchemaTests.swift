@@ -58,6 +58,7 @@ let schemaRejectedBadWorkflows: Set<String> = [
     "with-input-needing-another.yaml",
     "with-minimum-and-min-length.yaml",
     "with-missing-required.yaml",
+    "with-pattern-mismatch.yaml",
     "with-unknown-property.yaml",
     "with-wrong-nested-type.yaml",
     "with-wrong-type.yaml",

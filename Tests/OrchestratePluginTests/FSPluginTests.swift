@@ -5,14 +5,14 @@ import OrchestratePluginHost
 import OrchestrateTestSupport
 import Testing
 
-private func fsStep(_ id: String) throws -> StepType {
+func fsStep(_ id: String) throws -> StepType {
     guard let step = try Fixtures.builtIn("fs").stepTypes.first(where: { $0.id == id }) else {
         throw TestFailure("fs plugin has no \(id)")
     }
     return step
 }
 
-private func runFS(_ id: String, _ inputs: JSONValue, delegate: RecordingDelegate = RecordingDelegate(),
+func runFS(_ id: String, _ inputs: JSONValue, delegate: RecordingDelegate = RecordingDelegate(),
                    attempt: Int = 1, checkpoint: [UInt8]? = nil) async throws -> Result<[String: JSONValue], StepFailure>
 {
     let invocation = StepInvocation(stepType: try fsStep(id), request: request(inputs, attempt: attempt, checkpoint: checkpoint),

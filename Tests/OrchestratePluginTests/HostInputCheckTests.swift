@@ -39,12 +39,12 @@ import Testing
     /// The built-in plugins' schemas, generated from their declarations now, name the same inputs
     /// (deprecated aliases included), require the same ones and keep every default they had.
     @Test(arguments: [
-        ("fs", "fs.copy", ["destination", "overwrite", "sha256", "source"], ["source", "destination"]),
+        ("fs", "fs.copy", ["destination", "if_exists", "overwrite", "preserve_mtime", "sha256", "source"], ["source", "destination"]),
         ("fs", "fs.move", ["destination", "overwrite", "source"], ["source", "destination"]),
         ("fs", "fs.checksum", ["path"], ["path"]),
         ("exec", "exec", ["command", "cwd", "env", "inherit_env", "kill_grace", "retryable_exit_codes", "stdin"], ["command"]),
-        ("http", "http.download", ["ca_file", "connect_timeout", "destination", "follow_redirects", "headers", "insecure",
-                                   "max_rate", "max_size", "min_speed", "min_speed_time", "sha256", "url"], ["url", "destination"]),
+        ("http", "http.download", ["ca_file", "connect_timeout", "destination", "follow_redirects", "headers", "if_exists", "insecure",
+                                   "max_rate", "max_size", "min_speed", "min_speed_time", "preserve_mtime", "sha256", "url"], ["url", "destination"]),
         ("http", "http.request", ["body", "ca_file", "connect_timeout", "expect_status", "follow_redirects", "form", "headers",
                                   "insecure", "json", "max_body", "max_rate", "method", "min_speed", "min_speed_time", "query", "url"],
          ["url"]),
@@ -52,9 +52,9 @@ import Testing
                                  "headers", "insecure", "max_rate", "metadata", "min_speed", "min_speed_time", "protocol", "url"],
          ["url", "file"]),
         ("sftp", "sftp.connect", HostInputCheckTests.connection, ["host", "user"]),
-        ("sftp", "sftp.upload", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "parallel", "remote_root", "session", "sha256", "source"],
+        ("sftp", "sftp.upload", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "if_exists", "parallel", "preserve_mtime", "remote_root", "session", "sha256", "source"],
          ["source", "destination"]),
-        ("sftp", "sftp.download", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "parallel", "remote_root", "session", "sha256", "source"],
+        ("sftp", "sftp.download", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "if_exists", "parallel", "preserve_mtime", "remote_root", "session", "sha256", "source"],
          ["source", "destination"]),
         ("sftp", "sftp.accept-paths", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["close_when_idle", "create_root", "item_attempts", "parallel", "remote_root", "session"],
          []),

@@ -28,7 +28,7 @@ struct FileCopier {
     static let checkpointBytes: Int64 = 8 << 20
     static let checkpointMilliseconds: Int64 = 1000
 
-    func copy(source: String, to destination: String, expectedSHA256: String?) throws(StepError) -> Copied {
+    func copy(source: String, to destination: String, expectedSHA256: String?, preserveMtime: Bool = true) throws(StepError) -> Copied {
         guard let sourceInfo = try FileInfo.of(source) else {
             throw .permanent("source \(source) does not exist", code: "ENOENT")
         }
@@ -47,8 +47,10 @@ struct FileCopier {
         var checkpointTime = Clock.milliseconds()
         func checkpoint() throws(StepError) {
             try output.sync()  // the checkpoint never claims bytes a crash could lose
+            // `partial` names the file for the engine, which removes it once nothing can resume it.
             step.saveCheckpoint(json: ["offset": .int(offset), "source_size": .int(sourceInfo.size),
-                                       "source_mtime_ns": .int(sourceInfo.mtimeNanoseconds)])
+                                       "source_mtime_ns": .int(sourceInfo.mtimeNanoseconds),
+                                       "partial": .string(LocalPath.absolute(PartialFile.Naming.suffix.path(for: destination)))])
             checkpointedAt = offset
             checkpointTime = Clock.milliseconds()
         }
@@ -75,6 +77,7 @@ struct FileCopier {
             throw .permanent("sha256 of \(source) is \(digest), not \(expectedSHA256.lowercased()) (the sha256 input)",
                              code: "sha256_mismatch")
         }
+        if preserveMtime { try output.file.setModificationTime(nanoseconds: sourceInfo.mtimeNanoseconds) }
         // The source's permission bits, given at the rename (the partial file was 0600);
         // setuid, setgid and sticky are not copied, as `cp` does not without -p.
         try output.commit(mode: sourceInfo.mode & 0o777)

@@ -26,7 +26,9 @@ struct Move: StepDefinition {
     static let outputSchema = #"""
         {"type":"object","properties":{
            "path":{"type":"string","description":"the destination"},
-           "copied":{"type":"boolean","description":"true when it crossed filesystems (copy + unlink)"}}}
+           "copied":{"type":"boolean","description":"true when it crossed filesystems (copy + unlink)"},
+           "sha256":{"type":"string","description":"when copied: SHA-256 (hex) of the content"},
+           "size":{"type":"integer","description":"when copied: bytes copied"}}}
         """#
 
     static func run(_ step: StepContext) throws {

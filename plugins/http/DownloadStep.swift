@@ -29,9 +29,13 @@ struct DownloadStep: StepDefinition {
     struct Inputs: StepInputs {
         @Input(help: "what to download", minLength: 1) var url: String
         @Input(help: "final path of the file", minLength: 1) var destination: String
-        @Input(help: "expected SHA-256 (hex) of the whole file") var sha256: String?
+        @Input(help: "expected SHA-256 (hex) of the whole file; empty: not checked", pattern: "^([0-9a-fA-F]{64})?$") var sha256: String?
         @Input(help: "the largest file accepted: bytes, or with a K, M or G suffix (10G); default: no limit")
         var maxSize: ByteCount?
+        @Input(help: "an existing destination: overwrite it, skip it, or replace it if-different (its size and modification time "
+            + "against a HEAD's Content-Length and Last-Modified)")
+        var ifExists = IfExists.overwrite
+        @Input(help: "give the file the server's Last-Modified as its modification time (curl -R)") var preserveMtime = true
         var transfer = TransferInputs()
     }
     static let inputSchema = Inputs.schemaText
@@ -40,6 +44,7 @@ struct DownloadStep: StepDefinition {
           "path":{"type":"string"},"size":{"type":"integer"},"sha256":{"type":"string"},
           "resumed_from":{"type":"integer","description":"bytes kept from an earlier attempt"},
           "restarted":{"type":"boolean","description":"the server ignored the range or the file changed"},
+          "skipped":{"type":"boolean","description":"the existing destination was kept (if_exists); nothing was downloaded"},
           "etag":{"description":"the ETag, or null"}}}
         """#
 
@@ -49,6 +54,19 @@ struct DownloadStep: StepDefinition {
         let (url, destination) = (inputs.url, inputs.destination)
         let expected = inputs.sha256.map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
         try checkDestination(destination)
+        if let kept = try ExistingDownload.kept(destination, url: url, ifExists: inputs.ifExists, expected: expected,
+                                                 options: options, step: step)
+        {
+            step.log(.info, "\(destination) is already there (if_exists: \(inputs.ifExists.rawValue)); nothing downloaded")
+            step.setOutput("path", .string(destination))
+            step.setOutput("size", .int(kept.size))
+            step.setOutput("sha256", .string(kept.sha256))
+            step.setOutput("resumed_from", .int(0))
+            step.setOutput("restarted", .bool(false))
+            step.setOutput("skipped", .bool(true))
+            step.setOutput("etag", .null)
+            return
+        }
         let partial = try PartialFile(for: destination, naming: .hiddenPart, keeping: .all)
         var state = DownloadState(step: step, partial: partial, url: url, maxSize: inputs.maxSize?.bytes)
         defer { state.hash.stop() }  // after a failure, nothing hashes on behind the step's back
@@ -73,7 +91,13 @@ struct DownloadStep: StepDefinition {
                                       code: "bad_content_range")
         }
         guard response.status == 200 || response.status == 206 else {
-            throw HTTPErrors.status(response, method: "GET", url: url)
+            let error = HTTPErrors.status(response, method: "GET", url: url)
+            if error.kind == .permanent {
+                // No attempt will ask again: nothing of this file stays on disk.
+                try partial.discard()
+                step.saveCheckpoint(json: ["url": .string(url)])
+            }
+            throw error
         }
         if response.status == 200 && !state.bodyStarted { try state.startOver(validator: state.validator) }
         try state.checkLength(response)
@@ -85,6 +109,9 @@ struct DownloadStep: StepDefinition {
             throw StepError.permanent("SHA-256 mismatch for \(url): expected \(expected), got \(digest); the partial file was deleted",
                                       code: "sha256_mismatch")
         }
+        if inputs.preserveMtime, let modified = state.lastModified.flatMap(HTTPDate.seconds) {
+            try partial.file.setModificationTime(nanoseconds: modified * 1_000_000_000)
+        }
         try partial.commit()
         step.saveCheckpoint(json: ["url": .string(url), "done": true])
         step.progress(bytesDone: state.offset, bytesTotal: state.offset)
@@ -94,6 +121,7 @@ struct DownloadStep: StepDefinition {
         step.setOutput("sha256", .string(digest))
         step.setOutput("resumed_from", .int(state.restarted ? 0 : resumedFrom))
         step.setOutput("restarted", .bool(state.restarted))
+        step.setOutput("skipped", .bool(false))
         step.setOutput("etag", state.etag.map { .string($0) } ?? .null)
     }
 
@@ -123,6 +151,8 @@ struct DownloadState {
     var offset: Int64 = 0
     var validator: String?
     var etag: String?
+    /// The body's `Last-Modified` (the response that carried it: a 200, or the 206 of a resume).
+    var lastModified: String?
     /// The SHA-256 of what is written, computed off the transfer thread.
     let hash: TrailingHash
     var restarted = false
@@ -154,6 +184,9 @@ struct DownloadState {
             hash.advance(to: offset)  // the kept prefix is hashed in the background
         } else {
             try partial.startOver()
+            // Named from the start: the engine shows it while the step can resume and removes
+            // it once nothing can (the run cancelled or failed).
+            step.saveCheckpoint(json: ["url": .string(url), "partial": .string(LocalPath.absolute(partial.path))])
         }
     }
 
@@ -163,7 +196,8 @@ struct DownloadState {
         try partial.startOver()
         offset = 0
         self.validator = validator
-        step.saveCheckpoint(json: ["url": .string(url), "validator": validator.map { .string($0) } ?? .null, "offset": 0])
+        step.saveCheckpoint(json: ["url": .string(url), "validator": validator.map { .string($0) } ?? .null, "offset": 0,
+                                   "partial": .string(LocalPath.absolute(partial.path))])
     }
 
     /// One GET from `offset` to the end, the body appended to the partial file as it arrives.
@@ -229,6 +263,7 @@ struct DownloadState {
         func accept(_ status: Int, _ head: Transfer.Response) -> Bool {
             let newValidator = Self.validator(head)
             state.etag = head.header("etag")
+            state.lastModified = head.header("last-modified")
             switch status {
             case 206:
                 // Asked: bytes from `offset` to the end. Anything else (another start, a range
@@ -278,7 +313,7 @@ struct DownloadState {
         func saveCheckpoint() {
             guard state.validator != nil else { return }
             state.step.saveCheckpoint(json: ["url": .string(state.url), "validator": state.validator.map { .string($0) } ?? .null,
-                                             "offset": .int(state.offset)])
+                                             "offset": .int(state.offset), "partial": .string(LocalPath.absolute(state.partial.path))])
         }
 
         /// A strong ETag, else Last-Modified: what If-Range may carry (weak ETags may not).

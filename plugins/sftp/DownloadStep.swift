@@ -22,13 +22,16 @@ struct DownloadStep: StepDefinition {
     static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{"path":{"type":"string"},"files":{"type":"integer"},"bytes":{"type":"integer"},
-          "resumed_bytes":{"type":"integer"},"sha256":{"type":"string"}}}
+          "resumed_bytes":{"type":"integer"},"skipped_files":{"type":"integer","description":"files kept as they were (if_exists)"},
+          "skipped_bytes":{"type":"integer","description":"bytes of the files kept (not sent)"},"sha256":{"type":"string"}}}
         """#
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
         let (sourceRelative, destination) = (inputs.source, inputs.destination)
-        let options = try TransferOptions(inputs.tree.transfer, sha256: inputs.tree.sha256, step: step)
+        var options = try TransferOptions(inputs.tree.transfer, sha256: inputs.tree.sha256, step: step)
+        options.ifExists = inputs.tree.ifExists
+        options.preserveMtime = inputs.tree.preserveMtime
         let (session, owned) = try Sessions.resolve(inputs.tree.server)
         defer { if owned { session.close() } }
         let connection = try session.shared(step)
@@ -63,6 +66,8 @@ struct DownloadStep: StepDefinition {
             step.setOutput("files", .int(Int64(entries.count)))
             step.setOutput("bytes", .int(result.bytes))
             step.setOutput("resumed_bytes", .int(result.resumed))
+            step.setOutput("skipped_files", .int(result.skipped.files))
+            step.setOutput("skipped_bytes", .int(result.skipped.bytes))
             if !info.isDirectory, let sha = result.last?.sha256 { step.setOutput("sha256", .string(sha)) }
         }
     }

@@ -17,6 +17,10 @@ struct TransferOptions {
     var expectedSHA256: String?
     /// The step's `max_rate`: one token bucket for all its files and ranges together.
     var rateCap: StepRateCap?
+    /// What to do with a destination file that exists (`if_exists`).
+    var ifExists = IfExists.overwrite
+    /// Give each file its source's modification time (`preserve_mtime`).
+    var preserveMtime = true
 
     init(_ inputs: TransferInputs, sha256: String?, step: StepContext) throws(StepError) {
         connections = inputs.connections
@@ -56,7 +60,10 @@ struct TransferInputs: StepInputs {
 /// What sftp.upload and sftp.download take besides their source and destination.
 struct TreeInputs: StepInputs {
     @Input(help: "files of a tree in flight at once over the connection", minimum: 1, maximum: 64) var parallel = 8
-    @Input(help: "expected SHA-256 of the file (a single file only)") var sha256: String?
+    @Input(help: "expected SHA-256 (hex) of the file (a single file only)", pattern: "^[0-9a-fA-F]{64}$") var sha256: String?
+    @Input(help: "an existing destination file: overwrite it, skip it, or replace it if-different (size and modification time differ)")
+    var ifExists = IfExists.overwrite
+    @Input(help: "give each file its source's modification time (to the second over SFTP)") var preserveMtime = true
     var transfer = TransferInputs()
     var server = ServerInputs()
 }
@@ -69,7 +76,11 @@ struct TreeInputs: StepInputs {
 ///   before the first byte is written) with half a chunk in flight, so a resume re-sends less
 ///   than one chunk per range.
 final class FileTransfer: @unchecked Sendable {
-    struct Result { var size: Int64; var sha256: String?; var resumedFrom: Int64 }
+    struct Result {
+        var size: Int64; var sha256: String?; var resumedFrom: Int64
+        /// The destination was kept (`if_exists`): nothing was sent.
+        var skipped = false
+    }
 
     /// Progress of the current file (absolute bytes).
     var onProgress: (Int64) -> Void = { _ in }
@@ -134,6 +145,12 @@ final class FileTransfer: @unchecked Sendable {
         let fs = RemoteFS(connection: connection, step: step)
         let remote = try root.folder(folder, create: true, fs: fs) + "/" + name
         let partial = remote + ".partial"
+        let sourceSeconds = IfExists.seconds(source.modifiedNanoseconds)
+        if options.ifExists != .overwrite, let current = try fs.lstat(remote), current.isRegular,
+           options.ifExists.keeps(size: current.size, modified: current.mtime, sourceSize: size, sourceModified: sourceSeconds)
+        {
+            return Result(size: size, sha256: options.expectedSHA256, resumedFrom: 0, skipped: true)
+        }
         // The partial is never followed: a symlink planted there (to a file outside the root) is
         // removed (REMOVE unlinks the link, not its target) and the upload starts afresh, with
         // the partial created O_EXCL, which fails if a link is planted again in between.
@@ -206,6 +223,12 @@ final class FileTransfer: @unchecked Sendable {
         if ranges.count > 1, let current = try fs.stat(partial), current.size != size {
             throw .retryable("\(partial) has \(current.size) bytes, expected \(size)", code: "size_mismatch")
         }
+        if options.preserveMtime {
+            // A server that refuses SETSTAT still gets the file: the time is not worth the upload.
+            do { try fs.setTimes(partial, accessed: sourceSeconds, modified: sourceSeconds) } catch where error.code != "connection_lost" {
+                step.log(.warn, "\(remote): the server did not take the modification time (\(error.message)); the file is uploaded without it")
+            }
+        }
         try fs.rename(partial, to: remote)
         onCheckpoint?(nil)
         return Result(size: size, sha256: options.expectedSHA256, resumedFrom: resumedFrom)
@@ -221,8 +244,23 @@ final class FileTransfer: @unchecked Sendable {
         let (remote, attributes) = found
         guard attributes.isRegular else { throw .permanent("\(remote) is not a regular file", code: "EISDIR") }
         let size = attributes.size
+        if options.ifExists != .overwrite, let current = try FileInfo.of(local), current.isRegular,
+           options.ifExists.keeps(size: current.size, modified: current.modifiedSeconds, sourceSize: size, sourceModified: attributes.mtime)
+        {
+            return Result(size: size, sha256: nil, resumedFrom: 0, skipped: true)
+        }
         let parent = String(local[..<(local.lastIndex(of: "/") ?? local.startIndex)])
         if !parent.isEmpty { try LocalPath.makeDirectories(parent) }
+        // The checkpoint names the partial: the engine shows it while the step can resume and
+        // removes it once nothing can (a cancelled or failed run).
+        let named = JSONValue.string(LocalPath.absolute(PartialFile.Naming.suffix.path(for: local)))
+        onCheckpoint = onCheckpoint.map { save in
+            { (state: JSONValue?) in save(state.map { state in
+                guard case .object(var fields) = state else { return state }
+                fields["partial"] = named
+                return .object(fields)
+            }) }
+        }
         let existing = try FileInfo.of(PartialFile.Naming.suffix.path(for: local))
         var ranges: [[Int64]]
         let target: PartialFile
@@ -274,6 +312,9 @@ final class FileTransfer: @unchecked Sendable {
                 throw .permanent("\(remote) arrived with SHA-256 \(actual), not \(expected) (the sha256 input)", code: "sha256_mismatch")
             }
             sha = actual
+        }
+        if options.preserveMtime, let modified = attributes.mtime {
+            try target.file.setModificationTime(nanoseconds: modified * 1_000_000_000)
         }
         try target.commit()
         onCheckpoint?(nil)

@@ -92,6 +92,12 @@ struct RemoteFS {
         try expectOK("rename \(from)", try channel.call(.rename, step) { $0.string(from); $0.string(to) })
     }
 
+    /// Sets the access and modification times of `path` (seconds since the epoch), as `touch -d`
+    /// does. SETSTAT follows a symlink: only for a path the step made itself (its partial).
+    func setTimes(_ path: String, accessed: Int64, modified: Int64) throws(StepError) {
+        try expectOK("setstat \(path)", try channel.call(.setstat, step) { $0.string(path); $0.attributes(accessed: accessed, modified: modified) })
+    }
+
     func remove(_ path: String) throws(StepError) {
         try expectOK("remove \(path)", try channel.call(.remove, step) { $0.string(path) })
     }

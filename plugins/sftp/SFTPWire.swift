@@ -7,7 +7,7 @@ import OrchestratePluginKit
 /// want posix-rename, limits and large pipelined requests, which its SFTP layer lacks.
 enum SFTP {
     enum Packet: UInt8 {
-        case initialise = 1, version = 2, open = 3, close = 4, read = 5, write = 6, lstat = 7, fstat = 8, fsetstat = 10
+        case initialise = 1, version = 2, open = 3, close = 4, read = 5, write = 6, lstat = 7, fstat = 8, setstat = 9, fsetstat = 10
         case opendir = 11, readdir = 12, remove = 13, mkdir = 14, realpath = 16, stat = 17, rename = 18
         case status = 101, handle = 102, data = 103, name = 104, attributes = 105
         case extended = 200, extendedReply = 201
@@ -36,6 +36,8 @@ enum SFTP {
     struct Attributes {
         var size: Int64
         var permissions: UInt32?
+        /// Seconds since the epoch (v3 carries whole seconds), when the server sent it.
+        var mtime: Int64?
         var isDirectory: Bool { permissions.map { $0 & 0o170000 == 0o040000 } ?? false }
         var isRegular: Bool { permissions.map { $0 & 0o170000 == 0o100000 } ?? true }
         /// Only an `lstat` (or a directory listing) can say so: `stat` follows the link.
@@ -84,6 +86,11 @@ struct WireWriter {
     /// Attributes with only the permissions set (for mkdir and file creation), or none.
     mutating func attributes(permissions: UInt32?) {
         if let permissions { u32(0x4); u32(permissions) } else { u32(0) }
+    }
+
+    /// Attributes with only the access and modification times set (SETSTAT: `touch -d`).
+    mutating func attributes(accessed: Int64, modified: Int64) {
+        u32(0x8); u32(UInt32(truncatingIfNeeded: accessed)); u32(UInt32(truncatingIfNeeded: modified))
     }
 
     /// The finished packet, its length field filled in.
@@ -142,7 +149,10 @@ struct WireReader {
         if flags & 0x1 != 0 { attributes.size = Int64(bitPattern: try u64()) }
         if flags & 0x2 != 0 { _ = try u32(); _ = try u32() }
         if flags & 0x4 != 0 { attributes.permissions = try u32() }
-        if flags & 0x8 != 0 { _ = try u32(); _ = try u32() }
+        if flags & 0x8 != 0 {
+            _ = try u32()
+            attributes.mtime = Int64(try u32())
+        }
         if flags & 0x8000_0000 != 0 {
             for _ in 0 ..< (try u32()) { _ = try stringRange(); _ = try stringRange() }
         }

@@ -25,7 +25,7 @@ struct TreeTransfer {
     /// Moves every entry with `move(transfer, connection, entry, fileCheckpoint)`, which may be
     /// called from several threads at once for small files.
     func run(_ entries: [Entry], connection: Connection, _ move: @escaping Move) throws(StepError)
-        -> (bytes: Int64, resumed: Int64, last: FileTransfer.Result?)
+        -> (bytes: Int64, resumed: Int64, skipped: (files: Int64, bytes: Int64), last: FileTransfer.Result?)
     {
         // A file alone goes the one-at-a-time way too, where the checkpoint is its own.
         let oneAtATime = { (entry: Entry) in entries.count == 1 || (options.connections > 1 && entry.size >= options.parallelThreshold) }
@@ -84,7 +84,7 @@ struct TreeTransfer {
         }
         let (done, files) = state.moving(nil, 0)
         step.progress(bytesDone: done, bytesTotal: total, filesDone: files, filesTotal: Int64(order.count))
-        return (done, state.resumed, state.last)
+        return (done, state.resumed, state.skipped, state.last)
     }
 }
 
@@ -127,6 +127,7 @@ private final class TreeState: @unchecked Sendable {
     private var inFlight: [Int: Int64] = [:]
     private var doneBytes: Int64 = 0
     private var _resumed: Int64 = 0
+    private var _skipped: (files: Int64, bytes: Int64) = (0, 0)
     private var _last: FileTransfer.Result?
     private var _error: StepError?
     private let savedFile: JSONValue?
@@ -154,6 +155,7 @@ private final class TreeState: @unchecked Sendable {
     var doneCount: Int { lock.withLock { Int(doneFiles) } }
     var error: StepError? { lock.withLock { _error } }
     var resumed: Int64 { lock.withLock { _resumed } }
+    var skipped: (files: Int64, bytes: Int64) { lock.withLock { _skipped } }
     var last: FileTransfer.Result? { lock.withLock { _last } }
 
     func isDone(_ index: Int) -> Bool { lock.withLock { done[index] } }
@@ -182,6 +184,7 @@ private final class TreeState: @unchecked Sendable {
             }
             inFlight[index] = nil
             _resumed += result.resumedFrom
+            if result.skipped { _skipped = (_skipped.files + 1, _skipped.bytes + result.size) }
             _last = result
             advancePrefix()
             return checkpointLocked(file: nil, at: nil)
@@ -196,6 +199,8 @@ private final class TreeState: @unchecked Sendable {
         if let file, let index {
             object["file"] = file
             object["file_at"] = .int(Int64(index))
+            // A download's local partial, where the engine looks for it (`PartialFiles`).
+            if let partial = file["partial"] { object["partial"] = partial }
         }
         return .object(object)
     }

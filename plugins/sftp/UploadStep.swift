@@ -22,13 +22,16 @@ struct UploadStep: StepDefinition {
     static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{"path":{"type":"string"},"files":{"type":"integer"},"bytes":{"type":"integer"},
-          "resumed_bytes":{"type":"integer"}}}
+          "resumed_bytes":{"type":"integer"},"skipped_files":{"type":"integer","description":"files kept as they were (if_exists)"},
+          "skipped_bytes":{"type":"integer","description":"bytes of the files kept (not sent)"}}}
         """#
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
         let (source, destination) = (inputs.source, inputs.destination)
-        let options = try TransferOptions(inputs.tree.transfer, sha256: inputs.tree.sha256, step: step)
+        var options = try TransferOptions(inputs.tree.transfer, sha256: inputs.tree.sha256, step: step)
+        options.ifExists = inputs.tree.ifExists
+        options.preserveMtime = inputs.tree.preserveMtime
         guard let info = try FileInfo.of(source) else { throw StepError.invalidInput("source \(source) does not exist", code: "ENOENT") }
         let (session, owned) = try Sessions.resolve(inputs.tree.server)
         defer { if owned { session.close() } }
@@ -55,6 +58,8 @@ struct UploadStep: StepDefinition {
             step.setOutput("files", .int(Int64(entries.count)))
             step.setOutput("bytes", .int(result.bytes))
             step.setOutput("resumed_bytes", .int(result.resumed))
+            step.setOutput("skipped_files", .int(result.skipped.files))
+            step.setOutput("skipped_bytes", .int(result.skipped.bytes))
         }
     }
 }

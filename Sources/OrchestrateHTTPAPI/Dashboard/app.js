@@ -15,13 +15,17 @@ adoptTokenFromURL();
 const container = document.getElementById('view');
 let unmount = () => {};
 
-/** `#/runs/ID?x=1` → {view: 'run', id: 'ID', query: URLSearchParams}. */
+/**
+ * `#/runs/ID?x=1` → {view: 'run', id: 'ID', query: URLSearchParams}. The singular `#/run/ID`
+ * (what one writes by hand) is the same page, and `#/run` alone the list.
+ */
 function parseRoute() {
   const hash = window.location.hash.replace(/^#\/?/, '');
   const [path, search = ''] = hash.split('?');
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   const query = new URLSearchParams(search);
-  if (parts[0] === 'runs' && parts.length > 1) return { view: 'run', id: parts.slice(1).join('/'), query };
+  if ((parts[0] === 'runs' || parts[0] === 'run') && parts.length > 1) return { view: 'run', id: parts.slice(1).join('/'), query };
+  if (parts[0] === 'run') return { view: 'runs', query };
   return { view: parts[0] || 'overview', query };
 }
 

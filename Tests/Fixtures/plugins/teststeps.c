@@ -487,7 +487,8 @@ STEP(fail_step, "test.fail", 0, "Always fails with the given error kind.",
                    "\"message\":{\"type\":\"string\"},\"code\":{\"type\":\"string\"}", "\"kind\",\"message\""),
      NULL, run_fail);
 STEP(echo, "test.echo", 0, "Outputs its inputs, idempotency key and attempt.", "{\"type\":\"object\"}",
-     "{\"type\":\"object\",\"properties\":{\"with\":{\"type\":\"object\"},\"attempt\":{\"type\":\"integer\"}}}",
+     "{\"type\":\"object\",\"properties\":{\"with\":{\"type\":\"object\"},\"attempt\":{\"type\":\"integer\"},"
+     "\"idempotency_key\":{\"type\":[\"string\",\"null\"]}}}",
      run_echo);
 STEP(items, "test.items", ORC_STEP_ACCEPTS_ITEMS, "Appends every item it is given to a file.",
      OBJECT_SCHEMA("\"file\":{\"type\":\"string\"},\"item_ms\":{\"type\":\"integer\"}", "\"file\""),
