@@ -64,20 +64,21 @@ let package = Package(
         // The durable journal: the StateStore protocol, SQLite (one machine) and PostgreSQL
         // (several machines sharing one queue).
         .target(name: "OrchestrateStore", dependencies: [
-            "OrchestrateJSON", "CLibPQ", .product(name: "GRDB", package: "GRDB.swift"),
+            "OrchestrateJSON", "OrchestrateLock", "CLibPQ", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        // The token bucket behind every bandwidth cap (host and plugins alike); no dependencies.
-        // One mutex for the host, the plugin kit and the token bucket (a module of its own: the
-        // kit, built into third-party plugins, must not pull in the host).
+        // The one mutex every module uses (a module of its own: the plugin kit, built into
+        // third-party plugins, must not pull in the host). Then the token bucket behind every
+        // bandwidth cap (host and plugins alike).
         .target(name: "OrchestrateLock"),
         .target(name: "OrchestrateTokenBucket", dependencies: ["OrchestrateLock"]),
         .target(name: "OrchestratePluginHost", dependencies: ["OrchestrateJSON", "COrchestratePlugin", "OrchestrateTokenBucket",
                                                               "OrchestrateLock"]),
         .target(name: "OrchestrateEngine", dependencies: [
-            "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
+            "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket", "OrchestrateLock",
         ]),
         .target(name: "OrchestrateCLI", dependencies: [
             "OrchestrateEngine", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
+            "OrchestrateLock",
             // libcurl: status/list/events --server talk to a remote serve over HTTP(S).
             "CCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -86,7 +87,7 @@ let package = Package(
         // and the web dashboard on it (its files compiled into the binary).
         .target(name: "OrchestrateHTTPAPI", dependencies: [
             "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTokenBucket",
-            .product(name: "Hummingbird", package: "hummingbird"),
+            "OrchestrateLock", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,7 @@
 import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateLock
 import OrchestrateStore
 
 /// Prints a run as it executes: one line per step transition (and per retry, with the reason
@@ -15,7 +16,7 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
     private let runID: String
     private let started = Date()
     /// Serialises the terminal: the writer's batches, the progress board, the summary.
-    private let lock = NSLock()
+    private let lock = Lock()
     private let board = ProgressBoard()
     private var lastDraw = 0.0
     private var lastPlainProgress: [String: Double] = [:]

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateEngine
+import OrchestrateLock
 import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
@@ -65,7 +66,7 @@ enum RunSession {
 /// one exits at once with 130.
 final class SignalRelay: @unchecked Sendable {
     private var sources: [DispatchSourceSignal] = []
-    private let lock = NSLock()
+    private let lock = Lock()
     private var count = 0
 
     var received: Bool { lock.withLock { count > 0 } }

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateLock
 
 /// Writing to the terminal: plain lines when not a TTY, colour only on a TTY without NO_COLOR.
 enum Terminal {
@@ -14,8 +15,8 @@ enum Terminal {
     /// One lock per stream, so lines are never interleaved within a stream, and a stdout that
     /// blocks (a pipe nobody reads, Ctrl-S) cannot hold up stderr: the signal handler's
     /// messages and a second Ctrl-C's exit go through.
-    private static let stdoutLock = NSLock()
-    private static let stderrLock = NSLock()
+    private static let stdoutLock = Lock()
+    private static let stderrLock = Lock()
 
     static func line(_ text: String, to stream: Stream = .standardOutput) {
         write(text + "\n", to: stream)

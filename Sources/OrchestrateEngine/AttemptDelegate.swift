@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateLock
 import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
@@ -19,7 +20,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     private let redactor: Redactor
     private unowned let sink: any AttemptEventSink
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var lastProgressShown = 0.0
     private var lastProgressJournaled = 0.0
     /// The bytes this attempt moved and its rate (not the bytes found on disk at a resume).
@@ -51,10 +52,10 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
          endpoint: Endpoint? = nil, holdTimeout: Duration = Step.defaultHoldTimeout,
          random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }, resumed: Bool = false)
     {
-        let now = Monotonic.now(), wallNow = Date().timeIntervalSince1970
+        let now = MonotonicClock.nowSeconds(), wallNow = Date().timeIntervalSince1970
         self.rate = AttemptRate(resumed: resumed, now: now, wallNow: wallNow)
         self.sessionItems = SessionItemsProgress(startedAt: wallNow)
-        self.retries = ItemRetries(policy: itemRetry, canHold: endpoint != nil, holdTimeout: holdTimeout.seconds)
+        self.retries = ItemRetries(policy: itemRetry, canHold: endpoint != nil, holdTimeout: holdTimeout.inSeconds)
         self.endpoint = endpoint
         self.holdTimeout = holdTimeout
         self.random = random
@@ -76,7 +77,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     }
 
     func progress(_ progress: StepProgress) {
-        let now = Monotonic.now()
+        let now = MonotonicClock.nowSeconds()
         var show = false
         var journal = false
         let finished = progress.bytesTotal > 0 && progress.bytesDone >= progress.bytesTotal
@@ -112,7 +113,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     // MARK: Items of long-lived steps
 
     func nextItem(timeout: Duration) -> NextItem {
-        let deadline = Monotonic.now() + timeout.seconds
+        let deadline = MonotonicClock.nowSeconds() + timeout.inSeconds
         while true {
             if sink.attemptIsCancelled(instanceID) { return .timeout }
             settleHeldItems()
@@ -123,7 +124,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
             journalSessionProgress()
             // Closing waits for the items that will be tried again (a hold ends by its timeout).
             if sink.attemptSessionClosing(instanceID) && lock.withLock({ retries.waitingCount == 0 }) { return .closed }
-            let remaining = deadline - Monotonic.now()
+            let remaining = deadline - MonotonicClock.nowSeconds()
             if remaining <= 0 { return .timeout }
             Thread.sleep(forTimeInterval: min(remaining, 0.1))
         }
@@ -134,7 +135,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
             guard let item = try? store.nextQueuedItem(runID: runID, stepID: declaredStep, after: handedOutThrough) else { return nil }
             handedOutThrough = item.seq
             retries.handedOut(id: item.id, json: item.json, checkpoint: item.checkpoint)
-            sessionItems.started(item.id, resumed: item.checkpoint != nil, now: Monotonic.now(), wallNow: Self.wallClock())
+            sessionItems.started(item.id, resumed: item.checkpoint != nil, now: MonotonicClock.nowSeconds(), wallNow: Self.wallClock())
             sink.attemptEvent(type: EventType.itemStarted, step: instanceID,
                               data: ["item": .string(item.id), "value": (try? JSONValue(parsing: item.json)) ?? .null])
             return .item(id: item.id, json: item.json, checkpoint: item.checkpoint)
@@ -145,7 +146,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     private func takeRetriedItem() -> NextItem? {
         lock.withLock { () -> NextItem? in
             guard retries.waitingCount > 0, let item = retries.takeDue(now: Self.wallClock()) else { return nil }
-            sessionItems.started(item.id, resumed: item.checkpoint != nil, now: Monotonic.now(), wallNow: Self.wallClock())
+            sessionItems.started(item.id, resumed: item.checkpoint != nil, now: MonotonicClock.nowSeconds(), wallNow: Self.wallClock())
             sink.attemptEvent(type: EventType.itemStarted, step: instanceID,
                               data: ["item": .string(item.id), "value": (try? JSONValue(parsing: item.json)) ?? .null,
                                      "attempt": .int(Int64(item.failures + 1))])
@@ -259,7 +260,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     /// Per-file progress: shown live, and journaled as `item.progress` once a second per item
     /// from its first report, and at its end: an item done within a second journals one event.
     func itemProgress(id: String, bytesDone: Int64, bytesTotal: Int64) {
-        let now = Monotonic.now()
+        let now = MonotonicClock.nowSeconds()
         let rate = lock.withLock { sessionItems.report(id, bytesDone: bytesDone, bytesTotal: bytesTotal, now: now, wallNow: Self.wallClock()) }
         let snapshot = ProgressSnapshot(bytesDone: bytesDone, bytesTotal: bytesTotal, filesDone: -1, filesTotal: -1, rate: rate)
         sink.attemptProgress(step: "\(instanceID):\(id)", progress: snapshot)
@@ -289,7 +290,7 @@ extension AttemptDelegate {
     /// reports its own: shown at most every 0.1 s, journaled as `step.progress` at most once a
     /// second when it changed (so the last change is journaled by the next wait for an item).
     private func journalSessionProgress() {
-        let now = Monotonic.now()
+        let now = MonotonicClock.nowSeconds()
         let (snapshot, data) = lock.withLock { () -> (ProgressSnapshot?, JSONValue?) in
             guard !reportsOwnProgress, sessionItems.hasItems else { return (nil, nil) }
             var snapshot: ProgressSnapshot?
@@ -317,20 +318,4 @@ protocol AttemptEventSink: AnyObject, Sendable {
     func attemptProgress(step: String, progress: ProgressSnapshot)
     func attemptIsCancelled(_ instanceID: String) -> Bool
     func attemptSessionClosing(_ instanceID: String) -> Bool
-}
-
-/// Seconds on a monotonic clock, for deadlines and rates (wall-clock time can jump).
-enum Monotonic {
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let c = components
-        return Double(c.seconds) + Double(c.attoseconds) / 1e18
-    }
 }

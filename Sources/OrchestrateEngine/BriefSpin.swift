@@ -1,4 +1,5 @@
 import Foundation
+import OrchestratePluginHost
 
 /// Waiting a few microseconds without sleeping, for the hand-over between the scheduling loop
 /// and the attempt threads.
@@ -28,12 +29,12 @@ enum BriefSpin {
 
     /// Calls `arrived` until it returns true (then returns true) or `seconds` have passed.
     static func wait(seconds: Double, until arrived: () -> Bool) -> Bool {
-        let deadline = Monotonic.now() + seconds
+        let deadline = MonotonicClock.nowSeconds() + seconds
         while true {
             for _ in 0 ..< 64 {
                 if arrived() { return true }
             }
-            if Monotonic.now() >= deadline { return false }
+            if MonotonicClock.nowSeconds() >= deadline { return false }
         }
     }
 
@@ -41,12 +42,12 @@ enum BriefSpin {
     /// `expected`, or `gap` seconds passed without growth, or `limit` seconds passed in all.
     static func gather(expected: Int, gap: Double, limit: Double, arrived: () -> Int) {
         var count = arrived()
-        let start = Monotonic.now()
+        let start = MonotonicClock.nowSeconds()
         var lastGrowth = start
         while count < expected {
             // Reading the clock costs more than a look: look a few times between readings.
             for _ in 0 ..< 16 where arrived() != count { break }
-            let now = Monotonic.now()
+            let now = MonotonicClock.nowSeconds()
             let current = arrived()
             if current != count {
                 count = current

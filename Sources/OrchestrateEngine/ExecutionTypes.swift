@@ -114,7 +114,7 @@ struct Runnable {
 }
 
 func formatDuration(_ duration: Duration) -> String {
-    let s = duration.seconds
+    let s = duration.inSeconds
     if s < 1 { return "\(Int((s * 1000).rounded()))ms" }
     if s < 60 { return s == s.rounded() ? "\(Int(s))s" : String(format: "%.1fs", s) }
     if s < 3600 { return "\(Int(s / 60))m" + (Int(s) % 60 > 0 ? "\(Int(s) % 60)s" : "") }

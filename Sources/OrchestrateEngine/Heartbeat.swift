@@ -1,4 +1,5 @@
 import Foundation
+import OrchestratePluginHost
 import OrchestrateStore
 
 /// Keeps a run's ownership alive while it executes: renews the run's lease and its
@@ -16,7 +17,7 @@ final class Heartbeat: @unchecked Sendable {
     private var isStopped = false
     /// When the store last confirmed the lease (monotonic seconds); the claim, just before the
     /// heartbeat starts, counts as the first.
-    private var lastRenewed = Monotonic.now()
+    private var lastRenewed = MonotonicClock.nowSeconds()
     private var thread: Thread?
     private var beatsEnded = false
 
@@ -27,7 +28,7 @@ final class Heartbeat: @unchecked Sendable {
     /// Schedules the first beat, one interval from now. The heartbeat gets its own thread only
     /// then (`HeartbeatStarter`): most runs of a busy queue are over before.
     func start() {
-        HeartbeatStarter.shared.schedule(self, at: Monotonic.now() + executor.options.heartbeatInterval)
+        HeartbeatStarter.shared.schedule(self, at: MonotonicClock.nowSeconds() + executor.options.heartbeatInterval)
     }
 
     /// Starts the beats' thread, which beats at once (`HeartbeatStarter` calls it when the first
@@ -58,7 +59,7 @@ final class Heartbeat: @unchecked Sendable {
     /// round too, since a renewal can itself hang on a dead network.
     var isOverdue: Bool {
         let last = stopped.withLock { lastRenewed }
-        return Monotonic.now() - last >= executor.options.leaseDuration - executor.options.heartbeatInterval
+        return MonotonicClock.nowSeconds() - last >= executor.options.leaseDuration - executor.options.heartbeatInterval
     }
 
     private func renewed(at time: Double) {
@@ -84,7 +85,7 @@ final class Heartbeat: @unchecked Sendable {
             if stop { return }
             let lease = executor.options.leaseDuration
             let store = executor.store
-            let asked = Monotonic.now()
+            let asked = MonotonicClock.nowSeconds()
             guard let (owned, control) = try? store.renewLease(executor.run.id, owner: executor.owner, lease: lease) else {
                 // A busy or unreachable store: try again next beat while the lease has slack.
                 if selfFencing && isOverdue { executor.loseOwnership() }

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestratePluginHost
 
 /// Starts each heartbeat's thread when its first beat is due, from one thread per process.
 ///
@@ -49,7 +50,7 @@ final class HeartbeatStarter: @unchecked Sendable {  // state guarded by `condit
     private func takeDue() -> [Heartbeat] {
         condition.withLock {
             while true {
-                let now = Monotonic.now()
+                let now = MonotonicClock.nowSeconds()
                 let due = pending.values.filter { $0.due <= now }.map(\.heartbeat)
                 if !due.isEmpty {
                     for heartbeat in due { pending.removeValue(forKey: ObjectIdentifier(heartbeat)) }

@@ -97,8 +97,8 @@ struct ItemRetries {
             finished(id: id)
             return .finish(why: "tried \(item.failures) time\(item.failures == 1 ? "" : "s"), the step's retry: max_attempts")
         }
-        let delay = failure.retryAfter?.seconds
-            ?? policy.delay(afterAttempt: item.failures, unitRandom: unitRandom).seconds
+        let delay = failure.retryAfter?.inSeconds
+            ?? policy.delay(afterAttempt: item.failures, unitRandom: unitRandom).inSeconds
         item.due = now + delay
         item.givesUpAt = nil
         park(item)

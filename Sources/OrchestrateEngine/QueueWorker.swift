@@ -146,7 +146,7 @@ public final class QueueWorker: @unchecked Sendable {
             } else {
                 do {
                     try releaseAfterFailures()
-                    let now = ProcessInfo.processInfo.systemUptime
+                    let now = MonotonicClock.nowSeconds()
                     if fullRound || watch == nil || storeFailing || now - lastFullRound >= pollInterval {
                         lastFullRound = now
                         try applyQueueRate()

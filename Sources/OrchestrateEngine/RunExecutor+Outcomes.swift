@@ -72,8 +72,8 @@ extension RunExecutor {
             return fail(instance, failure, notRetried: attemptsLeft ? notRetried : nil)
         }
         // The server's hint (Retry-After) wins over the computed delay.
-        let delay = failure.retryAfter?.seconds
-            ?? policy.delay(afterAttempt: instance.record.failures, unitRandom: options.random()).seconds
+        let delay = failure.retryAfter?.inSeconds
+            ?? policy.delay(afterAttempt: instance.record.failures, unitRandom: options.random()).inSeconds
         instance.record.status = .waitingRetry
         instance.record.nextAttemptAt = now() + delay
         instance.record.errorKind = failure.kind.rawValue
@@ -189,7 +189,7 @@ extension RunExecutor {
     /// most its `hold_timeout`.
     private func hold(_ instance: Instance, on endpoint: Endpoint, _ failure: StepFailure) {
         let current = now()
-        let holdTimeout = instance.spec.holdTimeout.seconds
+        let holdTimeout = instance.spec.holdTimeout.inSeconds
         instance.record.status = .held
         instance.record.errorKind = failure.kind.rawValue
         instance.record.errorCode = failure.code
@@ -273,7 +273,7 @@ extension RunExecutor {
     /// is a backstop that costs nothing (cancel is idempotent); what only the engine can do is
     /// stop waiting for a plugin that ignores the cancellation, after `timeoutGrace`.
     func checkTimeouts() {
-        let monotonicNow = Monotonic.now()
+        let monotonicNow = MonotonicClock.nowSeconds()
         for (instanceID, attempt) in inFlight.byInstance {
             guard let deadline = attempt.deadline, monotonicNow >= deadline else { continue }
             if !attempt.timedOut {

@@ -329,7 +329,7 @@ extension RunExecutor {
             invocation = StepInvocation(stepType: stepType, request: request, delegate: delegate)
         }
         let attempt = Attempt(token: inFlight.newToken(), invocation: invocation, leaseHolder: holder,
-                              deadline: instance.spec.timeout.map { Monotonic.now() + $0.seconds })
+                              deadline: instance.spec.timeout.map { MonotonicClock.nowSeconds() + $0.inSeconds })
         inFlight.add(attempt, of: instance)
         return .started
     }

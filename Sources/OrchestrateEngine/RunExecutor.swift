@@ -389,9 +389,9 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             var round = batch
             round.fence = (run.id, owner)
             batch = JournalBatch()
-            let started = Monotonic.now()
+            let started = MonotonicClock.nowSeconds()
             try store.commit(round)
-            observer?.storeCommitted(seconds: Monotonic.now() - started)
+            observer?.storeCommitted(seconds: MonotonicClock.nowSeconds() - started)
             committed = round
         }
         if let observer, let committed {
@@ -427,7 +427,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         for id in waitingRetry { until = min(until, instances[id]?.record.nextAttemptAt ?? until) }
         if !blockedOnKeys.isEmpty { until = min(until, wallNow + 0.05) }
         if let holdDue = unreachable.nextDue { until = min(until, holdDue) }
-        let monotonicNow = Monotonic.now()
+        let monotonicNow = MonotonicClock.nowSeconds()
         for attempt in inFlight.byInstance.values {
             if let deadline = attempt.deadline { until = min(until, wallNow + max(deadline - monotonicNow, 0)) }
         }

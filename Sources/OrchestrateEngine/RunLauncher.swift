@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateLock
 import OrchestrateModel
 import OrchestrateStore
 import OrchestrateTokenBucket
@@ -76,7 +77,7 @@ public enum RunIDs {
     private static let alphabet = Array("abcdefghijkmnpqrstuvwxyz23456789")
     /// The ids this process made in the second it made its last one (guarded by `lock`).
     nonisolated(unsafe) private static var madeThisSecond: (stamp: String, ids: Set<String>) = ("", [])
-    private static let lock = NSLock()
+    private static let lock = Lock()
 
     public static func make(now: Date = Date()) -> String {
         var time = time_t(now.timeIntervalSince1970)

@@ -29,7 +29,7 @@ public enum ScheduleRegistration {
                 name: name, entry: index + 1, workflowName: workflow.name, workflowFile: workflow.file,
                 workflowSource: workflow.source, cron: trigger.cron.text,
                 timeZone: (trigger.timeZone ?? defaultZone).identifier, inputs: inputs, overlap: trigger.overlap.rawValue,
-                catchup: trigger.catchup.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 },
+                catchup: trigger.catchup.map(\.inSeconds),
                 lastDue: Int64(now.rounded(.down)), createdAt: now)
             record.queue = queue
             record.priority = priority

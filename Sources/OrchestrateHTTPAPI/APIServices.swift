@@ -1,4 +1,5 @@
 import OrchestrateEngine
+import OrchestrateLock
 import OrchestratePluginHost
 import OrchestrateStore
 import Foundation
@@ -21,7 +22,7 @@ final class APIServices: Sendable {
     /// Graphs of runs already drawn (a run's workflow never changes).
     let graphs = RunGraph.Cache()
     private let workers: APIWorkers
-    private let streamsLock = NSLock()
+    private let streamsLock = Lock()
     nonisolated(unsafe) private var streams = 0  // guarded by streamsLock
 
     /// `workerThreads`: as many as requests may be worked on at once, and a few for the event

@@ -1,5 +1,7 @@
 import Foundation
 import NIOCore
+import OrchestrateLock
+import OrchestratePluginHost
 import OrchestrateStore
 
 /// One reader of the journal for every event stream of this server: fifty dashboards following
@@ -29,7 +31,7 @@ final class EventFeed: @unchecked Sendable {
 
     let capacity: Int
     let minInterval: Double
-    private let lock = NSLock()
+    private let lock = Lock()
     // All guarded by lock.
     private var entries: [Entry] = []
     /// Every event with a seq in (coveredFrom, lastSeq] is in `entries`; nil before the first read.
@@ -60,7 +62,7 @@ final class EventFeed: @unchecked Sendable {
     /// Reads what is new in the store, at most once per `minInterval` and by one caller at a
     /// time (the others go on with what the feed has). The first read starts after `after`.
     func refresh(_ services: APIServices, startingAfter after: Int64) async throws {
-        let now = ProcessInfo.processInfo.systemUptime
+        let now = MonotonicClock.nowSeconds()
         let from: Int64? = lock.withLock {
             guard !refreshing, now - lastRefresh >= minInterval else { return nil }
             refreshing = true
@@ -91,7 +93,7 @@ final class EventFeed: @unchecked Sendable {
         }
         lock.withLock {
             refreshing = false
-            lastRefresh = ProcessInfo.processInfo.systemUptime
+            lastRefresh = MonotonicClock.nowSeconds()
             if coveredFrom == nil {
                 // The feed starts at the first point that proved real (events follow it): a
                 // client's `after` beyond the journal's end must not make it wait past the end.

@@ -3,6 +3,8 @@ import Hummingbird
 import HTTPTypes
 import NIOCore
 import OrchestrateJSON
+import OrchestrateLock
+import OrchestratePluginHost
 
 /// Identical reads within `window` seconds share one answer: a dashboard and Prometheus asking
 /// for the same list, detail or scrape at once cost one store read and one encoding (bench/api:
@@ -14,7 +16,7 @@ import OrchestrateJSON
 /// within `window`, well below what a person watching notices (live progress comes by SSE).
 final class ReadCache: @unchecked Sendable {
     let window: Double
-    private let lock = NSLock()
+    private let lock = Lock()
     private struct Entry {
         let started: Double
         let answer: Task<ByteBuffer, any Error>
@@ -41,7 +43,7 @@ final class ReadCache: @unchecked Sendable {
     }
 
     func answer(_ key: String, _ make: @escaping @Sendable () async throws -> ByteBuffer) async throws -> ByteBuffer {
-        let now = ProcessInfo.processInfo.systemUptime
+        let now = MonotonicClock.nowSeconds()
         let entry: Entry = lock.withLock {
             if let entry = entries[key], now - entry.started < window { return entry }
             if entries.count > 1000 { entries = entries.filter { now - $0.value.started < window } }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HTTPTypes
+import OrchestrateLock
 
 /// Bounds the API requests worked on at once. Past `maxActive` a request waits its turn (first
 /// come, first served); past `maxWaiting` waiting ones it is answered at once with 503 and
@@ -15,7 +16,7 @@ final class RequestAdmission: @unchecked Sendable {
     let maxWaiting: Int
     /// What `Retry-After` says, in seconds.
     let retryAfter = 1
-    private let lock = NSLock()
+    private let lock = Lock()
     // Guarded by lock.
     private var active = 0
     private var waiting: [CheckedContinuation<Bool, Never>] = []
@@ -28,32 +29,34 @@ final class RequestAdmission: @unchecked Sendable {
     /// Takes a slot, waiting for one if needed; false when too many already wait.
     func enter() async -> Bool {
         await withCheckedContinuation { continuation in
-            lock.lock()
-            if active < maxActive {
-                active += 1
-                lock.unlock()
-                continuation.resume(returning: true)
-            } else if waiting.count < maxWaiting {
+            enum Admission { case now, later, refused }
+            let admission: Admission = lock.withLock {
+                if active < maxActive {
+                    active += 1
+                    return .now
+                }
+                guard waiting.count < maxWaiting else { return .refused }
                 waiting.append(continuation)
-                lock.unlock()
-            } else {
-                lock.unlock()
-                continuation.resume(returning: false)
+                return .later
+            }
+            switch admission {
+            case .now: continuation.resume(returning: true)
+            case .refused: continuation.resume(returning: false)
+            case .later: break
             }
         }
     }
 
     /// Gives the slot back: to the longest waiting request, if any.
     func leave() {
-        lock.lock()
-        if waiting.isEmpty {
-            active -= 1
-            lock.unlock()
-        } else {
-            let next = waiting.removeFirst()
-            lock.unlock()
-            next.resume(returning: true)
+        let next: CheckedContinuation<Bool, Never>? = lock.withLock {
+            if waiting.isEmpty {
+                active -= 1
+                return nil
+            }
+            return waiting.removeFirst()
         }
+        next?.resume(returning: true)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateLock
 import OrchestrateModel
 import OrchestrateStore
 
@@ -24,7 +25,7 @@ enum RunGraph {
     /// 32); encoding it at every request was a third of writing the detail. The graph depends
     /// on nothing else, and a run's workflow text never changes.
     final class Cache: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Lock()
         private var graphs: [String: String?] = [:]  // by workflow source; guarded by lock
         private let capacity = 512
 

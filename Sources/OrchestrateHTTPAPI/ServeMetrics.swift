@@ -1,6 +1,7 @@
 import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateLock
 import OrchestrateStore
 import Prometheus
 
@@ -18,7 +19,7 @@ import Prometheus
 /// ```
 public final class ServeMetrics: RunObserver, @unchecked Sendable {
     let registry = PrometheusCollectorRegistry()
-    private let lock = NSLock()
+    private let lock = Lock()
     /// Per run, per step instance: what its running attempt is and how far its transfer got.
     private var steps: [String: [String: StepState]] = [:]  // guarded by lock
     /// (queue, status) pairs seen at earlier scrapes, set to 0 once no run has them.
@@ -28,7 +29,7 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
     /// give the same one back, but only after building and checking its name and help text
     /// under its lock: at every event of every step that cost the engine more than counting.
     private var handles: [String: AnyObject] = [:]  // guarded by handlesLock
-    private let handlesLock = NSLock()
+    private let handlesLock = Lock()
 
     private struct StepState {
         var stepType: String

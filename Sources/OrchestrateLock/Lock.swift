@@ -4,9 +4,9 @@ import Glibc
 import Darwin
 #endif
 
-/// A plain mutex: the plugin host's shared state, a token bucket's, the plugin kit's few
-/// globals (the step table, built descriptions), and plugins that share state between the
-/// threads of a step (`OrchestratePluginKit` re-exports it). Never call back into plugin code
+/// A plain mutex, the one lock type of the project: the host's modules, a token bucket, the
+/// plugin kit's few globals (the step table, built descriptions), and plugins that share state
+/// between the threads of a step (`OrchestratePluginKit` re-exports it). Never call back into plugin code
 /// while holding one.
 ///
 /// Not `Synchronization.Mutex`: that needs macOS 15 and the package supports macOS 14. The

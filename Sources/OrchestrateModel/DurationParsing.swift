@@ -49,7 +49,7 @@ public func parseDuration(_ text: String) -> Duration? {
 
 extension Duration {
     /// The duration in seconds as a Double (attosecond precision is more than any delay needs).
-    var inSeconds: Double {
+    public var inSeconds: Double {
         Double(components.seconds) + Double(components.attoseconds) * 1e-18
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateLock
 
 /// Something that runs one step attempt: a plugin call in this process (`StepInvocation`) or in
 /// a runner process (`IsolatedStepInvocation`). `run()` blocks; `cancel` may come from any thread.
@@ -30,7 +31,7 @@ public final class IsolatedStepInvocation: StepRunning, @unchecked Sendable {
     /// How long a cancelled runner has to finish before it is killed.
     private let killGrace: Double
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var process: Process?
     private var channel: RunnerChannel?
     private var cancelReason: CancelReason?

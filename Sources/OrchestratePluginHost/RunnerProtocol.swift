@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateLock
 
 /// The conversation between the host and `orchestrate-plugin-runner`, the small process that runs
 /// a plugin out of process (`isolation: process`): one JSON object per line over the runner's
@@ -68,7 +69,7 @@ public enum RunnerProtocol {
 public final class RunnerChannel: @unchecked Sendable {
     private let input: FileHandle
     private let output: FileHandle
-    private let writeLock = NSLock()
+    private let writeLock = Lock()
     private var buffer = Data()
 
     public init(readFrom input: FileHandle, writeTo output: FileHandle) {

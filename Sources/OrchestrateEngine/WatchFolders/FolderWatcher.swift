@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateModel
+import OrchestratePluginHost
 import OrchestrateStore
 
 /// `serve`'s watch of one folder (a workflow's `on.watch`), on its own thread: finds files
@@ -82,7 +83,7 @@ public final class FolderWatcher: @unchecked Sendable {
         var scanInterval = inotify == nil ? scanAlone : options.scanIntervalWithInotify
         var nextScan = 0.0
         var nextOutcomes = 0.0
-        func clock() -> Double { ProcessInfo.processInfo.systemUptime }
+        func clock() -> Double { MonotonicClock.nowSeconds() }
 
         func look(_ relative: String, now: Double) {
             guard let signature = FileSignature.of(watched.folder + "/" + relative) else {

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateJSON
+import OrchestrateLock
 
 /// The state store several machines share: one PostgreSQL database, through libpq.
 ///
@@ -35,7 +36,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     /// When `claimNextRuns` last looked for runs whose owner died on this node (monotonic
     /// seconds; guarded by `orphanScanLock`): at most once a second, not at every claim.
     private var lastOrphanScan = -Double.infinity
-    private let orphanScanLock = NSLock()
+    private let orphanScanLock = Lock()
     static let orphanScanInterval = 1.0
 
     /// True at most once per `orphanScanInterval` (the first call always).
