@@ -2,9 +2,11 @@
 // orchestrate: a workflow orchestrator for upload and download jobs.
 //
 // Layers (data flows one way): OrchestrateModel (YAML → validated workflow, expressions; no I/O)
-// → OrchestrateEngine (schedule, retry, limit, cancel, checkpoint) ↔ OrchestrateStore (durable
-// journal) and → OrchestratePluginHost (dlopen, check, call) → plugins. OrchestrateCLI wires
-// them to the command line. Plugins, built-in ones included, see only the C header in
+// → OrchestrateEngine (execute runs: order steps, retry, limit, cancel, checkpoint) ↔
+// OrchestrateStore (durable journal) and → OrchestratePluginHost (dlopen, check, call) →
+// plugins. OrchestrateOperations operates the system around the engine (submission, the queue
+// worker, schedules, watch folders, retention, read models); OrchestrateCLI and
+// OrchestrateHTTPAPI only parse, call it, and print or answer. Plugins, built-in ones included, see only the C header in
 // COrchestratePlugin (and, for Swift plugins, the OrchestratePluginKit convenience layer).
 import PackageDescription
 
@@ -76,8 +78,15 @@ let package = Package(
         .target(name: "OrchestrateEngine", dependencies: [
             "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket", "OrchestrateLock",
         ]),
+        // Operating the system around the engine: submitting and launching runs, the queue
+        // worker, queue control, session paths, schedules, watch folders, retention, and the
+        // read models (RunDocument...) that the CLI and the HTTP API show.
+        .target(name: "OrchestrateOperations", dependencies: [
+            "OrchestrateEngine", "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
+            "OrchestrateTokenBucket", "OrchestrateLock",
+        ]),
         .target(name: "OrchestrateCLI", dependencies: [
-            "OrchestrateEngine", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
+            "OrchestrateEngine", "OrchestrateOperations", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
             "OrchestrateLock",
             // libcurl: status/list/events --server talk to a remote serve over HTTP(S).
             "CCurl",
@@ -86,7 +95,7 @@ let package = Package(
         // `serve --http`: the JSON API (OpenAPI-described, SSE events, bearer tokens), `/metrics`,
         // and the web dashboard on it (its files compiled into the binary).
         .target(name: "OrchestrateHTTPAPI", dependencies: [
-            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTokenBucket",
+            "OrchestrateEngine", "OrchestrateOperations", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTokenBucket",
             "OrchestrateLock", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -142,7 +151,7 @@ let package = Package(
         // The typed input declarations of OrchestratePluginKit: schema generation and reading.
         .testTarget(name: "OrchestratePluginKitTests", dependencies: ["OrchestratePluginKit", "OrchestrateJSON"]),
         .testTarget(name: "OrchestrateEngineTests", dependencies: [
-            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
+            "OrchestrateEngine", "OrchestrateOperations", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
             "OrchestrateTestSupport",
         ]),
         .testTarget(name: "OrchestrateHTTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import OrchestrateEngine
+import OrchestrateOperations
 import OrchestrateStore
 
 struct CancelCommand: ParsableCommand {

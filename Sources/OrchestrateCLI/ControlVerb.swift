@@ -1,4 +1,5 @@
 import OrchestrateEngine
+import OrchestrateOperations
 
 /// What every control verb command does: apply the verb through `QueueControl`, print the
 /// outcome, turn a refusal into exit status 2.

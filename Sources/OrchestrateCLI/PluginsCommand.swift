@@ -1,6 +1,7 @@
 import ArgumentParser
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateOperations
 import OrchestratePluginHost
 
 struct PluginsCommand: ParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import OrchestrateEngine
+import OrchestrateOperations
 
 struct RetryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

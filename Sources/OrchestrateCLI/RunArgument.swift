@@ -1,4 +1,5 @@
 import OrchestrateEngine
+import OrchestrateOperations
 import OrchestrateStore
 
 /// The RUN argument of `status`, `events` and `resume` (the control verbs and `add-path` are

@@ -1,6 +1,7 @@
 import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateOperations
 import OrchestrateStore
 
 /// How `status` and `list` describe a run for people; the JSON forms are `RunDocument`'s.

@@ -2,6 +2,7 @@ import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateModel
+import OrchestrateOperations
 import OrchestrateStore
 
 /// What `run` and `submit` do when the run they are asked for exists already, after Temporal's

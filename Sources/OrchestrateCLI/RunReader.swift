@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateOperations
 import OrchestrateStore
 
 /// `--server URL --token-file F [--cacert F]`: `status`, `list` and `events` read a remote

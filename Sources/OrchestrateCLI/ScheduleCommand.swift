@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import OrchestrateEngine
+import OrchestrateOperations
 import OrchestrateStore
 
 /// `orchestrate schedule add|pause|resume|remove`: schedules live in the state store, so every
@@ -107,7 +108,7 @@ struct ScheduleCommand: ParsableCommand {
         func run() throws {
             let store = try global.openStore()
             let entry = try ScheduleCommand.entry(name, store)
-            let (run, events) = Scheduler.manualRunRecord(for: entry, now: Date().timeIntervalSince1970)
+            let (run, events) = ScheduleFirer.manualRunRecord(for: entry, now: Date().timeIntervalSince1970)
             try store.createRun(run, events: events)
             Terminal.line(global.json ? "{\"id\":\"\(run.id)\"}" : run.id)
         }

@@ -3,6 +3,7 @@ import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateModel
+import OrchestrateOperations
 import OrchestrateStore
 
 struct SchedulesCommand: ParsableCommand {
@@ -36,7 +37,7 @@ enum ScheduleListing {
     /// `2026-11-24 02:00 +01:00`: the wall time in the entry's zone, with that zone's offset
     /// then (abbreviations such as CET are not available everywhere).
     static func local(_ time: Int64, zone: String) -> String {
-        guard let tz = TimeZone(identifier: zone) else { return Scheduler.iso(time) }
+        guard let tz = TimeZone(identifier: zone) else { return ScheduleFirer.iso(time) }
         let offset = tz.secondsFromGMT(for: Date(timeIntervalSince1970: Double(time)))
         let minutes = abs(offset) / 60
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OrchestrateEngine
 import OrchestrateHTTPAPI
+import OrchestrateOperations
 import OrchestratePluginHost
 import OrchestrateStore
 import OrchestrateTokenBucket
@@ -163,7 +164,7 @@ struct ServeCommand: ParsableCommand {
             try startHTTP(http, store: store, registry: registry, metrics: metrics)
         }
         let worker = QueueWorker(store: store, registry: registry, options: options, observer: observer)
-        let scheduler = noSchedules ? nil : startScheduler(store: store, observer: observer)
+        let scheduler = noSchedules ? nil : startScheduleFirer(store: store, observer: observer)
         let watchers = try ServeWatches.start(files: watchFiles, pollOnly: watchPoll, queue: options.queues[0],
                                               registry: registry, store: store, observer: observer)
         let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {
@@ -197,10 +198,10 @@ struct ServeCommand: ParsableCommand {
     }
 
     /// Starts the thread that fires registered schedules (docs/schedules.md).
-    private func startScheduler(store: any StateStore, observer: any RunObserver) -> Scheduler {
-        var options = Scheduler.Options()
+    private func startScheduleFirer(store: any StateStore, observer: any RunObserver) -> ScheduleFirer {
+        var options = ScheduleFirer.Options()
         options.warn = { Terminal.warning($0) }
-        let scheduler = Scheduler(store: store, clock: ScheduleClock(store: store), options: options, observer: observer)
+        let scheduler = ScheduleFirer(store: store, clock: ScheduleClock(store: store), options: options, observer: observer)
         scheduler.start()
         return scheduler
     }

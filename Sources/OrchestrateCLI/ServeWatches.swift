@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateEngine
+import OrchestrateOperations
 import OrchestratePluginHost
 import OrchestrateStore
 

@@ -17,8 +17,8 @@ import Synchronization
 /// without taking the lock (`queuedCount`): it takes the next attempt without being woken, so
 /// a chain of quick steps costs no futex wake-up per step. Only one spins, so eight threads
 /// just freed by a fan-out do not take the CPUs the scheduling loop needs.
-final class AttemptThreads: @unchecked Sendable {
-    typealias Job = @Sendable () -> Void
+package final class AttemptThreads: @unchecked Sendable {
+    package typealias Job = @Sendable () -> Void
 
     private let condition = NSCondition()
     private var jobs = StartQueue<Job>()
@@ -37,16 +37,16 @@ final class AttemptThreads: @unchecked Sendable {
     /// - Parameters:
     ///   - stackSize: of each thread, in bytes (reserved address space, not memory).
     ///   - spins: whether an idle thread looks for the next job briefly before sleeping.
-    init(name: String, stackSize: Int = 1 << 20, spins: Bool = true) {
+    package init(name: String, stackSize: Int = 1 << 20, spins: Bool = true) {
         self.name = name
         self.stackSize = stackSize
         self.spins = spins
     }
 
-    func run(_ job: @escaping Job) { run(contentsOf: [job]) }
+    package func run(_ job: @escaping Job) { run(contentsOf: [job]) }
 
     /// Queues `batch`, in order, taking the lock once: a round's attempts start together.
-    func run(contentsOf batch: [Job]) {
+    package func run(contentsOf batch: [Job]) {
         guard !batch.isEmpty else { return }
         condition.withLock {
             for job in batch { jobs.append(job) }
@@ -64,7 +64,7 @@ final class AttemptThreads: @unchecked Sendable {
     }
 
     /// Lets idle threads exit; busy ones exit after their current attempt.
-    func stop() {
+    package func stop() {
         condition.withLock {
             stopped = true
             condition.broadcast()

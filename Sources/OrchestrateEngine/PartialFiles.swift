@@ -36,7 +36,7 @@ public enum PartialFiles {
     /// Removes the partial of step `stepID` (nothing can resume it any more); returns its path
     /// when it was removed.
     @discardableResult
-    static func remove(runID: String, stepID: String, store: any StateStore) -> String? {
+    public static func remove(runID: String, stepID: String, store: any StateStore) -> String? {
         guard let path = existing(runID: runID, stepID: stepID, store: store) else { return nil }
         return unlink(path) == 0 ? path : nil
     }

@@ -1,5 +1,6 @@
 import OrchestrateEngine
 import OrchestrateLock
+import OrchestrateOperations
 import OrchestratePluginHost
 import OrchestrateStore
 import Foundation

@@ -1,6 +1,7 @@
 import Hummingbird
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateOperations
 import OrchestrateStore
 import OrchestrateTokenBucket
 

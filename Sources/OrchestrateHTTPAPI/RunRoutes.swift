@@ -4,6 +4,7 @@ import HTTPTypes
 import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateModel
+import OrchestrateOperations
 import OrchestrateStore
 
 /// `/api/runs…`: list, detail, submit, control verbs, delete, add paths.

@@ -2,6 +2,7 @@ import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateModel
+import OrchestrateOperations
 import OrchestrateStore
 import OrchestrateTokenBucket
 

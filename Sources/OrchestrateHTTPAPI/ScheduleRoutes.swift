@@ -1,6 +1,7 @@
 import Hummingbird
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateOperations
 import OrchestrateStore
 
 /// `/api/schedules` (the registered schedule entries, as `schedules --json` shows them) and

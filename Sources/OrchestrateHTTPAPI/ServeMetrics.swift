@@ -2,6 +2,7 @@ import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateLock
+import OrchestrateOperations
 import OrchestrateStore
 import Prometheus
 

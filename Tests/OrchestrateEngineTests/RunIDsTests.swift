@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateEngine
+import OrchestrateOperations
 import Testing
 
 /// Run ids name runs in the store, the CLI and the API: a collision fails a whole

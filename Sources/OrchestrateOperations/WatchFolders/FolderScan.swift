@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import OrchestrateEngine
 #endif
 
 /// What a watch compares to decide a file has stopped changing.

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateEngine
 import OrchestrateStore
 
 /// The clock schedules are judged by: the store's (the database server's on PostgreSQL, as for

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateStore
 
@@ -20,7 +21,7 @@ public enum ScheduleDocument {
         ]
         if let c = r.catchup { o["catchup_seconds"] = .double(c) }
         if let run = r.lastRunID { o["last_run"] = .string(run) }
-        if !r.paused, let n = next(r, now: now) { o["next"] = .string(Scheduler.iso(n)) }
+        if !r.paused, let n = next(r, now: now) { o["next"] = .string(ScheduleFirer.iso(n)) }
         return .object(o)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateModel
 import OrchestrateStore

@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import OrchestrateEngine
 #endif
 
 /// Linux inotify on a watched folder (and its subfolders): tells the watch which paths

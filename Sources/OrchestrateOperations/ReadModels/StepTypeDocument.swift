@@ -1,3 +1,4 @@
+import OrchestrateEngine
 import OrchestrateJSON
 import OrchestratePluginHost
 

@@ -1,14 +1,15 @@
 import Foundation
+import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateModel
 import OrchestrateStore
 
-/// `serve`'s scheduler: starts the runs of registered schedules (`orchestrate schedule add`)
+/// `serve`'s schedule firer: starts the runs of registered schedules (`orchestrate schedule add`)
 /// at their times, on a thread of its own beside the queue worker, which then executes them
 /// like any submitted run.
 ///
 /// Every due time of every entry is dealt with exactly once, across every `serve` sharing the
-/// store: the scheduler computes it from the entry's `lastDue`, decides, and asks the store to
+/// store: the firer computes it from the entry's `lastDue`, decides, and asks the store to
 /// move `lastDue` to it (`StateStore.advanceSchedule`, a compare-and-set in the transaction
 /// that creates the run). Whoever loses that race just reads the schedules again.
 ///
@@ -17,14 +18,14 @@ import OrchestrateStore
 /// - **skipped** (`schedule.skipped`): `overlap: skip` and the previous run still going;
 /// - **waits**: `overlap: queue` and the previous run still going: it starts once that ends;
 /// - **missed** (`schedule.missed`): older than the entry's `catchup` (or, without one, than
-///   `grace`) when the scheduler gets to it: the times that passed while no `serve` ran.
+///   `grace`) when the firer gets to it: the times that passed while no `serve` ran.
 ///   With `overlap: queue`, age is counted from when the previous run ended, so waiting
 ///   for it does not make a time missed.
 ///
 /// Between due times it sleeps until the next one (reading the schedules again every
 /// `rereadInterval`, for entries registered meanwhile); with an injected clock it looks at the
 /// clock every 50 ms instead.
-public final class Scheduler: @unchecked Sendable {
+public final class ScheduleFirer: @unchecked Sendable {
     public struct Options: Sendable {
         /// How late a time may be started without `catchup`: a busy store or a slow wake-up
         /// must not lose a run, but a `serve` that was down for an hour does not start it.
@@ -55,7 +56,7 @@ public final class Scheduler: @unchecked Sendable {
         self.observer = observer
     }
 
-    /// Starts the scheduler's thread.
+    /// Starts the firer's thread.
     public func start() {
         let thread = Thread { [self] in
             loop()
@@ -64,7 +65,7 @@ public final class Scheduler: @unchecked Sendable {
                 signal.broadcast()
             }
         }
-        thread.name = "scheduler"
+        thread.name = "schedule-firer"
         thread.start()
     }
 
@@ -85,10 +86,10 @@ public final class Scheduler: @unchecked Sendable {
                 let now = try clock.now()
                 let next = try tick(now: now)
                 wait = max(0, next - now)
-                if failing { options.warn("the scheduler's store answers again") }
+                if failing { options.warn("the schedule firer's store answers again") }
                 failing = false
             } catch {
-                if !failing { options.warn("the scheduler could not read the schedules (\(error)); retrying") }
+                if !failing { options.warn("the schedule firer could not read the schedules (\(error)); retrying") }
                 failing = true
                 wait = 1
             }

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateEngine
 import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore

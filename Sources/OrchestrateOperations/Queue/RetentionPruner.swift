@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateEngine
 import OrchestrateStore
 
 /// Removes finished runs past their retention (docs/durability.md#retention): `serve` runs
