@@ -85,8 +85,14 @@ let package = Package(
             "OrchestrateEngine", "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
             "OrchestrateTokenBucket", "OrchestrateLock",
         ]),
+        // `serve` assembled: the queue worker, the schedule firer, the folder watchers, the
+        // retention pruner and the HTTP API of one process, started and stopped together.
+        .target(name: "OrchestrateServe", dependencies: [
+            "OrchestrateEngine", "OrchestrateOperations", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore",
+            "OrchestratePluginHost",
+        ]),
         .target(name: "OrchestrateCLI", dependencies: [
-            "OrchestrateEngine", "OrchestrateOperations", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
+            "OrchestrateEngine", "OrchestrateOperations", "OrchestrateServe", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
             "OrchestrateLock",
             // libcurl: status/list/events --server talk to a remote serve over HTTP(S).
             "CCurl",

@@ -78,17 +78,12 @@ struct RunCommand: ParsableCommand {
         let store = try global.openStore()
         var existing: RunRecord?
         if let id {
-            switch try RunIdentity.decide(id: id, workflow: workflow, inputs: resolvedInputs, rerun: rerun,
-                                          store: store, global: global) {
+            switch try RunIdentity.verdictForRun(id: id, workflow: workflow, inputs: resolvedInputs, rerun: rerun,
+                                                 store: store, global: global) {
             case .create: break
             case .resume(let run):
                 RunIdentity.announceResume(run, workflow: workflow, reason: "the unfinished run of id \(id)")
                 existing = run
-            case .executing(let run, let owner):
-                throw CLIFailure.usage("run \(id) is \(run.status.rawValue) in process \(owner.pid) on node \(owner.node); "
-                    + "not started twice (follow it with: \(NextCommands.command("status", id, global)) --watch)")
-            case .done(let status, let message):
-                throw CLIFailure(status: status, message: message)
             }
         } else if !startNew, let twin = try RunIdentity.interruptedTwin(of: workflow, inputs: resolvedInputs, store: store) {
             RunIdentity.announceResume(twin, workflow: workflow,

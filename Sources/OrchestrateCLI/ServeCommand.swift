@@ -4,6 +4,7 @@ import OrchestrateEngine
 import OrchestrateHTTPAPI
 import OrchestrateOperations
 import OrchestratePluginHost
+import OrchestrateServe
 import OrchestrateStore
 import OrchestrateTokenBucket
 
@@ -149,101 +150,55 @@ struct ServeCommand: ParsableCommand {
     func run() throws {
         let registry = global.loadPlugins()
         let store = try global.openStore()
-        var options = QueueWorker.Options(maxRuns: maxParallel)
-        options.queues = queues.isEmpty ? ["default"] : queues
-        options.warn = { Terminal.warning($0) }
-        options.engine = try global.engineOptions()
+        var worker = QueueWorker.Options(maxRuns: maxParallel)
+        worker.queues = queues.isEmpty ? ["default"] : queues
+        worker.warn = { Terminal.warning($0) }
+        worker.engine = try global.engineOptions()
         // Always a bucket, uncapped without --max-rate: `queue rate` can then cap the transfers
         // already running.
-        options.engine.bandwidth = TokenBucket(timetable: maxRate ?? .unlimited)
-        var observer: any RunObserver = ServePrinter(json: global.json)
-        if let http {
-            // The worker's events feed the counters of `/metrics`.
-            let metrics = ServeMetrics()
-            observer = RunObservers([observer, metrics])
-            try startHTTP(http, store: store, registry: registry, metrics: metrics)
+        worker.engine.bandwidth = TokenBucket(timetable: maxRate ?? .unlimited)
+        var configuration = Serve.Configuration(stateDirectory: global.resolvedStateDirectory(), worker: worker)
+        configuration.http = http.map(httpConfiguration)
+        configuration.schedules = !noSchedules
+        configuration.prune = !noPrune
+        configuration.pruneInterval = ProcessInfo.processInfo.environment["ORCHESTRATE_PRUNE_INTERVAL"]
+            .flatMap(Double.init).flatMap { $0 > 0 ? $0 : nil }
+        configuration.watches = try watchFiles.map { try WorkflowLoading.load(path: $0, registry: registry) }
+        configuration.watchPollOnly = watchPoll
+        let messages = Serve.Messages(info: { Terminal.line($0, to: .standardError) }, warn: { Terminal.warning($0) })
+        let serve: Serve
+        do {
+            serve = try Serve(configuration, store: store, registry: registry, observer: ServePrinter(json: global.json),
+                              messages: messages)
+        } catch let error as Serve.ConfigurationError {
+            throw CLIFailure.usage(error.description)
         }
-        let worker = QueueWorker(store: store, registry: registry, options: options, observer: observer)
-        let scheduler = noSchedules ? nil : startScheduleFirer(store: store, observer: observer)
-        let watchers = try ServeWatches.start(files: watchFiles, pollOnly: watchPoll, queue: options.queues[0],
-                                              registry: registry, store: store, observer: observer)
         let signals = SignalRelay(announce: "shutting down: interrupting runs in flight (they stay queued)") {
-            for watcher in watchers { watcher.stop() }
-            worker.shutdown()
+            serve.shutdown()
         }
         _ = signals
-        let pruner = noPrune ? nil : startPruner(store: store)
-        defer { pruner?.shutdown() }
-        // The scheduler stops once the worker has: a run it starts meanwhile just stays queued.
-        defer { scheduler?.shutdown() }
         do {
-            try worker.run()
+            try serve.run()
         } catch {
             throw CLIFailure(status: ExitStatus.runFailed, message: "the state store failed: \(error)")
         }
     }
 
-    /// Starts the thread that prunes finished runs past their retention (docs/durability.md#retention).
-    private func startPruner(store: any StateStore) -> RetentionPruner {
-        var options = RetentionPruner.Options()
-        options.stateDirectory = global.resolvedStateDirectory()
-        if let interval = ProcessInfo.processInfo.environment["ORCHESTRATE_PRUNE_INTERVAL"].flatMap(Double.init), interval > 0 {
-            options.interval = interval
-        }
-        options.log = { Terminal.line($0, to: .standardError) }
-        options.warn = { Terminal.warning($0) }
-        let pruner = RetentionPruner(store: store, options: options)
-        pruner.start()
-        return pruner
-    }
-
-    /// Starts the thread that fires registered schedules (docs/schedules.md).
-    private func startScheduleFirer(store: any StateStore, observer: any RunObserver) -> ScheduleFirer {
-        var options = ScheduleFirer.Options()
-        options.warn = { Terminal.warning($0) }
-        let scheduler = ScheduleFirer(store: store, clock: ScheduleClock(store: store), options: options, observer: observer)
-        scheduler.start()
-        return scheduler
-    }
-
-    /// Starts the HTTP API next to the queue worker and prints its URL with the default token
-    /// (as Jupyter does), on stderr: stdout is the event stream.
-    private func startHTTP(_ text: String, store: any StateStore, registry: PluginRegistry, metrics: ServeMetrics) throws {
-        do {
-            let address = try ListenAddress(parsing: text)
-            if !address.isLoopback && tlsCert == nil && !httpPlaintext {
-                throw CLIFailure.usage("--http \(text) is reachable from other machines: give --tls-cert and --tls-key, "
-                    + "or --http-plaintext if a TLS proxy stands in front")
-            }
-            let stateDirectory = global.resolvedStateDirectory()
-            let defaultToken = try APITokens.loadOrCreateDefault(stateDirectory: stateDirectory)
-            var tokens = [APITokens.token(name: "default", access: .write, secret: defaultToken)]
-            if let httpTokenFile { tokens += try APITokens.parseFile(httpTokenFile) }
-            var configuration = HTTPAPIServer.Configuration(address: address, tokens: APITokens(tokens: tokens),
-                                                            tlsCertificate: tlsCert, tlsKey: tlsKey)
-            configuration.maxActiveRequests = httpMaxRequests
-            configuration.maxWaitingRequests = httpMaxWaiting
-            configuration.maxEventStreams = httpMaxStreams
-            configuration.connections.maxConnections = httpMaxConnections
-            configuration.connections.headTimeout = httpHeadTimeout
-            configuration.connections.bodyTimeout = httpBodyTimeout
-            configuration.connections.idleTimeout = httpIdleTimeout
-            configuration.workflowDirectory = apiWorkflows.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
-            let running = try HTTPAPIServer.start(configuration, store: store, registry: registry, stateDirectory: stateDirectory,
-                                                  metrics: metrics)
-            // As Jupyter does: the dashboard's URL with the token, to open as it is (the page
-            // moves the token out of the address bar at once).
-            Terminal.line("Dashboard: \(running.baseURL)/?token=\(defaultToken)", to: .standardError)
-            if running.maxConnections < httpMaxConnections {
-                Terminal.warning("the HTTP API takes at most \(running.maxConnections) connections, not \(httpMaxConnections): "
-                                 + "half the descriptor limit (ulimit -n), the rest is for the runs")
-            }
-            Terminal.line("HTTP API on \(running.baseURL)/api/ (Authorization: Bearer <the token in \(stateDirectory)/http-token>)",
-                          to: .standardError)
-        } catch let error as HTTPAPIServer.StartError {
-            throw CLIFailure.usage(error.description)
-        } catch let error as APITokens.LoadError {
-            throw CLIFailure.usage(error.description)
-        }
+    /// The HTTP API's flags, as `Serve` takes them.
+    private func httpConfiguration(_ address: String) -> Serve.HTTP {
+        var http = Serve.HTTP(address: address)
+        http.tokenFile = httpTokenFile
+        http.tlsCertificate = tlsCert
+        http.tlsKey = tlsKey
+        http.plaintext = httpPlaintext
+        http.maxActiveRequests = httpMaxRequests
+        http.maxWaitingRequests = httpMaxWaiting
+        http.maxEventStreams = httpMaxStreams
+        http.connections.maxConnections = httpMaxConnections
+        http.connections.headTimeout = httpHeadTimeout
+        http.connections.bodyTimeout = httpBodyTimeout
+        http.connections.idleTimeout = httpIdleTimeout
+        http.workflowDirectory = apiWorkflows
+        return http
     }
 }

@@ -69,8 +69,11 @@ struct SubmitCommand: ParsableCommand {
         let workflow = try WorkflowLoading.load(path: file, registry: registry)
         let store = try global.openStore()
         // A run submitted here may execute on another node: its paths are that node's paths.
-        let launcher = RunLauncher(store: store)
-        let labels = try InputParsing.labels(labels)
+        var submission = RunSubmission(store: store)
+        submission.labels = try InputParsing.labels(labels)
+        submission.priority = priority
+        submission.queue = queue
+        submission.maxRate = maxRate
         // Validate every run's inputs before queueing any: a bad line queues nothing.
         var runs: [JSONValue] = []
         if let batch {
@@ -86,31 +89,27 @@ struct SubmitCommand: ParsableCommand {
         }
         let created: [RunRecord]
         if let id {
-            switch try RunIdentity.decide(id: id, workflow: workflow, inputs: runs[0], rerun: rerun, store: store, global: global) {
-            case .create: break
-            case .resume(let run):
-                // Back in the queue if nobody will take it as it is; a worker continues it.
-                if run.status == .interrupted || run.status == .running {
-                    try store.updateQueueFields(id, status: .queued, queueOrder: nil, runNow: nil)
-                }
+            let existing = RunSubmission.ExistingRun.continueJob(rerun: rerun, stateDirectory: global.resolvedStateDirectory())
+            switch try submission.submit(workflow, inputs: runs[0], id: id, existing: existing) {
+            case .queued(let run, let replaced):
+                if let replaced { RunIdentity.announceReplaced(id, replaced) }
+                created = [run]
+            case .continuing(let run, let requeued):
                 Terminal.line("run \(id) exists and is not finished (\(RunDocument.effectiveStatus(run))): "
-                    + (run.status == .queued ? "already queued, not submitted twice" : "queued to continue where it stopped"),
+                    + (requeued ? "queued to continue where it stopped" : "already queued, not submitted twice"),
                     to: .standardError)
-                Terminal.line(global.json ? "{\"id\":\"\(id)\"}" : id)
-                return
+                created = [run]
             case .executing(let run, let owner):
                 Terminal.line("run \(id) is already \(run.status.rawValue) in process \(owner.pid) on node \(owner.node); not submitted twice",
                               to: .standardError)
-                Terminal.line(global.json ? "{\"id\":\"\(id)\"}" : id)
-                return
-            case .done(let status, let message):
-                throw CLIFailure(status: status, message: message)
+                created = [run]
+            case .settled(let run):
+                throw RunIdentity.settled(run, global: global)
+            case .taken(let run):
+                throw RunIdentity.otherJob(run, workflow: workflow)
             }
-            created = [try launcher.create(workflow, inputs: runs[0], status: .queued, id: id, labels: labels, priority: priority,
-                                           maxRate: maxRate, queue: queue)]
         } else {
-            created = try launcher.createAll(workflow, inputs: runs, labels: labels, priority: priority,
-                                             maxRate: maxRate, queue: queue)
+            created = try submission.submit(workflow, inputs: runs)
         }
         for run in created { Terminal.line(global.json ? "{\"id\":\"\(run.id)\"}" : run.id) }
     }

@@ -35,7 +35,7 @@ enum RunRoutes {
         }
 
         router.post("/api/runs") { request, context in
-            let submission = try RunSubmission(try await request.jsonObject(context), workflows: services.workflows)
+            let submission = try SubmissionRequest(try await request.jsonObject(context), workflows: services.workflows)
             let detail = try await services.blocking { try submission.submit(services) }
             var response = JSONResponse.make(detail, status: .created)
             response.headers[.location] = "/api/runs/\(detail["id"]?.stringValue ?? "")"

@@ -6,7 +6,8 @@ import OrchestrateOperations
 import OrchestrateStore
 import OrchestrateTokenBucket
 
-/// `POST /api/runs`: what `orchestrate submit` does, from a JSON body.
+/// `POST /api/runs`: the JSON body of a submission, read and checked, then handed to the
+/// submission use case (`RunSubmission`, shared with `orchestrate submit`).
 ///
 /// ```json
 /// {"workflow_path": "/srv/flows/upload.yaml", "inputs": {"source": "/data/a.mov"},
@@ -16,7 +17,7 @@ import OrchestrateTokenBucket
 /// of `workflow_path`. A server with `--api-workflows DIR` takes only `"workflow": "NAME"` (a
 /// workflow of DIR, `APIWorkflows`) and refuses the other two with 403. A workflow or inputs that do not validate are a 422 whose `errors` list
 /// the problems, each workflow error with its FILE:LINE:COL.
-struct RunSubmission: Sendable {
+struct SubmissionRequest: Sendable {
     enum Source: Sendable { case path(String), yaml(String, file: String), named(String) }
 
     var source: Source
@@ -118,9 +119,20 @@ struct RunSubmission: Sendable {
             throw Problem(.unprocessableContent, "the inputs do not match the workflow",
                           extra: ["errors": .array(error.messages.map { ["message": .string($0), "text": .string("\(workflow.file): \($0)")] })])
         }
-        if let id, try services.store.run(id) != nil { throw Problem(.conflict, "a run named \(id) already exists") }
-        let run = try RunLauncher(store: services.store).create(workflow, inputs: resolved, status: .queued, id: id, labels: labels,
-                                                                priority: priority, maxRate: maxRate, queue: queue)
+        var submission = RunSubmission(store: services.store)
+        submission.labels = labels
+        submission.priority = priority
+        submission.queue = queue
+        submission.maxRate = maxRate
+        let run: RunRecord
+        if let id {
+            guard case .queued(let queued, _) = try submission.submit(workflow, inputs: resolved, id: id, existing: .refuse) else {
+                throw Problem(.conflict, "a run named \(id) already exists")
+            }
+            run = queued
+        } else {
+            run = try submission.submit(workflow, inputs: [resolved])[0]
+        }
         // The record as created if someone deleted the run already.
         return try RunDocument.detail(ofRun: run.id, store: services.store)
             ?? RunDocument.detail(RunDetailRecord(run: run, steps: [], items: [], progress: []))
