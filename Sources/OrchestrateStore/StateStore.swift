@@ -48,7 +48,9 @@ public struct RunFilter: Sendable {
     }
 }
 
-/// The durable journal behind every run: one interface, two implementations.
+/// The durable journal behind every run: one interface, two implementations. It is made of
+/// role protocols (`RunStore`, `JournalStore`, `QueueStore`, ... below), each one job of the
+/// store; a caller that needs one role may ask for that role alone.
 /// `SQLiteStateStore` (one machine, the default) and `PostgresStateStore` (several machines
 /// sharing one queue). `StoreLocation` opens either from `--store URL`.
 ///
@@ -77,7 +79,20 @@ public struct RunFilter: Sendable {
 ///   not even after the run holding the newest events is deleted (`deleteRun` journals an event).
 /// - **Vocabulary.** Statuses, event types and control verbs are the typed values of
 ///   Records.swift and Vocabulary.swift, stored as their raw strings.
-public protocol StateStore: AnyObject, Sendable {
+public protocol StateStore:
+    RunStore,
+    JournalStore,
+    CheckpointStore,
+    ConcurrencyLimitStore,
+    EventStore,
+    QueueStore,
+    RetentionStore,
+    ItemStore,
+    ScheduleStore,
+    WatchStore {}
+
+/// Runs: creating, reading, owning and deleting them. A role of `StateStore`.
+public protocol RunStore: AnyObject, Sendable {
     /// The store's clock, in seconds since 1970.
     func now() throws -> Double
 
@@ -85,8 +100,6 @@ public protocol StateStore: AnyObject, Sendable {
     /// shared between machines). An owner that could not renew its lease in time must then
     /// stop acting on the run by itself: another node may be executing it already.
     var fencesByLease: Bool { get }
-
-    // MARK: Runs
 
     /// Journals new runs (`RunRecord.owner` is ignored: a new run has none) with their first
     /// events, all in one transaction (`submit --batch` queues a thousand runs with one commit).
@@ -116,9 +129,10 @@ public protocol StateStore: AnyObject, Sendable {
     func releaseRun(_ id: String, owner: OwnerIdentity) throws
     /// Leaves `control` for the run's owner (nil clears it). Wakes idle workers.
     func requestControl(_ id: String, control: RunControl?) throws
+}
 
-    // MARK: Journal
-
+/// The journal of a run: batches of records and events, committed whole. A role of `StateStore`.
+public protocol JournalStore: AnyObject, Sendable {
     /// Commits `batch` in one transaction. With a `fence`, the batch commits only if
     /// `fence.owner` owns the run and, on a store shared between nodes, its lease has not run
     /// out by the store's clock; otherwise it throws `StoreError.ownershipLost` and writes
@@ -127,17 +141,19 @@ public protocol StateStore: AnyObject, Sendable {
     /// The run's steps, in no particular order; a fan-out's items that have not started (no row
     /// of their own yet) are listed as pending (`UnstartedItems`), here and in `runDetail`.
     func steps(ofRun runID: String) throws -> [StepRecord]
+}
 
-    // MARK: Checkpoints (never secrets: the engine does not redact them)
-
+/// Checkpoints of steps (never secrets: the engine does not redact them). A role of `StateStore`.
+public protocol CheckpointStore: AnyObject, Sendable {
     /// Saves a step's checkpoint. With `fence`, only while that owner holds the run, as for
     /// `commit` (an attempt still running on a fenced node must not overwrite the new owner's
     /// checkpoint); otherwise throws `StoreError.ownershipLost`.
     func saveCheckpoint(runID: String, stepID: String, data: [UInt8], fence: OwnerIdentity?) throws
     func checkpoint(runID: String, stepID: String) throws -> [UInt8]?
+}
 
-    // MARK: Keyed concurrency limits, shared by every process using this store
-
+/// Keyed concurrency limits, shared by every process using the store. A role of `StateStore`.
+public protocol ConcurrencyLimitStore: AnyObject, Sendable {
     /// Atomically takes one slot of each `(key, limit)` for `holder` for `lease` seconds, or
     /// none if any key is full. Slots of owners that are not live do not count (and are freed).
     /// Returns whether it took them.
@@ -145,9 +161,10 @@ public protocol StateStore: AnyObject, Sendable {
                           lease: Double) throws -> Bool
     /// Extends every slot held by `owner` to `lease` seconds from now (with the run's heartbeat).
     func renewLeases(owner: OwnerIdentity, lease: Double) throws
+}
 
-    // MARK: Events
-
+/// Events: appended, read in seq order, and the latest progress of steps. A role of `StateStore`.
+public protocol EventStore: AnyObject, Sendable {
     func appendEvents(_ events: [EventRecord]) throws
     /// Up to `limit` events with a seq above `afterSeq`, in seq order; of one run, or of all
     /// runs and the queue when `runID` is nil, with their data as the JSON text journaled (for
@@ -159,9 +176,11 @@ public protocol StateStore: AnyObject, Sendable {
     /// figures: one read per listed run cost more than the list); a run without progress events
     /// (or unknown) is absent.
     func latestProgress(runIDs: [String]) throws -> [String: [EventRecord]]
+}
 
-    // MARK: The queue (`submit`, `serve`, control verbs)
-
+/// The queue: claims, places, control verbs, passive queues, the shared rate, nodes, figures. A
+/// role of `StateStore`.
+public protocol QueueStore: AnyObject, Sendable {
     /// Atomically takes up to `limit` runs of `queues` for `owner` for `lease` seconds: first
     /// those left unfinished by an owner that is not live (running, compensating), then queued
     /// runs by `run-now`, priority (higher first) and queue position. Paused runs and runs
@@ -205,9 +224,10 @@ public protocol StateStore: AnyObject, Sendable {
     /// asks for a control verb or changes the queue, until the returned watch is cancelled.
     /// Returns nil when the store cannot tell (SQLite): the caller then polls.
     func watchForWork(_ wake: @escaping @Sendable () -> Void) throws -> (any WorkWatch)?
+}
 
-    // MARK: Retention (`orchestrate prune`, `queue retention`, serve's pruner)
-
+/// Retention: `orchestrate prune`, `queue retention`, serve's pruner. A role of `StateStore`.
+public protocol RetentionStore: AnyObject, Sendable {
     /// Sets how long finished runs are kept (seconds, or `RetentionSettings.forever`), for the
     /// whole store or one named queue; nil removes the setting (the default, or the store-wide
     /// period for a queue).
@@ -229,9 +249,10 @@ public protocol StateStore: AnyObject, Sendable {
     /// write; returns whether more remain. SQLite with `auto_vacuum = INCREMENTAL` does;
     /// PostgreSQL leaves it to autovacuum (returns false).
     func reclaimSpace(maxPages: Int) throws -> Bool
+}
 
-    // MARK: Items of long-lived steps
-
+/// Items of long-lived steps (fan-outs and persistent sessions). A role of `StateStore`.
+public protocol ItemStore: AnyObject, Sendable {
     /// Adds an item to a step's durable queue, with its `item.added` event, in one transaction.
     /// Items are numbered in the order they were added. Wakes idle workers.
     func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws
@@ -246,9 +267,10 @@ public protocol StateStore: AnyObject, Sendable {
     func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?,
                     fence: OwnerIdentity?) throws
     func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8], fence: OwnerIdentity?) throws
+}
 
-    // MARK: Schedules (`orchestrate schedule add`, fired by `serve`)
-
+/// Schedules: `orchestrate schedule add`, fired by `serve`. A role of `StateStore`.
+public protocol ScheduleStore: AnyObject, Sendable {
     /// Registers the entries of one schedule name (all sharing `name`), replacing the entries
     /// that name had. An entry that already existed keeps its `lastDue`, `lastRunID` and
     /// `paused` (registering again neither fires a time twice nor catches up); entries beyond
@@ -270,9 +292,10 @@ public protocol StateStore: AnyObject, Sendable {
     /// run without the claim.
     func advanceSchedule(name: String, entry: Int, from expected: Int64, to due: Int64,
                          run: (run: RunRecord, events: [EventRecord])?, events: [EventRecord]) throws -> Bool
+}
 
-    // MARK: Watch folders (`on.watch`)
-
+/// Watch folders (`on.watch`): exactly-once hand-offs. A role of `StateStore`.
+public protocol WatchStore: AnyObject, Sendable {
     /// Hands `file` over as `work`, exactly once: journals the hand-off, creates the run or adds
     /// the item, and appends `events`, all in one transaction. Returns false, writing nothing,
     /// when that version of the file was already handed over (by this process, an earlier one or
@@ -288,19 +311,21 @@ public protocol StateStore: AnyObject, Sendable {
     func finishHandOff(_ file: WatchedFile, outcome: WatchHandOff.Outcome, events: [EventRecord]) throws -> Bool
 }
 
-/// A subscription made by `StateStore.watchForWork`.
-extension StateStore {
+extension EventStore {
     /// `storedEvents` with each event's data parsed.
     public func events(runID: String?, afterSeq: Int64, limit: Int) throws -> [EventRecord] {
         try storedEvents(runID: runID, afterSeq: afterSeq, limit: limit).map(\.record)
     }
+}
 
+extension RunStore {
     /// Journals one new run with its first events (see `createRuns`).
     public func createRun(_ run: RunRecord, events: [EventRecord]) throws {
         try createRuns([(run, events)])
     }
 }
 
+/// A subscription made by `QueueStore.watchForWork`.
 public protocol WorkWatch: Sendable {
     /// Stops the calls; returns once none is in progress.
     func cancel()
