@@ -111,7 +111,7 @@ let package = Package(
         .executableTarget(name: "orchestrate", dependencies: ["OrchestrateCLI"]),
         .executableTarget(name: "OrchestratePluginRunner", dependencies: ["OrchestratePluginHost", "OrchestrateJSON"]),
         // Plain C, no dependencies: it starts once per exec step and must cost next to nothing.
-        .executableTarget(name: "OrchestrateExecGuard"),
+        .executableTarget(name: "OrchestrateExecGuard", path: "plugins/exec/Guard"),
 
         // The Swift plugin author's kit: a step is a type conforming to `StepDefinition`.
         .target(name: "OrchestratePluginKit", dependencies: ["OrchestrateJSON", "COrchestratePlugin", "OrchestrateTokenBucket",
@@ -125,9 +125,9 @@ let package = Package(
         .target(name: "OrchestrateFSPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "OrchestrateDigest"],
                 path: "plugins/fs"),
         // pipe2 and dladdr for the exec plugin (Swift's Glibc module hides them).
-        .target(name: "CExecSupport"),
+        .target(name: "CExecSupport", path: "plugins/exec/Support"),
         .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit", "CExecSupport"],
-                path: "plugins/exec", exclude: ["README.md"]),
+                path: "plugins/exec", exclude: ["README.md", "Guard", "Support"]),
         .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateDigest", "OrchestrateTokenBucket"],
                 path: "plugins/http", exclude: ["README.md"]),
         .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CLibSSH2", "CLibCrypto"],
