@@ -3,9 +3,9 @@ import Foundation
 /// Hands items (a run's events, lines) from the engine's threads to one writer thread, which
 /// takes everything queued at once and renders it as a batch: one `write(2)` for many lines.
 ///
-/// The engine's loop thread calls the printer after each journal commit; formatting and writing
-/// two lines per step there cost it a write(2) and ~26 K instructions a step. Now it only
-/// appends to an array under a lock (and wakes the writer when the writer is idle).
+/// The engine's loop thread calls the printer after each journal commit, so the printer must
+/// cost it next to nothing: it only appends to an array under a lock (and wakes the writer
+/// when the writer is idle); formatting and the system call happen on the writer's thread.
 ///
 /// Promptness: an item queued while the writer is idle is rendered at once; while items keep
 /// coming, the writer takes them at most every `interval` (50 ms), so a line shows at most that

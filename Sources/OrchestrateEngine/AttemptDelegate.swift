@@ -267,7 +267,8 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
         defer { journalSessionProgress() }
         let done = bytesTotal >= 0 && bytesDone >= bytesTotal
         let journal = lock.withLock {
-            // The first report starts the item's second (it used to be journaled at once).
+            // The first report starts the item's second: it is journaled with the next one, a
+            // second later, not at once.
             let last = itemProgressJournaled[id] ?? now
             guard done || now - last >= 1 else {
                 itemProgressJournaled[id] = last

@@ -21,9 +21,9 @@ enum BriefSpin {
     /// Once the first of a burst of quick attempts has reported, how long the loop may wait
     /// for the others' reports in all, and the longest gap between two it waits through. A
     /// no-op step reports ~5 µs after the one before it (the other core runs a burst's
-    /// attempts one after another), while a commit costs ~50 µs whatever its size
-    /// (bench/engine, uprobes): rounds that committed the reports in when the loop looked held
-    /// 3.2 fan-out items on average, rounds that gather them 6.
+    /// attempts one after another), while a commit costs ~50 µs whatever its size: a round
+    /// that gathers the reports of a burst commits about twice as many items as one that
+    /// commits what came in when the loop looked.
     static let gatherSeconds = 60e-6
     static let gatherGapSeconds = 15e-6
 

@@ -179,8 +179,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     }
 
     /// `mkdir` with mode 0700, making the parents only when they are missing: one system call
-    /// for each run (FileManager's version looked at every component first: 5 % of a busy
-    /// worker's CPU).
+    /// for each run (FileManager's version looks at every component first, which a busy worker
+    /// notices).
     static func makeRunDirectory(_ path: String) throws(RunDirectoryError) {
         if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
         guard errno == ENOENT else { throw RunDirectoryError(path: path, reason: String(cString: strerror(errno))) }
@@ -273,7 +273,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         do {
             // A run submitted elsewhere, or taken over from another node, has no directory here
             // yet. Made here, on the run's own thread, not in `init`: a queue worker starts its
-            // runs one after another on one thread, and a `mkdir` was 15 % of a busy worker's CPU.
+            // runs one after another on one thread, which must not wait for file system calls.
             // A failure (permissions, a full disk, a file where a directory should be) fails the
             // run at once, with the reason: handed back, it would be claimed and refused again,
             // in a loop.
@@ -301,9 +301,9 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// The declared steps' records (neither fan-out items nor compensations) as the run's last
     /// commit left them, once `execute` has returned from a loop that committed everything; nil
     /// before, or after a store failure or a lost lease (ask the store then). The summary counts
-    /// these: reading every step of the run back from the store, a fan-out's 10,000 items
-    /// included, cost more than a tenth of the whole run (bench/engine, callgrind). Call it on
-    /// the thread that called `execute`.
+    /// these rather than read every step of the run back from the store (a fan-out's 10,000
+    /// items included, a read as costly as a good part of the run). Call it on the thread that
+    /// called `execute`.
     public var declaredStepRecords: [StepRecord]? {
         loopCommittedAll ? workflow.steps.compactMap { instances[$0.id]?.record } : nil
     }
@@ -502,8 +502,8 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         return context
     }
 
-    /// `${{ run }}` at attempt `attempt`, made once per attempt number: building the object at
-    /// every start was a sixth of starting a fan-out item (bench/engine, callgrind).
+    /// `${{ run }}` at attempt `attempt`, made once per attempt number and shared by every start
+    /// with that number (a fan-out starts thousands).
     private func runContext(attempt: Int) -> JSONValue {
         if let made = runContexts[attempt] { return made }
         let made: JSONValue = ["id": .string(run.id), "dir": .string(runDirectory), "attempt": .int(Int64(attempt))]

@@ -1,9 +1,8 @@
 /// Instances waiting for a slot, oldest first: taking the first is O(1).
 ///
 /// An array's `removeFirst()` moves every element behind it, so starting the 10,000 items of a
-/// fan-out one after another cost O(n²) (bench/engine: 29 K instructions an item at 4,000
-/// items, growing with the fan-out). Here the taken ones stay behind a head index, and the
-/// storage is compacted once they are the larger half.
+/// fan-out one after another would cost O(n²). Here the taken ones stay behind a head index,
+/// and the storage is compacted once they are the larger half.
 ///
 /// Invariant: `elements[head...]` are the waiting instances, in the order they were appended.
 struct StartQueue<Element> {

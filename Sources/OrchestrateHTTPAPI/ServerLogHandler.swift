@@ -4,8 +4,8 @@ import Logging
 /// The log handler of the HTTP server's logger: what it logs (warnings and errors) goes to
 /// stderr as one line with its metadata, but metadata is kept as given and formatted only when
 /// a line is written. Hummingbird sets a request id on its logger for every request, and
-/// swift-log's `StreamLogHandler` formats its whole metadata again at every set: 3 % of a
-/// loaded `serve`'s CPU (bench/api), for lines that are almost never written.
+/// swift-log's `StreamLogHandler` formats its whole metadata again at every set: work paid at
+/// every request for lines that are almost never written.
 struct ServerLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level

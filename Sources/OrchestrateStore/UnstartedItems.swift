@@ -1,7 +1,7 @@
 /// The items of a fan-out (`for_each`) that have not started have no row of their own: the
 /// fan-out's row holds the whole list (`item`), and an item's row is written when it first
-/// starts, in the commit that journals its start. Writing all of them at the expansion, to
-/// rewrite each again at its start, was a third of a fan-out item's writes (bench/engine).
+/// starts, in the commit that journals its start: not written at the expansion and again at
+/// its start, which would double a fan-out item's writes.
 ///
 /// The stores' readers of steps (`steps(ofRun:)`, `runDetail`) list such an item as what it
 /// is, a pending item, so every caller (a resume, `status`, the API) sees each item of the list.

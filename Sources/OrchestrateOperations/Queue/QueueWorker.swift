@@ -50,8 +50,8 @@ public final class QueueWorker: @unchecked Sendable {
     private let owner = OwnerIdentity.current
 
     private let signal = NSCondition()
-    /// The threads executors run on, kept for the next run rather than made for each (a
-    /// thread's creation was 5 % of a busy worker's CPU).
+    /// The threads executors run on, kept for the next run rather than made for each (creating
+    /// a thread costs a busy worker more than the run's own bookkeeping).
     private let runThreads = AttemptThreads(name: "runs", stackSize: 8 << 20, spins: false)
     private var shuttingDown = false
     private var finished: [String] = []

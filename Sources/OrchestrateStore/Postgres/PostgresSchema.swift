@@ -192,9 +192,9 @@ enum PostgresSchema {
             $fence$
             """),
         // Runs by queue and status only where a claim looks for them: the unfinished runs a
-        // dead or cut-off owner left and the paused ones. Every status change used to add an
-        // entry to an index of all runs (a finished run's last row version included); the
-        // queued ones have `runs_queued`.
+        // dead or cut-off owner left and the paused ones, so a status change of any other run
+        // adds no index entry (a finished run's last row version included); the queued ones
+        // have `runs_queued`.
         (7, """
             DROP INDEX runs_claim;
             CREATE INDEX runs_unfinished ON runs (queue, status) WHERE status IN ('running', 'compensating', 'paused');

@@ -9,10 +9,10 @@ import SQLite3
 /// The journal's hot statements, bound with `sqlite3_bind_*` and read with `sqlite3_column_*`
 /// directly.
 ///
-/// A chain step's commit runs seven statements. Through GRDB each paid for an array of
+/// A chain step's commit runs seven statements. Through GRDB each pays for an array of
 /// `DatabaseValue` boxes (`StatementArguments`), their validation against the statement, and
-/// row decoding by `Row`: more instructions than SQLite's own work (bench/engine, callgrind).
-/// These helpers take GRDB's prepared statement (`db.cachedStatement`) and drive its SQLite
+/// row decoding by `Row`: more work than SQLite's own, on the engine's hottest path. These
+/// helpers take GRDB's prepared statement (`db.cachedStatement`) and drive its SQLite
 /// handle themselves. GRDB's transaction observers do not see what they write (the store
 /// registers none), so transactions themselves (BEGIN, COMMIT) stay GRDB's.
 extension Statement {
@@ -134,7 +134,7 @@ struct SQLiteColumns {
 
 /// The text bound for one execution of a statement, in blocks that never move: SQLite reads
 /// it in place (`SQLITE_STATIC`), which saves its own copy of each value, a `malloc` and a
-/// `free` each (a fan-out round's 16-row upsert binds ~190 texts; bench/engine, callgrind).
+/// `free` each (a fan-out round's 16-row upsert binds about 190 texts).
 /// `release` frees the blocks once the statement is reset.
 struct SQLiteBoundText {
     static let blockSize = 4096

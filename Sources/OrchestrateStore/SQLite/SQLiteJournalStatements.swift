@@ -5,7 +5,7 @@ import GRDB
 ///
 /// GRDB's statement cache (`cachedStatement(sql:)`) finds a statement by hashing its SQL text:
 /// the five look-ups of a chain step's commit (BEGIN, the fence, the steps, the events,
-/// COMMIT) cost ~7 K instructions, more than binding the values (bench/engine, callgrind).
+/// COMMIT) would cost more than binding the values.
 ///
 /// Used only inside the pool's writer access, which serializes it; made again if the writer
 /// connection ever changes (`isPrepared(on:)`).

@@ -502,8 +502,8 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     /// The runs table's columns in the order `runRecord` reads them: every read of runs selects
-    /// these and `runRecord` takes them by position. GRDB's look-up by name lowercases the name
-    /// at every access (bench/api: 13 % of a serve answering run lists).
+    /// these and `runRecord` takes them by position: GRDB's look-up by name lowercases the name
+    /// at every access, a cost a serve answering run lists would feel.
     static let runColumns = """
         id, workflow_name, workflow_file, workflow_source, inputs_json, status, created_at, run_dir, priority, labels_json,
         ending, started_at, finished_at, error, outputs_json, requested_control, queue, queue_order, run_now, max_rate,
