@@ -146,24 +146,40 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
-        // Helpers shared by the test targets (products dir, C fixture plugins, child processes).
-        .target(name: "OrchestrateTestSupport", path: "Tests/OrchestrateTestSupport"),
+        // Helpers shared by the test targets (products dir, C fixture plugins, child processes,
+        // the orchestrate Runner, Tools, PostgreSQL and other peers).
+        .target(name: "OrchestrateTestSupport", dependencies: ["OrchestrateJSON"], path: "Tests/OrchestrateTestSupport"),
+        // One test target per module or plugin, named after what it tests.
         .testTarget(name: "OrchestrateModelTests", dependencies: ["OrchestrateModel", "OrchestrateTestSupport"],
                     resources: [.copy("BadWorkflows")]),
         .testTarget(name: "OrchestrateStoreTests", dependencies: ["OrchestrateStore", "OrchestrateTestSupport"]),
-        .testTarget(name: "OrchestratePluginTests", dependencies: [
+        // The plugin host: loading, checks, calls, bandwidth, with C fixture plugins, the hello
+        // examples, and the fs and exec plugins driven directly through `StepInvocation`.
+        .testTarget(name: "OrchestratePluginHostTests", dependencies: [
             "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateTokenBucket",
         ]),
         // The typed input declarations of OrchestratePluginKit: schema generation and reading.
         .testTarget(name: "OrchestratePluginKitTests", dependencies: ["OrchestratePluginKit", "OrchestrateJSON"]),
+        // The engine's parts, in process (scheduling structures, retries, spins, secrets seen).
         .testTarget(name: "OrchestrateEngineTests", dependencies: [
+            "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTestSupport",
+        ]),
+        // Operations' read models and run ids, in process.
+        .testTarget(name: "OrchestrateOperationsTests", dependencies: [
+            "OrchestrateOperations", "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestrateTestSupport",
+        ]),
+        // End to end through the real binary: run, submit, serve, resume, cancel, schedules,
+        // watch folders, retention, crashes. Run twice by scripts/test.sh: SQLite, then PostgreSQL.
+        .testTarget(name: "OrchestrateCLITests", dependencies: [
             "OrchestrateEngine", "OrchestrateOperations", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
             "OrchestrateTestSupport",
         ]),
-        .testTarget(name: "OrchestrateHTTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        .testTarget(name: "OrchestrateHTTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        .testTarget(name: "OrchestrateFTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        .testTarget(name: "OrchestrateSFTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        .testTarget(name: "OrchestrateS3PluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateS3Auth"]),
+        // The HTTP API, /metrics and the dashboard of `serve --http`, through the real binary.
         .testTarget(name: "OrchestrateHTTPAPITests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
-        .testTarget(name: "OrchestrateSFTPTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
-        .testTarget(name: "OrchestrateS3Tests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateS3Auth"]),
         // Several machines (network namespaces) sharing one PostgreSQL queue: spread, takeover,
         // fencing, database restarts. Skipped unless root with `ip netns`.
         .testTarget(name: "OrchestrateClusterTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),

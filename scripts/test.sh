@@ -44,10 +44,10 @@ ORCHESTRATE_TEST_PYTHON="$(scripts/python-venv.sh)"
 export ORCHESTRATE_TEST_PYTHON
 echo "testing on the SQLite store"
 logged "$artifacts/test-output-sqlite.txt" swift test --skip-build "$@"
-# The engine's end-to-end tests once more on a PostgreSQL store (each test its own database on a
+# The end-to-end CLI tests once more on a PostgreSQL store (each test its own database on a
 # throwaway cluster; the tests about the SQLite file itself skip), when no tests were chosen.
 if [ $# -eq 0 ]; then
-  echo "testing the engine on a PostgreSQL store"
+  echo "testing end to end on a PostgreSQL store"
   ORCHESTRATE_TEST_STORE=postgres logged "$artifacts/test-output-postgres.txt" \
-    swift test --skip-build --filter OrchestrateEngineTests
+    swift test --skip-build --filter OrchestrateCLITests
 fi

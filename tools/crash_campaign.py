@@ -177,7 +177,7 @@ class Sandbox:
 
 
 class SSHD:
-    """A real OpenSSH sshd on 127.0.0.1 (as Tests/OrchestrateSFTPTests/SSHDPeer.swift starts it),
+    """A real OpenSSH sshd on 127.0.0.1 (as Tests/OrchestrateSFTPPluginTests/SSHDPeer.swift starts it),
     its sftp subsystem logging every file handle's bytes written (`-l INFO`) to sftp-server.log."""
 
     def __init__(self, work):

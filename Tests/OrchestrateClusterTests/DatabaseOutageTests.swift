@@ -71,15 +71,3 @@ final class DatabaseOutageTests: XCTestCase {
         XCTAssertTrue(output.lowercased().contains("connect"), "the error says it could not connect: \(output)")
     }
 }
-
-/// Polling without a cluster.
-enum Tools {
-    static func waitFor(_ timeout: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return condition()
-    }
-}

@@ -5,7 +5,7 @@ import Testing
 
 /// What a failed item of a persistent session leads to (`ItemRetries`), on its own: retried per
 /// the step's policy, held while its host does not answer, or finished. The end-to-end behaviour
-/// (a real sshd stopped and started) is OrchestrateSFTPTests' PersistentSessionTests and
+/// (a real sshd stopped and started) is OrchestrateSFTPPluginTests' PersistentSessionTests and
 /// WatchFolderFeedTests.
 @Suite struct ItemRetriesTests {
     let policy = RetryPolicy(maxAttempts: 3, initialInterval: .seconds(1), backoff: 2, jitter: .none)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""HTTP fault campaign (issue 6), the long version of Tests/OrchestrateHTTPTests/FaultCampaignTests.
+"""HTTP fault campaign (issue 6), the long version of Tests/OrchestrateHTTPPluginTests/FaultCampaignTests.
 
 Rounds of three transfers, each through tools/faultproxy.py with its own seed (round N uses
 seed BASE+N): `http.download` from nginx, and `http.upload` to the sandbox with the Vimeo

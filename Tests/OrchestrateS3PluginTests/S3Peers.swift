@@ -143,42 +143,6 @@ final class S3Runner: @unchecked Sendable {
     }
 }
 
-enum Tools {
-    static func waitFor(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(50_000)
-        }
-        return condition()
-    }
-
-    /// `bytes` of pseudo-random data (a fixed seed per call site is not needed: content only
-    /// has to differ between parts).
-    static func randomFile(_ path: String, bytes: Int) throws {
-        _ = FileManager.default.createFile(atPath: path, contents: nil)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        defer { try? handle.close() }
-        var generator = SystemRandomNumberGenerator()
-        var left = bytes
-        while left > 0 {
-            let n = min(left, 1 << 20)
-            var chunk = [UInt8](repeating: 0, count: n)
-            for i in stride(from: 0, to: n, by: 8) {
-                let value = generator.next() as UInt64
-                for j in 0 ..< min(8, n - i) { chunk[i + j] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(j))) }
-            }
-            handle.write(Data(chunk))
-            left -= n
-        }
-    }
-
-    static func sameBytes(_ a: String, _ b: String) -> Bool {
-        guard let x = FileManager.default.contents(atPath: a), let y = FileManager.default.contents(atPath: b) else { return false }
-        return x == y
-    }
-}
-
 /// A tools/ script that serves on loopback and prints "listening on 127.0.0.1:PORT" (the
 /// lost-answer proxy, the error server). Killed on deinit.
 final class ScriptedServer: @unchecked Sendable {

@@ -6,7 +6,7 @@ import Testing
 /// `http.request` and `http.upload` (put) against nginx: JSON parsing, error kinds, Retry-After,
 /// Idempotency-Key, WebDAV PUT.
 @Suite(.serialized) struct NginxRequestTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
 
     func single(_ with: String, retry: String = "{ max_attempts: 3, initial_interval: 10ms }", key: String = "") -> String {
         runner.workflow("""

@@ -8,7 +8,7 @@ import Testing
 /// nothing, overwrite downloads again); partial files are removed once nothing can resume them
 /// (a 404, a cancelled run) and kept, and shown by `status`, while something can (kill -9).
 @Suite(.serialized) struct DownloadIfExistsTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
 
     static let past = Date(timeIntervalSince1970: 1_600_000_000)
 

@@ -8,7 +8,7 @@ import Testing
 /// https to http. HTTP steps speak only http and https, and the step's headers stay with the
 /// origin they were written for.
 @Suite(.serialized) struct HostileURLTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
     let server: BadServer
     /// A file of the test machine that a `file://` URL names.
     let victim: String

@@ -6,7 +6,7 @@ import Testing
 /// The example workflows against the sandbox, through injected drops, 503s and 429s: the bytes
 /// arrive identical and every retry is in the run's events.
 @Suite(.serialized) struct SandboxUploadTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
 
     /// Drops at pseudo-random offsets (about three per file), every 4th transfer request a 503,
     /// about every 3rd a 429, both with Retry-After: 1.

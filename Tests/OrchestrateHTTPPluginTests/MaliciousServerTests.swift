@@ -7,7 +7,7 @@ import Testing
 /// is left behind, and the client stops reading early (memory stays bounded; the server's own
 /// count of bytes sent shows it).
 @Suite(.serialized) struct MaliciousServerTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
     let server: BadServer
 
     init() throws { server = try BadServer() }

@@ -8,7 +8,7 @@ import Testing
 /// and form bodies arrive as sent, tus chunks share one connection, and tus termination undoes
 /// a cancelled upload (workflows/tus-upload.yaml).
 @Suite(.serialized) struct HTTPFeatureTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
 
     func step(_ uses: String, _ with: String, runner: Runner? = nil) -> String {
         // http.download has no `json` output, and validate refuses an output a step type lacks.

@@ -6,7 +6,7 @@ import Testing
 /// kill -9 or Ctrl-C in the middle of an upload then `resume`; `cancel` of the interrupted run
 /// (compensation deletes the video); an interrupt reaching a stalled transfer; the low-speed abort.
 @Suite(.serialized) struct ResumeAndCancelTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
 
     @Test func killNineAt60PercentOfATusUploadThenResumeResendsAtMostOneChunk() throws {
         let sandbox = try Sandbox()

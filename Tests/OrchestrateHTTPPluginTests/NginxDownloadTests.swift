@@ -6,7 +6,7 @@ import Testing
 /// `http.download` and `workflows/http-download.yaml` against a real nginx on loopback: Range +
 /// If-Range resume after kill -9, a changed file starting over, checksum refusal.
 @Suite(.serialized) struct NginxDownloadTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
 
     /// Starts the download workflow rate-limited, kills it with SIGKILL once the partial file
     /// holds `fraction` of `size`, and returns the run id.

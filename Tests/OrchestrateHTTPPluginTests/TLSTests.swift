@@ -6,7 +6,7 @@ import Testing
 /// TLS verification is on by default: a self-signed server is refused with a clear message;
 /// `ca_file` trusts it; `insecure: true` skips verification with a warning.
 @Suite(.serialized) struct TLSTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
 
     /// nginx over HTTPS with a fresh self-signed certificate for 127.0.0.1.
     func selfSignedNginx() throws -> (Nginx, String) {

@@ -9,44 +9,6 @@ enum TestSizes {
     static var big: Int { bigMiB << 20 }
 }
 
-/// Shell helpers: random files, hashes, a free loopback port, curl for control calls.
-enum Tools {
-    static func run(_ args: [String]) throws -> ProcessResult {
-        try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), args)
-    }
-
-    static func randomFile(_ path: String, bytes: Int) throws {
-        _ = try run(["sh", "-c", "head -c \(bytes) /dev/urandom > '\(path)'"])
-    }
-
-    static func sha256(_ path: String) throws -> String {
-        String(try run(["sha256sum", path]).stdout.prefix(64))
-    }
-
-    static func size(_ path: String) -> Int {
-        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? -1
-    }
-
-    /// A port that was free a moment ago (bind to 0, read it, close).
-    static func freePort() -> Int { Ports.free() }
-
-    /// GET or POST with curl (the control surface of the sandbox), parsed as JSON.
-    static func json(_ url: String, post: String? = nil) throws -> JSONValue {
-        var args = ["curl", "-sS", "--max-time", "10", url]
-        if let post { args += ["-X", "POST", "--data-binary", post] }
-        return try JSONValue(parsing: try run(args).stdout)
-    }
-
-    static func waitFor(_ timeout: Double = 20, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return condition()
-    }
-}
-
 /// A real nginx on loopback, configured in a temporary directory: static files under /files/
 /// (Range, If-Range, strong ETags), WebDAV PUT under /dav/, canned statuses under /status/, a
 /// 302 to any URL at /redirect?to=URL, and an access log of the headers the tests assert on.
@@ -149,9 +111,4 @@ final class Sandbox: @unchecked Sendable {
     func video(_ uri: String) throws -> JSONValue? { try videos().first { $0["uri"]?.stringValue == uri } }
     func videoFile(_ uri: String) -> String { dir.file("data/videos/\(uri.split(separator: "/").last!).bin").path }
     var filesDir: String { dir.file("data/files").path }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

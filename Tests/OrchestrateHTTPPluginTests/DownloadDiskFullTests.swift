@@ -8,7 +8,7 @@ import Testing
 /// is left untouched (the new bytes only ever went to the partial), and once the disk is bigger
 /// the same workflow run again completes byte-identical with nothing else left on the disk.
 @Suite(.serialized) struct DownloadDiskFullTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
 
     @Test func aDownloadOntoAFullDiskFailsClearlyAndKeepsTheOldDestination() throws {
         guard getuid() == 0 else {

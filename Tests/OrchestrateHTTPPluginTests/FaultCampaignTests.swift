@@ -10,7 +10,7 @@ import Testing
 /// ORCHESTRATE_FAULT_SEED and ORCHESTRATE_FAULT_MIB change the seed and the size; bench/faults
 /// runs the long campaign.
 @Suite(.serialized) struct FaultCampaignTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
     static let seed = Int(ProcessInfo.processInfo.environment["ORCHESTRATE_FAULT_SEED"] ?? "") ?? 92  // a seed whose plan has stalls as well as cuts
     static let size = (Int(ProcessInfo.processInfo.environment["ORCHESTRATE_FAULT_MIB"] ?? "") ?? 24) << 20
 

@@ -7,7 +7,7 @@ import Testing
 /// gone (404/410) failing permanently with a clear error instead of being retried; the inputs a
 /// creation endpoint needs (`create: true`, and `metadata` only with it).
 @Suite(.serialized) struct TusProtocolTests {
-    let runner = Runner()
+    let runner = Runner(environment: ["VIMEO_TOKEN": Sandbox.token])
 
     func tusStep(_ with: String) -> String {
         runner.workflow("""

@@ -44,11 +44,6 @@ enum Fixtures {
     }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Records every callback; hands out queued items. Thread-safe, as the protocol requires.
 final class RecordingDelegate: StepHostDelegate, @unchecked Sendable {
     private let lock = NSLock()
