@@ -8,31 +8,13 @@ import Testing
 @Suite struct CompensationTests {
     let h = Harness()
 
+    /// The shared saga, with `${{ steps.sN.outputs.line }}` in each undo line and s5 after s4.
     func chain(failingStep4: Bool, sleepInStep4: Bool = false) -> String {
-        let out = h.path("out"), undo = h.path("undo")
-        func step(_ n: Int, needs: String) -> String {
-            """
-              s\(n):
-                uses: test.append\(needs)
-                with: { file: "\(out)", line: s\(n) }
-                compensate:
-                  uses: test.append
-                  with: { file: "\(undo)", line: "undo s\(n) ${{ steps.s\(n).outputs.line }}" }
-            """
-        }
         let s4 = sleepInStep4
             ? "  s4: { uses: test.sleep, needs: [s3], with: { ms: 30000 } }"
             : "  s4: { uses: test.fail, needs: [s3], with: { kind: permanent, message: \"step 4 broke\" } }"
-        return h.workflow("""
-            version: 1
-            name: saga
-            steps:
-            \(step(1, needs: ""))
-            \(step(2, needs: "\n    needs: [s1]"))
-            \(step(3, needs: "\n    needs: [s2]"))
-            \(s4)
-              s5: { uses: test.append, needs: [s4], with: { file: "\(out)", line: s5 } }
-            """)
+        return h.sagaWorkflow(step4: s4, undoSuffix: { " ${{ steps.s\($0).outputs.line }}" },
+                              after: "  s5: { uses: test.append, needs: [s4], with: { file: \"\(h.path("out"))\", line: s5 } }")
     }
 
     @Test func aFailureInStep4CompensatesSteps3Then2Then1() throws {

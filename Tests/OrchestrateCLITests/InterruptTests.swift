@@ -10,28 +10,9 @@ import Testing
 @Suite struct InterruptTests {
     let h = Harness()
 
-    /// s1..s3 append to `out` and undo themselves into `undo`; s4 sleeps (30 s) or checkpoints.
+    /// The shared saga (`Harness.sagaWorkflow`); s4 sleeps (30 s) or checkpoints.
     func saga(step4: String = "  s4: { uses: test.sleep, needs: [s3], with: { ms: 30000 } }") -> String {
-        let out = h.path("out"), undo = h.path("undo")
-        func step(_ n: Int, needs: String) -> String {
-            """
-              s\(n):
-                uses: test.append\(needs)
-                with: { file: "\(out)", line: s\(n) }
-                compensate:
-                  uses: test.append
-                  with: { file: "\(undo)", line: "undo s\(n)" }
-            """
-        }
-        return h.workflow("""
-            version: 1
-            name: saga
-            steps:
-            \(step(1, needs: ""))
-            \(step(2, needs: "\n    needs: [s1]"))
-            \(step(3, needs: "\n    needs: [s2]"))
-            \(step4)
-            """)
+        h.sagaWorkflow(step4: step4)
     }
 
     /// Starts `run` with its output in files; returns it once s4 is under way.
