@@ -228,7 +228,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
         }
         for item in expired {
             finishItem(id: item.id, error: "\(endpoint) did not answer for "
-                + "\(formatDuration(holdTimeout)) (hold_timeout); gave up: \(item.reason)")
+                + "\(holdTimeout.workflowText) (hold_timeout); gave up: \(item.reason)")
         }
         guard probe else { return }
         let failure = HostProbe.failure(endpoint)

@@ -19,7 +19,7 @@ extension RunExecutor {
             failure.message = redactor.redact(failure.message)
             if attempt.timedOut && failure.kind != .invalidInput && failure.kind != .permanent {
                 failure.kind = .timeout
-                failure.message = "timed out after \(instance.spec.timeout.map(formatDuration) ?? "its timeout"): \(failure.message)"
+                failure.message = "timed out after \(instance.spec.timeout.map(\.workflowText) ?? "its timeout"): \(failure.message)"
             }
             handleFailure(instance, failure)
         }
@@ -228,7 +228,7 @@ extension RunExecutor {
         let current = now()
         for gone in unreachable.expired(now: current) {
             guard let instance = instances[gone.instanceID], instance.record.status == .held else { continue }
-            let message = "\(gone.endpoint) did not answer for \(formatDuration(instance.spec.holdTimeout)) "
+            let message = "\(gone.endpoint) did not answer for \(instance.spec.holdTimeout.workflowText) "
                 + "(hold_timeout); gave up: \(gone.reason)"
             fail(instance, StepFailure(kind: .timeout, code: "unreachable", message: message, retryAfter: nil))
         }

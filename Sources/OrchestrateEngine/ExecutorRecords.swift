@@ -4,6 +4,9 @@ import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
 
+// The scheduling loop's in-memory records: a step instance (`Instance`, `FanOut`), an attempt
+// in flight and its completion (`Attempt`, `Completion`), and what an instance runs (`Runnable`).
+
 /// One step instance as the scheduling loop sees it: the journaled record plus what it runs.
 final class Instance {
     var record: StepRecord
@@ -111,12 +114,4 @@ struct Runnable {
         isolation = step.isolation
         holdTimeout = compensation.holdTimeout
     }
-}
-
-func formatDuration(_ duration: Duration) -> String {
-    let s = duration.inSeconds
-    if s < 1 { return "\(Int((s * 1000).rounded()))ms" }
-    if s < 60 { return s == s.rounded() ? "\(Int(s))s" : String(format: "%.1fs", s) }
-    if s < 3600 { return "\(Int(s / 60))m" + (Int(s) % 60 > 0 ? "\(Int(s) % 60)s" : "") }
-    return "\(Int(s / 3600))h" + (Int(s) % 3600 / 60 > 0 ? "\(Int(s) % 3600 / 60)m" : "")
 }
