@@ -3,7 +3,7 @@
 #   schemas/workflow.schema.json   orchestrate schema workflow (decoder fields, step types' inputs)
 #   docs/reference/cli.md          the ArgumentParser command tree (--experimental-dump-help)
 #   docs/reference/steps.md        the built-in step types' input and output schemas
-#   docs/reference/metrics.md      Sources/OrchestrateHTTPAPI/ServeMetrics.swift
+#   docs/reference/metrics.md      orchestrate schema metrics (MetricDefinition's table)
 #   docs/reference/events.md       Sources/OrchestrateStore/Vocabulary.swift
 #   docs/reference/orchestrate.1   the man page, by swift-argument-parser's generate-manual
 #                                  (built here with `swift build --product generate-manual`)
@@ -28,6 +28,7 @@ trap 'rm -rf "$scratch"' EXIT
 "$orchestrate" schema workflow > "$scratch/workflow.schema.json"
 "$orchestrate" --experimental-dump-help > "$scratch/cli.json"
 "$orchestrate" plugins list --json > "$scratch/steps.jsonl"
+"$orchestrate" schema metrics > "$scratch/metrics.json"
 # The man page: the same tool as swift-argument-parser's GenerateManual plugin. Its date is the
 # release's, not today's, so the page only changes with the code (bump it with the version).
 man_date=2026-11-27
@@ -46,7 +47,7 @@ else
 fi
 python3 "$root/scripts/references.py" cli "$scratch/cli.json" > "$scratch/cli.md"
 python3 "$root/scripts/references.py" steps "$scratch/steps.jsonl" > "$scratch/steps.md"
-python3 "$root/scripts/references.py" metrics "$root/Sources/OrchestrateHTTPAPI/ServeMetrics.swift" > "$scratch/metrics.md"
+python3 "$root/scripts/references.py" metrics "$scratch/metrics.json" > "$scratch/metrics.md"
 python3 "$root/scripts/references.py" events "$root/Sources/OrchestrateStore/Vocabulary.swift" > "$scratch/events.md"
 
 # Written only once all were made: a failure leaves the old pages as they were.

@@ -161,37 +161,17 @@ def steps(path):
 
 # MARK: metrics and events
 
-METRIC_CALL = re.compile(
-    r'\b(counter|gauge|histogram)\(\s*"(\w+)"\s*,\s*(?:unit:\s*"(\w*)"\s*,\s*)?"((?:[^"\\]|\\.)*)"\s*,\s*\[',
-    re.S)
-
-
-def bracketed(source, start):
-    """The text from `start` (just after a '[') to its matching ']'."""
-    depth, index = 1, start
-    while depth:
-        depth += {"[": 1, "]": -1}.get(source[index], 0)
-        index += 1
-    return source[start:index - 1]
-
-
 def metrics(path):
-    source = open(path, encoding="utf-8").read()
-    found = {}
-    for match in METRIC_CALL.finditer(source):
-        kind, name, unit, help_text = match.groups()
-        labels = bracketed(source, match.end())
-        unit = unit or {"counter": "total", "histogram": "seconds", "gauge": ""}[kind]
-        full = "orchestrate_" + name + (f"_{unit}" if unit else "")
-        found[full] = (kind, help_text, re.findall(r'\(\s*"(\w+)"', labels))
-    out = [HEADER.format(source="Sources/OrchestrateHTTPAPI/ServeMetrics.swift")
+    """The metrics table `orchestrate schema metrics` prints (MetricDefinition.all)."""
+    found = json.load(open(path, encoding="utf-8"))
+    out = [HEADER.format(source="Sources/OrchestrateHTTPAPI/MetricDefinition.swift")
            + "# Metrics\n",
            "What `serve` exposes at `/metrics` (Prometheus text format). See [metrics](../metrics.md) "
            "for what to alert on.\n",
            "| Metric | Type | Labels | Description |", "|---|---|---|---|"]
-    for full in sorted(found):
-        kind, help_text, labels = found[full]
-        out.append(f"| `{full}` | {kind} | {', '.join(f'`{l}`' for l in labels)} | {cell(help_text)} |")
+    for metric in sorted(found, key=lambda m: m["name"]):
+        labels = ", ".join(f"`{label}`" for label in metric["labels"])
+        out.append(f"| `{metric['name']}` | {metric['type']} | {labels} | {cell(metric['help'])} |")
     return "\n".join(out) + "\n"
 
 

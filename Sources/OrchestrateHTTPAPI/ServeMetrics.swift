@@ -46,13 +46,13 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
     public init() {
         // Registered at once, so a scrape before the first run already shows them (at 0).
         _ = commitHistogram
-        _ = gauge("steps_held", "Steps held because their host stopped answering (error code unreachable), in the whole store", [])
+        _ = gauge(.stepsHeld, [])
     }
 
-    // MARK: Names (docs/metrics.md lists them)
+    // MARK: Names (MetricDefinition lists them)
 
-    private func descriptor(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "orchestrate", metricName: name, unitName: unit, helpText: help)
+    private func descriptor(_ metric: MetricDefinition) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "orchestrate", metricName: metric.name, unitName: metric.unit, helpText: metric.help)
     }
 
     /// The metric `name` with `labels`, made by `make` the first time.
@@ -67,22 +67,22 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
         }
     }
 
-    private func counter(_ name: String, _ help: String, _ labels: [(String, String)]) -> Counter {
-        handle(name, labels) { registry.makeCounter(descriptor: descriptor(name, unit: "total", help), labels: labels) }
+    private func counter(_ metric: MetricDefinition, _ labels: [(String, String)]) -> Counter {
+        handle(metric.name, labels) { registry.makeCounter(descriptor: descriptor(metric), labels: labels) }
     }
 
-    func gauge(_ name: String, unit: String = "", _ help: String, _ labels: [(String, String)]) -> Gauge {
-        handle(name, labels) { registry.makeGauge(descriptor: descriptor(name, unit: unit, help), labels: labels) }
+    func gauge(_ metric: MetricDefinition, _ labels: [(String, String)]) -> Gauge {
+        handle(metric.name, labels) { registry.makeGauge(descriptor: descriptor(metric), labels: labels) }
     }
 
-    private func histogram(_ name: String, _ help: String, _ labels: [(String, String)], buckets: [Double]) -> ValueHistogram {
-        handle(name, labels) {
-            registry.makeValueHistogram(descriptor: descriptor(name, unit: "seconds", help), labels: labels, buckets: buckets)
+    private func histogram(_ metric: MetricDefinition, _ labels: [(String, String)], buckets: [Double]) -> ValueHistogram {
+        handle(metric.name, labels) {
+            registry.makeValueHistogram(descriptor: descriptor(metric), labels: labels, buckets: buckets)
         }
     }
 
     private var commitHistogram: ValueHistogram {
-        histogram("store_commit", "Time to commit one scheduling round's journal to the store", [], buckets: Self.commitBuckets)
+        histogram(.storeCommit, [], buckets: Self.commitBuckets)
     }
 
     // MARK: Fed by the engine
@@ -98,10 +98,10 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
         case .runStarted:
             let queue = data["queue"]?.stringValue ?? "default"
             let waited = Double(data["waited_ms"]?.intValue ?? 0) / 1000
-            histogram("queue_wait", "Time from submission to a run's first start", [("queue", queue)], buckets: Self.durationBuckets)
+            histogram(.queueWait, [("queue", queue)], buckets: Self.durationBuckets)
                 .record(waited)
         case .runFinished:
-            counter("runs_finished", "Runs this serve finished, by final status", [("status", data["status"]?.stringValue ?? "unknown")])
+            counter(.runsFinished, [("status", data["status"]?.stringValue ?? "unknown")])
                 .increment()
             lock.withLock { _ = steps.removeValue(forKey: runID) }
         case .runInterrupted:
@@ -113,7 +113,7 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
                 steps[runID, default: [:]][step, default: StepState(stepType: uses)].attemptStarted = event.time
                 steps[runID]![step]!.bytesMoved = 0
             }
-            counter("step_attempts", "Step attempts started, by step type", [("step_type", uses)]).increment()
+            counter(.stepAttempts, [("step_type", uses)]).increment()
         case .stepProgress:
             guard let step = event.step, let attemptMoved = data["bytes_moved"]?.intValue else { return }
             let moved = lock.withLock { () -> (Int64, String)? in
@@ -124,8 +124,8 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
                 return (delta, state.stepType)
             }
             if let (delta, stepType) = moved {
-                counter("bytes_moved", "Bytes moved by steps and session items (not those found on disk at a resume), by direction and plugin",
-                        [("direction", Self.direction(of: stepType)), ("plugin", Self.plugin(of: stepType))]).increment(by: delta)
+                counter(.bytesMoved, [("direction", Self.direction(of: stepType)), ("plugin", Self.plugin(of: stepType))])
+                    .increment(by: delta)
             }
         case .stepSucceeded, .stepRetrying, .stepFailed, .stepCancelled, .stepInterrupted:
             guard let step = event.step, data["attempt"] != nil else { return }
@@ -140,14 +140,12 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
             guard let state else { return }
             let outcome = event.type == .stepRetrying ? "failed" : String(event.type.rawValue.dropFirst("step.".count))
             if let started = state.attemptStarted {
-                histogram("step_duration", "Step attempt durations, by step type and outcome",
-                          [("step_type", state.stepType), ("outcome", outcome)], buckets: Self.durationBuckets)
+                histogram(.stepDuration, [("step_type", state.stepType), ("outcome", outcome)], buckets: Self.durationBuckets)
                     .record(max(0, event.time - started))
             }
             if event.type == .stepRetrying || event.type == .stepFailed {
-                counter("step_failures", "Failed step attempts, by step type, error kind and error code",
-                        [("step_type", state.stepType), ("kind", data["kind"]?.stringValue ?? ""),
-                         ("code", data["code"]?.stringValue ?? "")]).increment()
+                counter(.stepFailures, [("step_type", state.stepType), ("kind", data["kind"]?.stringValue ?? ""),
+                                        ("code", data["code"]?.stringValue ?? "")]).increment()
             }
         default:
             break
@@ -183,17 +181,15 @@ public final class ServeMetrics: RunObserver, @unchecked Sendable {
             knownRunGauges.formUnion(seen)
             for key in knownRunGauges {
                 let runs = figures.runs.first { $0.queue == key[0] && $0.status.rawValue == key[1] }?.runs ?? 0
-                gauge("runs", "Runs in the store, by queue and stored status", [("queue", key[0]), ("status", key[1])]).set(Double(runs))
+                gauge(.runs, [("queue", key[0]), ("status", key[1])]).set(Double(runs))
             }
             for queue in knownQueues {
                 let depth = figures.runs.first { $0.queue == queue && $0.status == .queued }?.runs ?? 0
-                gauge("queue_depth", "Queued runs waiting to start, by queue", [("queue", queue)]).set(Double(depth))
-                gauge("queue_oldest_wait", unit: "seconds", "Seconds the oldest queued run of the queue has waited (0 when none waits)",
-                      [("queue", queue)]).set(figures.oldestQueued[queue].map { max(0, now - $0) } ?? 0)
+                gauge(.queueDepth, [("queue", queue)]).set(Double(depth))
+                gauge(.queueOldestWait, [("queue", queue)]).set(figures.oldestQueued[queue].map { max(0, now - $0) } ?? 0)
             }
         }
-        gauge("steps_held", "Steps held because their host stopped answering (error code unreachable), in the whole store", [])
-            .set(Double(figures.heldSteps))
+        gauge(.stepsHeld, []).set(Double(figures.heldSteps))
     }
 
     /// The Prometheus text exposition format.
