@@ -41,8 +41,9 @@ enum ObjectListing {
         } while token != nil
     }
 
-    /// `%XX` decoded (and `+` taken literally, as S3 encodes a space as %20); nil for bad escapes
-    /// or bytes that are not UTF-8.
+    /// `%XX` decoded and `+` a space, as form encoding has it (AWS and rclone write a space as
+    /// `+`, moto as `%20`; all write `+` itself as `%2B`); nil for bad escapes or bytes that are
+    /// not UTF-8.
     static func percentDecoded(_ text: String) -> String? {
         var bytes: [UInt8] = []
         var iterator = text.utf8.makeIterator()
@@ -60,7 +61,7 @@ enum ObjectListing {
                 guard let high = hex(iterator.next()), let low = hex(iterator.next()) else { return nil }
                 bytes.append(high << 4 | low)
             } else {
-                bytes.append(byte)
+                bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
             }
         }
         return String(validating: bytes, as: UTF8.self)
