@@ -30,6 +30,8 @@ final class FTPClient {
     private var lastProgress: UInt64 = 0
     /// Bytes this request moved so far, about every 100 ms.
     var onProgress: ((Int64) -> Void)?
+    /// Asked with the progress: true stops the transfer under way (another worker failed).
+    var stop: () -> Bool = { false }
     private var moved: Int64 = 0
 
     /// A listing bigger than this is refused (a hostile server's endless listing).
@@ -44,6 +46,14 @@ final class FTPClient {
         self.step = step
         self.rateCap = rateCap
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    }
+
+    /// `count` more clients to the same server, each with a control connection of its own (the
+    /// step's `max_rate` shared by all).
+    func others(_ count: Int) throws(StepError) -> [FTPClient] {
+        var clients: [FTPClient] = []
+        for _ in 0 ..< max(0, count) { clients.append(try FTPClient(server: server, root: root, step: step, rateCap: rateCap)) }
+        return clients
     }
 
     deinit {
@@ -292,7 +302,7 @@ final class FTPClient {
     }
 
     private func progressed() -> Int32 {
-        if step.isCancelled { return 1 }
+        if step.isCancelled || stop() { return 1 }
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let ms = UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
