@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import OrchestrateCurl
 import OrchestrateJSON
 import OrchestratePluginKit
 
@@ -50,12 +48,10 @@ struct TreeRun {
         let state = TreeState(step: step, entries: entries, saved: saved, fingerprint: fingerprint)
         let alreadyDone = state.doneCount
         if alreadyDone > 0 { step.log(.info, "\(alreadyDone) of \(entries.count) files already transferred") }
-        let pending = entries.indices.filter { !state.isDone($0) }
-        let cursor = Cursor(pending)
-        let workers = Array(clients.prefix(max(1, min(clients.count, pending.count))))
+        let workers = Array(clients.prefix(max(1, min(clients.count, entries.count - alreadyDone))))
         let body: (FTPClient) -> Void = { [step, entries] client in
             client.stop = { state.failed }
-            while !state.failed, let index = cursor.next() {
+            while !state.failed, let index = state.next() {
                 if step.isCancelled { state.fail(.cancelled("the FTP transfer was cancelled")); return }
                 let start = Start(savedMTime: state.savedMTime(index)) { mtime in state.started(index, mtime: mtime) }
                 do throws(StepError) {
@@ -97,13 +93,15 @@ private final class TreeState: @unchecked Sendable {
     private var done: [Bool]
     /// Every file before `prefix` is done.
     private var prefix = 0
+    /// The next file a worker may take.
+    private var cursor = 0
     private var doneFiles: Int64 = 0
     private var doneBytes: Int64 = 0
     private var inFlight: [Int: Int64] = [:]
     private var startedAt: [Int: Int64] = [:]
     private var _resumed: Int64 = 0
     private var _error: StepError?
-    private var lastReport: UInt64 = 0
+    private var ticker = ProgressTicker()
     let totalBytes: Int64
 
     init(step: StepContext, entries: [TreeRun.Entry], saved checkpoint: JSONValue?, fingerprint: String) {
@@ -138,7 +136,15 @@ private final class TreeState: @unchecked Sendable {
     var failed: Bool { lock.withLock { _error != nil } }
     var resumed: Int64 { lock.withLock { _resumed } }
 
-    func isDone(_ index: Int) -> Bool { lock.withLock { done[index] } }
+    /// The next file not yet done nor taken, in order; nil when none is left.
+    func next() -> Int? {
+        lock.withLock {
+            while cursor < done.count && done[cursor] { cursor += 1 }
+            guard cursor < done.count else { return nil }
+            defer { cursor += 1 }
+            return cursor
+        }
+    }
     func savedMTime(_ index: Int) -> Int64? { saved[index] }
 
     /// The first failure wins; the others (transfers it stopped) are not reported.
@@ -175,11 +181,7 @@ private final class TreeState: @unchecked Sendable {
     func report() { lock.withLock { reportLocked(force: true) } }
 
     private func reportLocked(force: Bool) {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let ms = UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
-        guard force || ms - lastReport >= 100 else { return }
-        lastReport = ms
+        guard ticker.due() || force else { return }
         step.progress(bytesDone: doneBytes + inFlight.values.reduce(0, +), bytesTotal: totalBytes, filesDone: doneFiles,
                       filesTotal: Int64(done.count))
     }
@@ -207,39 +209,4 @@ private final class TreeState: @unchecked Sendable {
     private func advancePrefix() {
         while prefix < done.count && done[prefix] { prefix += 1 }
     }
-}
-
-/// Hands out indices to the workers, each once, in order.
-private final class Cursor: @unchecked Sendable {
-    private let lock = Lock()
-    private let items: [Int]
-    private var position = 0
-
-    init(_ items: [Int]) { self.items = items }
-
-    func next() -> Int? {
-        lock.withLock {
-            guard position < items.count else { return nil }
-            defer { position += 1 }
-            return items[position]
-        }
-    }
-}
-
-/// Runs `body` on a new thread; `join` waits for it. (No Foundation in plugins: it is heavy to load.)
-final class Worker: @unchecked Sendable {
-    private var thread = pthread_t()
-    private let body: () -> Void
-
-    init(_ body: @escaping () -> Void) {
-        self.body = body
-        let box = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(&thread, nil, { raw in
-            let worker = Unmanaged<Worker>.fromOpaque(raw!).takeRetainedValue()
-            worker.body()
-            return nil
-        }, box)
-    }
-
-    func join() { pthread_join(thread, nil) }
 }
