@@ -28,10 +28,10 @@ public final class CurlMulti {
     deinit { curl_multi_cleanup(multi) }
 
     /// Runs one request to its end and returns libcurl's result; throws `.cancelled` when the
-    /// step is cancelled.
-    public func perform(_ easy: CurlEasy, step: StepContext) throws(StepError) -> CURLcode {
+    /// step is cancelled, unless `cancellable` is false (a clean-up that must run to its end).
+    public func perform(_ easy: CurlEasy, step: StepContext, cancellable: Bool = true) throws(StepError) -> CURLcode {
         var result = CURLE_OK
-        var pending: Single? = Single(easy)
+        var pending: Single? = Single(easy, cancellable: cancellable)
         try runAll(maxInFlight: 1, step: step, next: { () throws(StepError) -> Single? in
             defer { pending = nil }
             return pending
@@ -85,6 +85,11 @@ public final class CurlMulti {
 
     private final class Single: CurlRequest {
         let curl: CurlEasy
-        init(_ curl: CurlEasy) { self.curl = curl }
+        let cancellable: Bool
+
+        init(_ curl: CurlEasy, cancellable: Bool) {
+            self.curl = curl
+            self.cancellable = cancellable
+        }
     }
 }
