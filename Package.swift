@@ -53,6 +53,11 @@ let package = Package(
         // PostgreSQL's client library, for the state store several machines share.
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
+        // libcurl for plugins, written once (as OrchestratePluginFiles is for local files): the
+        // easy handle with its callbacks, the multi handle that runs requests with the step's
+        // cancel, request bodies at the bandwidth caps' pace, response headers and capped bodies,
+        // and the mapping of libcurl's failures to step errors. Linked into each plugin using it.
+        .target(name: "OrchestrateCurl", dependencies: ["CCurl", "OrchestratePluginKit", "OrchestratePluginFiles"]),
         // SHA-256 for the plugins that verify what they move.
         .target(name: "OrchestrateDigest", dependencies: ["CLibCrypto"]),
 
@@ -128,7 +133,8 @@ let package = Package(
         .target(name: "CExecSupport", path: "plugins/exec/Support"),
         .target(name: "OrchestrateExecPlugin", dependencies: ["OrchestratePluginKit", "CExecSupport"],
                 path: "plugins/exec", exclude: ["README.md", "Guard", "Support"]),
-        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateDigest", "OrchestrateTokenBucket"],
+        .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl",
+                                                             "OrchestrateDigest", "OrchestrateTokenBucket"],
                 path: "plugins/http", exclude: ["README.md"]),
         .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CLibSSH2", "CLibCrypto"],
                 path: "plugins/sftp", exclude: ["README.md"]),
@@ -139,7 +145,7 @@ let package = Package(
                                                            "OrchestrateS3Auth", "OrchestrateDigest"],
                 path: "plugins/s3", exclude: ["README.md", "Auth"]),
         // FTPS (and plain FTP only when asked for by name) on libcurl.
-        .target(name: "OrchestrateFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl"],
+        .target(name: "OrchestrateFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl"],
                 path: "plugins/ftp", exclude: ["README.md"]),
         .executableTarget(name: "OrchestrateSandbox", dependencies: [
             "OrchestrateJSON", .product(name: "Hummingbird", package: "hummingbird"),

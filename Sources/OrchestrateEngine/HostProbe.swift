@@ -2,25 +2,47 @@ import Foundation
 import OrchestrateJSON
 
 /// Where a step talks to, for network awareness: derived from its inputs' `url`
-/// (`https://host[:port]/…`) or `host` and `port`.
+/// (`https://host[:port]/…`) or `host` and `port`. A port left out is the scheme's (`WellKnownPorts`),
+/// else the step type's default: ftp's 21 (990 with `tls: implicit`), else the `default` of
+/// `port` in the step type's input schema (sftp's 22, a third-party plugin's).
 struct Endpoint: Hashable, Sendable, CustomStringConvertible {
     let host: String
     let port: Int
 
     var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    init?(inputs: JSONValue) {
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    init?(inputs: JSONValue, stepType: String = "", inputSchema: JSONValue = .null) {
         if let url = inputs["url"]?.stringValue, let components = URLComponents(string: url), let host = components.host,
            !host.isEmpty
         {
-            self.host = host
-            port = components.port ?? (components.scheme?.lowercased() == "http" ? 80 : 443)
-        } else if let host = inputs["host"]?.stringValue, !host.isEmpty, let port = inputs["port"]?.intValue {
-            self.host = host
-            self.port = Int(port)
+            guard let port = components.port ?? components.scheme.flatMap(WellKnownPorts.scheme) else { return nil }
+            self.init(host: host, port: port)
+        } else if let host = inputs["host"]?.stringValue, !host.isEmpty {
+            let written = inputs["port"]?.intValue.map(Int.init)
+            let schemaDefault = inputSchema["properties"]?["port"]?["default"]?.intValue.map(Int.init)
+            guard let port = written ?? WellKnownPorts.step(stepType, inputs: inputs) ?? schemaDefault else { return nil }
+            self.init(host: host, port: port)
         } else {
             return nil
         }
+    }
+}
+
+/// The ports a step reaches when its inputs name none.
+enum WellKnownPorts {
+    static func scheme(_ scheme: String) -> Int? {
+        ["http": 80, "https": 443, "ftp": 21, "ftps": 990, "sftp": 22][scheme.lowercased()]
+    }
+
+    /// A built-in plugin's default that its schema cannot state: ftp's port follows `tls`.
+    static func step(_ stepType: String, inputs: JSONValue) -> Int? {
+        guard stepType.hasPrefix("ftp.") else { return nil }
+        return inputs["tls"]?.stringValue == "implicit" ? 990 : 21
     }
 }
 

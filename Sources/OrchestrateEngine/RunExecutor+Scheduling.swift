@@ -297,7 +297,7 @@ extension RunExecutor {
             }
         }
         instance.blockedOnKeys = false
-        instance.endpoint = Endpoint(inputs: inputs)
+        instance.endpoint = Endpoint(inputs: inputs, stepType: stepType.id, inputSchema: stepType.inputSchema)
         waitingRetry.remove(instance.id)
         // Only an attempt that follows another can have a checkpoint to continue from.
         let checkpoint = instance.record.attempt > 0 ? try? store.checkpoint(runID: run.id, stepID: instance.id) : nil

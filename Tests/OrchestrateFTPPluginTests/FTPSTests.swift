@@ -89,6 +89,31 @@ import Testing
         #expect(try Tools.sha256(oneBack) == sha)
     }
 
+    /// A tree moves `concurrency` files at a time, each worker over a login of its own (the
+    /// server's log counts the logins); `concurrency: 1` moves it over one.
+    @Test func aTreeMovesOverOneLoginPerWorker() throws {
+        let server = try PyFTPServer()
+        let runner = FTPSTests.runner(server)
+        let tree = runner.path("tree")
+        try FileManager.default.createDirectory(atPath: tree + "/sub", withIntermediateDirectories: true)
+        for i in 0 ..< 8 { try Tools.randomFile(tree + "/sub/f\(i).bin", bytes: 200_000) }
+        func logins() -> Int { ((try? String(contentsOfFile: server.log, encoding: .utf8)) ?? "").components(separatedBy: "logged in.").count - 1 }
+
+        let parallel = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.upload",
+                                                         with: "source: \"\(tree)\", destination: four, concurrency: 3"))
+        #expect(parallel.status == 0, "\(parallel.stdout)")
+        #expect(Trees.files(server.root + "/four") == Trees.files(tree))
+        #expect(logins() == 3, "one login per worker")
+
+        let before = logins()
+        let back = runner.path("back")
+        let down = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.download",
+                                                     with: "source: four, destination: \"\(back)\", concurrency: 1", name: "down.yaml"))
+        #expect(down.status == 0, "\(down.stdout)")
+        #expect(Trees.files(back) == Trees.files(tree))
+        #expect(logins() - before == 1, "concurrency 1: the whole tree over one login")
+    }
+
     /// `kill -9` while the second file of a tree is on its way up, then `resume`: the partial on
     /// the server is continued with APPE from its SIZE, every file arrives byte-identical, and
     /// the server received each file's bytes once (the aborted STOR plus the APPE make the size).
@@ -123,8 +148,14 @@ import Testing
         let sent = (stored.first?.bytes ?? 0) + (appended.first?.bytes ?? 0)
         #expect(sent == Int64(big), "the server received \(sent) bytes for a \(big)-byte file")
         #expect((appended.first?.bytes ?? Int64(big)) < Int64(big), "the resume did not send the whole file again")
-        // Files finished before the kill are not sent again.
+        // Files finished before the kill are not sent again, and every file the workers had
+        // under way is continued, not sent again: each file's bytes went up once.
         #expect(server.transfers("STOR", endingWith: "empty.txt.partial").count <= 1)
+        for (name, size) in [("c/second.bin", big / 2)] {
+            let sent = (server.transfers("STOR", endingWith: name + ".partial") + server.transfers("APPE", endingWith: name + ".partial"))
+                .reduce(Int64(0)) { $0 + $1.bytes }
+            #expect(sent == Int64(size), "\(name): the server received \(sent) bytes for \(size)")
+        }
         #expect((FTPSTests.number(try runner.status(run)["outputs"]?["resumed_bytes"]) ?? 0) >= Int64(atKill))
     }
 
@@ -248,6 +279,33 @@ import Testing
         let failed = events.ofType("step.failed", step: "move").last?["data"]
         #expect(failed?["code"]?.stringValue == "data_connection_failed", "\(String(describing: failed))")
         #expect(failed?["attempt"]?.intValue == 2)
+    }
+
+    /// A server that does not answer on FTP's own port (nothing listens on 127.0.0.1:21 here):
+    /// the step names no `port`, yet it is held and its host probed on 21 (990 with `tls:
+    /// implicit`), until `hold_timeout` gives up saying which endpoint did not answer.
+    @Test func aStepWithoutAPortIsHeldOnFTPsDefaultPort() throws {
+        let runner = Runner(environment: [:])
+        let file = runner.path("f.bin")
+        try Tools.randomFile(file, bytes: 10)
+        for (tls, port) in [("explicit", 21), ("implicit", 990)] {
+            let result = try runner.run(runner.workflow("""
+                version: 1
+                name: ftp-hold
+                steps:
+                  move:
+                    uses: ftp.upload
+                    retry: { max_attempts: 1 }
+                    hold_timeout: 2s
+                    with: { host: 127.0.0.1, tls: \(tls), source: "\(file)", destination: f.bin }
+                """, name: "\(tls).yaml"))
+            #expect(result.status == 1)
+            let events = Runner.events(result.stdout)
+            #expect(events.ofType("step.held", step: "move").count == 1, "refused on \(port): held, not failed at once")
+            let failed = try #require(FTPSTests.failure(result))
+            #expect(failed["code"]?.stringValue == "unreachable" && failed["kind"]?.stringValue == "timeout", "\(failed)")
+            #expect(failed["error"]?.stringValue?.contains("127.0.0.1:\(port) did not answer") == true, "\(failed)")
+        }
     }
 
     @Test func aRemotePathClimbingOutOfRemoteRootIsRefused() throws {

@@ -17,6 +17,8 @@ struct DownloadStep: StepDefinition {
         @Input(help: "remote path, relative to remote_root", minLength: 1) var source: String
         @Input(help: "local file or directory to create", minLength: 1) var destination: String
         @Input(help: "expected SHA-256 of the file (a single file only), checked before it is renamed into place") var sha256: String?
+        @Input(help: "files of a tree received at once, each over its own login (control connection)", minimum: 1, maximum: 16)
+        var concurrency = 4
         var server = ServerInputs()
     }
     static let inputSchema = Inputs.schemaText
@@ -51,12 +53,13 @@ struct DownloadStep: StepDefinition {
         }
         for folder in emptyFolders { try LocalPath.makeDirectories(([destination] + folder).joined(separator: "/")) }
         var digest: String?
-        let result = try TreeRun(step: step, entries: entries).run { entry, start, progress throws(StepError) in
+        let clients = try [client] + client.others(inputs.concurrency - 1)
+        let result = try TreeRun(step: step, entries: entries).run(clients) { client, entry, start, progress throws(StepError) in
             let local = ([destination] + entry.relative).joined(separator: "/")
             client.onProgress = progress
             let (resumed, sha) = try download(source + entry.relative, to: local, size: entry.size, client: client, start: start,
                                               expected: single == nil ? nil : expected, step: step)
-            digest = sha
+            if single != nil { digest = sha }
             return resumed
         }
         step.setOutput("path", .string(destination))

@@ -1,4 +1,5 @@
 import CCurl
+import OrchestrateCurl
 import OrchestratePluginKit
 
 /// libcurl's FTP failures as step errors the scheduler acts on: refusals that another attempt
@@ -8,16 +9,11 @@ enum FTPErrors {
     /// `answered`: the server had replied on the control connection (a failure after that is
     /// not an unreachable host: the engine would hold the step and probe a port that answers).
     static func transport(_ code: CURLcode, detail: String, server: ServerOptions, what: String, answered: Bool) -> StepError {
-        var text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        var text = detail.isEmpty ? Curl.describe(code) : detail
         // The password never appears in a message, whatever a server echoed back.
         if let password = server.password, password.count >= 3 { text = text.replacingAll(password, with: "***") }
         let place = "\(what) on \(server.described)"
         switch code {
-        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR:
-            return .permanent("""
-                TLS certificate verification failed for \(server.described): \(text). The server's certificate is not \
-                trusted (self-signed or unknown CA) or does not name \(server.host); give its CA in ca_file
-                """, code: "tls_verification_failed")
         case CURLE_USE_SSL_FAILED:
             return .permanent("""
                 \(server.described) does not offer TLS (AUTH TLS refused: \(text)): refused, the password and the data \
@@ -32,18 +28,15 @@ enum FTPErrors {
             return .permanent("\(place): \(text)", code: "access_denied")
         case CURLE_QUOTE_ERROR:
             return .permanent("\(place): the server refused the command (\(text))", code: "command_refused")
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
-            return .invalidInput("\(place): \(text)", code: "curl_\(code.rawValue)")
-        case CURLE_OPERATION_TIMEDOUT:
-            return StepError(kind: .timeout, code: "timeout", message: "\(place): \(text) (too slow or no answer)")
         case CURLE_COULDNT_CONNECT where answered:
             return .retryable("\(place): the data connection failed: \(text)", code: "data_connection_failed")
-        case CURLE_COULDNT_RESOLVE_HOST:
-            return .retryable("\(place): \(text) (the name does not resolve)", code: "unreachable")
-        case CURLE_COULDNT_CONNECT:
-            return .retryable("\(place): \(text) (the host does not answer)", code: "unreachable")
         default:
-            return .retryable("\(place): \(text)", code: "curl_\(code.rawValue)")
+            return CurlFailure.stepError(code, detail: text, place: place) { text in
+                """
+                TLS certificate verification failed for \(server.described): \(text). The server's certificate is not \
+                trusted (self-signed or unknown CA) or does not name \(server.host); give its CA in ca_file
+                """
+            }
         }
     }
 }

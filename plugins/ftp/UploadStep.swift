@@ -23,6 +23,8 @@ struct UploadStep: StepDefinition {
         @Input(help: "send each file as NAME.partial and rename it into place (false: write NAME directly, for a server that refuses RNFR/RNTO)")
         var temporaryName = true
         @Input(help: "expected SHA-256 of the file (a single file only), checked before sending") var sha256: String?
+        @Input(help: "files of a tree sent at once, each over its own login (control connection)", minimum: 1, maximum: 16)
+        var concurrency = 4
         var server = ServerInputs()
     }
     static let inputSchema = Inputs.schemaText
@@ -60,7 +62,8 @@ struct UploadStep: StepDefinition {
                                          code: "remote_root_missing")
         }
         for folder in emptyFolders { _ = try client.folder(destination + folder, create: true) }
-        let result = try TreeRun(step: step, entries: entries).run { entry, start, progress throws(StepError) in
+        let clients = try [client] + client.others(inputs.concurrency - 1)
+        let result = try TreeRun(step: step, entries: entries).run(clients) { client, entry, start, progress throws(StepError) in
             let local = ([inputs.source] + entry.relative).joined(separator: "/")
             client.onProgress = progress
             return try upload(local, to: destination + entry.relative, client: client, temporaryName: inputs.temporaryName, start: start, step: step)

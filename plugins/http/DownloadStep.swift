@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import OrchestratePluginFiles
+import OrchestrateCurl
 import OrchestratePluginKit
 import OrchestrateJSON
 
@@ -254,7 +255,7 @@ struct DownloadState {
     final class Box {
         var state: DownloadState
         var base: Int64
-        var lastSave = Clock.milliseconds()
+        var lastSave = MonotonicClock.milliseconds()
         init(_ state: DownloadState) {
             self.state = state
             base = state.offset
@@ -302,7 +303,7 @@ struct DownloadState {
             }
             state.offset += Int64(bytes.count)
             state.hash.advance(to: state.offset)
-            let now = Clock.milliseconds()
+            let now = MonotonicClock.milliseconds()
             if now - lastSave >= 1000 {
                 lastSave = now
                 saveCheckpoint()

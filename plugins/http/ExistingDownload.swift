@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CCurl
 import OrchestratePluginFiles
+import OrchestrateCurl
 import OrchestratePluginKit
 
 /// `if_exists` of http.download: whether the file already at the destination stays, decided

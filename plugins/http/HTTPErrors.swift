@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CCurl
+import OrchestrateCurl
 import OrchestratePluginKit
 import OrchestrateJSON
 
@@ -10,34 +11,19 @@ import OrchestrateJSON
 enum HTTPErrors {
     /// A libcurl failure (no HTTP status) as a step error.
     static func transport(_ code: CURLcode, url: String, detail: String = "") -> StepError {
-        // libcurl's error buffer says more than curl_easy_strerror ("Recv failure: Connection
-        // reset by peer" rather than "Failure when receiving data from the peer").
-        let text = detail.isEmpty ? Curl.describe(code) : detail
-        let curlCode = "curl_\(code.rawValue)"
         switch code {
-        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR:
-            return .permanent("""
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
+            return .invalidInput("bad URL \(url): \(detail.isEmpty ? Curl.describe(code) : detail)", code: "curl_\(code.rawValue)")
+        case CURLE_REMOTE_FILE_NOT_FOUND:
+            return .permanent("\(url): \(detail.isEmpty ? Curl.describe(code) : detail)", code: "curl_\(code.rawValue)")
+        default:
+            return CurlFailure.stepError(code, detail: detail, place: url) { text in
+                """
                 TLS certificate verification failed for \(url): \(text). The server's certificate is not \
                 trusted (self-signed or unknown CA); trust it with ca_file, or set insecure: true to skip \
                 verification (not recommended)
-                """, code: "tls_verification_failed")
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
-            return .invalidInput("bad URL \(url): \(text)", code: curlCode)
-        case CURLE_OPERATION_TIMEDOUT:
-            return StepError(kind: .timeout, code: "timeout", message: "\(url): \(text) (too slow or no answer)")
-        case CURLE_REMOTE_FILE_NOT_FOUND:
-            return .permanent("\(url): \(text)", code: curlCode)
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
-            // Held like an unreachable host (a name can come back: DNS trouble, a host being
-            // renamed), saying what is wrong: a typo in a name is not a server that is down.
-            return .retryable("\(url): \(text) (the name does not resolve)", code: "unreachable")
-        case CURLE_COULDNT_CONNECT:
-            // The host's convention: the engine holds the step (no attempt spent) and probes
-            // the host until it answers again.
-            return .retryable("\(url): \(text) (the host does not answer)", code: "unreachable")
-        default:
-            // Connection refused or reset, DNS hiccups, partial responses, TLS handshake drops.
-            return .retryable("\(url): \(text)", code: curlCode)
+                """
+            }
         }
     }
 

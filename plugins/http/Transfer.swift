@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CCurl
+import OrchestrateCurl
 import OrchestratePluginFiles
 import OrchestratePluginKit
 
@@ -15,21 +16,8 @@ import OrchestratePluginKit
 ///
 /// Only http and https, and redirects are followed here rather than by libcurl, so that the
 /// step's headers stay with the origin they were written for (see `Redirects`).
-final class Transfer {
-    enum Body {
-        case none
-        case bytes([UInt8])
-        /// `length` bytes of `file`, from `offset`.
-        case file(LocalFile, offset: Int64, length: Int64)
-
-        var length: Int64 {
-            switch self {
-            case .none: 0
-            case .bytes(let b): Int64(b.count)
-            case .file(_, _, let length): length
-            }
-        }
-    }
+final class Transfer: CurlCallbacks {
+    typealias Body = CurlBody
 
     struct Response {
         var status: Int
@@ -47,9 +35,8 @@ final class Transfer {
     }
 
     private let step: StepContext
-    private let easy: Curl.Handle
-    private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var requestBody: Body
+    private let curl: CurlEasy
+    private var body: CurlBodyReader
     private var method: String
     /// The request headers; the step's own and credentials go once a redirect leaves the origin.
     private var requestHeaders: [String: String]
@@ -60,21 +47,10 @@ final class Transfer {
     private var currentURL: String
     /// Set at the first body byte of a redirect that will be followed: the body is not read.
     private var skippedRedirectBody = false
-    private var readPosition: Int64 = 0
-    private var headers: [(name: String, value: String)] = []
-    /// Bytes of header lines of the current response: a server that never ends its header is
-    /// cut off at `headerCap` (before libcurl's own 300 KiB limit, with a clearer message).
-    private var headerBytes = 0
-    /// Between a status line and the blank line that ends its headers.
-    private var inHeaders = false
-    static let headerCap = 256 * 1024
-    /// libcurl's detailed message for the last failure (CURLOPT_ERRORBUFFER).
-    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-    private var memory: [UInt8] = []
-    private let memoryCap: Int
-    private var truncated = false
-    private var lastProgress: UInt64 = 0
-    private var rateLimiter: StepRateCap?
+    private var head = CurlResponseHead()
+    private var memory: CappedBuffer
+    private var ticker = ProgressTicker()
+    private let pacer: CurlPacer
     /// An error raised inside a callback (disk full, sink refusal), reported after the transfer.
     var callbackError: StepError?
     /// Receives response body bytes instead of the memory buffer; return false to abort.
@@ -89,118 +65,63 @@ final class Transfer {
     init(step: StepContext, method: String, url: String, headers: [String: String], body: Body = .none,
          options: TransferOptions, memoryCap: Int = 1 << 20, decodeContent: Bool = false, freshConnection: Bool = false) throws(StepError)
     {
-        Curl.ensureInitialised()
-        guard let easy = curl_easy_init() else { throw .retryable("libcurl could not create a handle", code: "curl_init") }
         self.step = step
-        self.easy = easy
-        self.requestBody = body
+        self.curl = try CurlEasy()
+        self.body = CurlBodyReader(body)
         self.method = method.uppercased()
         self.requestHeaders = headers
         self.stepHeaderNames = Set(options.headers.keys.map { $0.lowercased() })
         self.followRedirects = options.followRedirects
         self.currentURL = url
-        self.memoryCap = memoryCap
-        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        self.memory = CappedBuffer(cap: memoryCap)
+        // The run's and the host's --max-rate, and the step's max_rate, in the callbacks.
+        self.pacer = CurlPacer(step: step, rateCap: options.rateCap)
         try Redirects.checkStepURL(url)
         // libcurl itself refuses every other protocol too, whatever the URL (defence in depth).
-        let protocols = Redirects.schemes.joined(separator: ",")
-        guard Curl.setChecked(easy, CURLOPT_PROTOCOLS_STR, protocols), Curl.setChecked(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols) else {
-            throw .permanent("libcurl refused to restrict its protocols to \(protocols)", code: "curl_init")
-        }
+        try curl.restrictProtocols(Redirects.schemes.joined(separator: ","))
+        curl.install(self)
         configure(url: url, options: options)
         // Transfers of files keep the bytes as sent; API calls may take them compressed.
-        if decodeContent { Curl.set(easy, CURLOPT_ACCEPT_ENCODING, "") }
+        if decodeContent { curl.set(CURLOPT_ACCEPT_ENCODING, "") }
         // On a reused connection that dies before any answer, libcurl re-sends the whole
         // request on a new one by itself: for a large body sent from an offset the server may
         // have passed, a fresh connection makes a cut an error, so the caller asks the server
         // how far it got instead of re-sending everything.
-        if freshConnection { Curl.set(easy, CURLOPT_FRESH_CONNECT, true) }
-    }
-
-    deinit {
-        curl_easy_cleanup(easy)
-        curl_slist_free_all(headerList)
-        errorBuffer.deallocate()
+        if freshConnection { curl.set(CURLOPT_FRESH_CONNECT, true) }
     }
 
     private func configure(url: String, options: TransferOptions) {
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        Curl.set(easy, CURLOPT_URL, url)
-        Curl.set(easy, CURLOPT_NOSIGNAL, true)
-        // An abandoned request's unsent bytes are dropped, never delivered late (see the shim).
-        _ = orc_curl_reset_on_close(easy)
-        Curl.set(easy, CURLOPT_ERRORBUFFER, pointer: UnsafeRawPointer(errorBuffer))
-        Curl.set(easy, CURLOPT_USERAGENT, "orchestrate-http/1.0")
-        Curl.set(easy, CURLOPT_FOLLOWLOCATION, false)  // followed in perform(), see Redirects
-        Curl.set(easy, CURLOPT_CONNECTTIMEOUT, options.connectTimeout)
+        curl.set(CURLOPT_URL, url)
+        curl.dropUnsentBytesOnClose()
+        curl.set(CURLOPT_USERAGENT, "orchestrate-http/1.0")
+        curl.set(CURLOPT_FOLLOWLOCATION, false)  // followed in perform(), see Redirects
+        curl.set(CURLOPT_CONNECTTIMEOUT, options.connectTimeout)
         // Proxies: libcurl reads http_proxy / https_proxy / no_proxy itself, as curl(1) does.
-        if options.insecure {
-            Curl.set(easy, CURLOPT_SSL_VERIFYPEER, false)
-            Curl.set(easy, CURLOPT_SSL_VERIFYHOST, 0)
-        } else {
-            Curl.set(easy, CURLOPT_SSL_VERIFYPEER, true)
-            Curl.set(easy, CURLOPT_SSL_VERIFYHOST, 2)
-        }
-        if let ca = options.caFile { Curl.set(easy, CURLOPT_CAINFO, ca) }
+        curl.verifyPeer(!options.insecure, caFile: options.caFile)
         if options.minSpeed > 0 {
-            Curl.set(easy, CURLOPT_LOW_SPEED_LIMIT, options.minSpeed)
-            Curl.set(easy, CURLOPT_LOW_SPEED_TIME, options.minSpeedTime)
+            curl.set(CURLOPT_LOW_SPEED_LIMIT, options.minSpeed)
+            curl.set(CURLOPT_LOW_SPEED_TIME, options.minSpeedTime)
         }
-        rateLimiter = options.rateCap  // the step's max_rate, applied in the callbacks
-        // Large buffers: fewer callbacks per GiB.
-        Curl.set(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
-        Curl.set(easy, CURLOPT_UPLOAD_BUFFERSIZE, 2 * 1024 * 1024)
-
+        curl.largeBuffers()
         configureMethod()
         configureHeaders()
-
-        typealias IOCallback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
-        let write: IOCallback = { data, size, count, me in
-            Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().received(UnsafeRawBufferPointer(start: data, count: size * count))
-        }
-        let header: IOCallback = { data, size, count, me in
-            Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
-        }
-        let read: IOCallback = { data, size, count, me in
-            Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().fill(UnsafeMutableRawBufferPointer(start: data, count: size * count))
-        }
-        let seek: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, Int32) -> Int32 = { me, offset, origin in
-            guard origin == SEEK_SET else { return 2 }  // CURL_SEEKFUNC_CANTSEEK
-            Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().readPosition = Int64(offset)
-            return 0
-        }
-        let progress: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
-            me, dltotal, dlnow, ultotal, ulnow in
-            Unmanaged<Transfer>.fromOpaque(me!).takeUnretainedValue().progressed(Int64(dlnow), Int64(dltotal), Int64(ulnow), Int64(ultotal))
-        }
-        Curl.set(easy, CURLOPT_WRITEFUNCTION, write: write)
-        Curl.set(easy, CURLOPT_WRITEDATA, pointer: me)
-        Curl.set(easy, CURLOPT_HEADERFUNCTION, write: header)
-        Curl.set(easy, CURLOPT_HEADERDATA, pointer: me)
-        Curl.set(easy, CURLOPT_READFUNCTION, read: read)
-        Curl.set(easy, CURLOPT_READDATA, pointer: me)
-        Curl.set(easy, CURLOPT_SEEKFUNCTION, seek: seek)
-        Curl.set(easy, CURLOPT_SEEKDATA, pointer: me)
-        Curl.set(easy, CURLOPT_XFERINFOFUNCTION, xferinfo: progress)
-        Curl.set(easy, CURLOPT_XFERINFODATA, pointer: me)
-        Curl.set(easy, CURLOPT_NOPROGRESS, false)
     }
 
     /// The method and its body options, for the first request and after a redirect changed them.
     private func configureMethod() {
         switch method {
-        case "GET": Curl.set(easy, CURLOPT_HTTPGET, true)
-        case "HEAD": Curl.set(easy, CURLOPT_NOBODY, true)
+        case "GET": curl.set(CURLOPT_HTTPGET, true)
+        case "HEAD": curl.set(CURLOPT_NOBODY, true)
         case "POST":
-            Curl.set(easy, CURLOPT_POST, true)
-            Curl.set(easy, CURLOPT_POSTFIELDSIZE_LARGE, Int(requestBody.length))
+            curl.set(CURLOPT_POST, true)
+            curl.set(CURLOPT_POSTFIELDSIZE_LARGE, Int(body.body.length))
         default:
-            if case .none = requestBody, method != "PUT", method != "PATCH" {
-                Curl.set(easy, CURLOPT_CUSTOMREQUEST, method)
+            if case .none = body.body, method != "PUT", method != "PATCH" {
+                curl.set(CURLOPT_CUSTOMREQUEST, method)
             } else {
-                Curl.set(easy, CURLOPT_UPLOAD, true)
-                Curl.set(easy, CURLOPT_INFILESIZE_LARGE, Int(requestBody.length))
-                if method != "PUT" { Curl.set(easy, CURLOPT_CUSTOMREQUEST, method) }
+                curl.set(CURLOPT_UPLOAD, true)
+                curl.set(CURLOPT_INFILESIZE_LARGE, Int(body.body.length))
+                if method != "PUT" { curl.set(CURLOPT_CUSTOMREQUEST, method) }
             }
         }
     }
@@ -209,121 +130,62 @@ final class Transfer {
         // No "Expect: 100-continue" round trip: servers that do not answer it cost a second each.
         var all = requestHeaders
         if all.keys.first(where: { $0.lowercased() == "expect" }) == nil { all["Expect"] = "" }
-        curl_slist_free_all(headerList)
-        headerList = nil
-        for (name, value) in all.sorted(by: { $0.key < $1.key }) {
-            let line = value.isEmpty ? "\(name):" : "\(name): \(value)"
-            headerList = curl_slist_append(headerList, line)
-        }
-        Curl.set(easy, CURLOPT_HTTPHEADER, pointer: UnsafeRawPointer(headerList))
+        curl.set(CURLOPT_HTTPHEADER, lines: all.sorted(by: { $0.key < $1.key }).map { $0.value.isEmpty ? "\($0.key):" : "\($0.key): \($0.value)" })
     }
 
     // MARK: - Callbacks (on the step's thread, inside curl_multi_perform)
 
-    private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
-        if bodyDecision == nil, redirectToFollow(status: Curl.infoInt(easy, CURLINFO_RESPONSE_CODE)) {
+    func curlReceived(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if bodyDecision == nil, redirectToFollow(status: curl.responseCode) {
             // The body of a redirect is not read (an endless one costs nothing); perform()
             // treats this stop as the end and follows the Location.
             skippedRedirectBody = true
             return 0
         }
-        // The run's and the host's --max-rate: waiting here slows the socket reads (TCP
-        // backpressure does the rest). Cancelled while waiting: abort (0 bytes taken).
-        if step.consumeBandwidth(bytes.count) { return 0 }
-        if let rateLimiter, rateLimiter.consume(bytes.count, step: step) { return 0 }
+        // Cancelled while waiting for the bandwidth caps: abort (0 bytes taken).
+        if pacer.wait(bytes.count) { return 0 }
         if bodyDecision == nil {
-            let status = Curl.infoInt(easy, CURLINFO_RESPONSE_CODE)
-            let head = Response(status: status, headers: headers, body: [], bodyTruncated: false)
-            bodyDecision = sink != nil && (acceptBody?(status, head) ?? true)
+            let status = curl.responseCode
+            bodyDecision = sink != nil && (acceptBody?(status, Response(status: status, headers: head.fields, body: [], bodyTruncated: false)) ?? true)
         }
         if bodyDecision == true, let sink {
             return sink(bytes) ? bytes.count : 0
         }
-        let room = max(0, memoryCap - memory.count)
-        memory.append(contentsOf: bytes.prefix(room))
-        if bytes.count > room {
-            // Past the cap the rest is not even read: a huge (or endless) body costs neither
-            // memory nor the time to drain it. perform() treats this stop as the end.
-            truncated = true
-            return 0
-        }
-        return bytes.count
+        // Past the cap the rest is not even read; perform() treats this stop as the end.
+        return memory.append(bytes) ? bytes.count : 0
     }
 
-    private func headerLine(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let line = String(decoding: bytes, as: UTF8.self).trimmingWhitespace
-        if line.hasPrefix("HTTP/") {
-            headers = []  // a new response (after a redirect or a 100 Continue)
-            headerBytes = 0
-            inHeaders = true
-        } else if line.isEmpty {
-            inHeaders = false
-        }
-        headerBytes += bytes.count
-        if headerBytes > Self.headerCap {
-            callbackError = .permanent("the response headers exceed \(Self.headerCap / 1024) KiB (an endless or hostile header); nothing was kept",
+    func curlHeader(_ line: UnsafeRawBufferPointer) -> Int {
+        guard head.take(line) else {
+            callbackError = .permanent("the response headers exceed \(CurlResponseHead.cap / 1024) KiB (an endless or hostile header); nothing was kept",
                                        code: "headers_too_large")
             return 0
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = String(line[..<colon]).lowercased()
-            let value = String(line[line.index(after: colon)...]).trimmingWhitespace
-            headers.append((name, value))
         }
-        return bytes.count
+        return line.count
     }
 
-    private func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
-        let remaining = requestBody.length - readPosition
-        let wanted = Int(min(Int64(buffer.count), max(0, remaining)))
-        guard wanted > 0, let base = buffer.baseAddress else { return 0 }
-        // The run's and the host's --max-rate, before handing libcurl the next chunk.
-        if step.consumeBandwidth(wanted) { return Int(CURL_READFUNC_ABORT) }
-        if let rateLimiter, rateLimiter.consume(wanted, step: step) { return Int(CURL_READFUNC_ABORT) }
-        switch requestBody {
-        case .none: return 0
-        case .bytes(let bytes):
-            bytes.withUnsafeBytes { source in
-                base.copyMemory(from: source.baseAddress! + Int(readPosition), byteCount: wanted)
-            }
-            readPosition += Int64(wanted)
-            return wanted
-        case .file(let file, let offset, _):
-            let n: Int
-            do { n = try file.read(into: UnsafeMutableRawBufferPointer(start: base, count: wanted), at: offset + readPosition) } catch {
-                callbackError = error
-                return Int(CURL_READFUNC_ABORT)
-            }
-            if n == 0 {
-                callbackError = .permanent("the file being uploaded shrank while it was sent", code: "file_changed")
-                return Int(CURL_READFUNC_ABORT)
-            }
-            readPosition += Int64(n)
-            return n
-        }
-    }
+    func curlFill(_ buffer: UnsafeMutableRawBufferPointer) -> Int { body.fill(buffer, pacer: pacer, error: &callbackError) }
 
-    private func progressed(_ dlnow: Int64, _ dltotal: Int64, _ ulnow: Int64, _ ultotal: Int64) -> Int32 {
-        if step.isCancelled { return 1 }
-        let now = Clock.milliseconds()
-        if now - lastProgress >= 100 {
-            lastProgress = now
-            onProgress?(dlnow, dltotal, ulnow, ultotal)
-        }
-        return 0
+    func curlSeek(to offset: Int64) -> Bool { body.seek(to: offset) }
+
+    func curlProgress(_ progress: CurlProgress) -> Bool {
+        if step.isCancelled { return true }
+        if ticker.due() { onProgress?(progress.downloaded, progress.downloadTotal, progress.uploaded, progress.uploadTotal) }
+        return false
     }
 
     // MARK: - Running
 
     /// Whether a response of `status` with the headers read so far is a redirect to follow.
     private func redirectToFollow(status: Int) -> Bool {
-        followRedirects && Redirects.statuses.contains(status) && headers.contains { $0.name == "location" }
+        followRedirects && Redirects.statuses.contains(status) && head.value("location") != nil
     }
 
     /// Runs the exchange to its end, following redirects (when `follow_redirects`) up to
     /// `Redirects.limit`. Throws a cancelled error when the step is cancelled, the callback's
     /// error, the transport failure mapped to an error kind, or a refused redirect; any other
     /// HTTP status is a response (the caller decides what a status means).
-    func perform(in session: CurlSession? = nil) throws(StepError) -> Response {
+    func perform(in session: CurlMulti? = nil) throws(StepError) -> Response {
         let origin = Origin(currentURL)
         var leftOrigin = false
         var redirects = 0
@@ -355,115 +217,46 @@ final class Transfer {
             }
             let next = Redirects.nextMethod(after: response.status, of: method)
             if next.method != method {  // to a GET (never from a HEAD): no custom method left
-                Curl.set(easy, CURLOPT_CUSTOMREQUEST, pointer: nil)
+                curl.set(CURLOPT_CUSTOMREQUEST, pointer: nil)
                 method = next.method
             }
-            if !next.keepsBody { requestBody = .none }
+            if !next.keepsBody { body.drop() }
             configureMethod()
             configureHeaders()
             currentURL = target
-            Curl.set(easy, CURLOPT_URL, target)
+            curl.set(CURLOPT_URL, target)
             resetForNextRequest()
         }
     }
 
     /// Clears what one request's callbacks gathered, before the redirect's request.
     private func resetForNextRequest() {
-        readPosition = 0
-        headers = []
-        headerBytes = 0
-        inHeaders = false
-        memory = []
-        truncated = false
+        _ = body.seek(to: 0)
+        head.reset()
+        memory.reset()
         bodyDecision = nil
         skippedRedirectBody = false
-        errorBuffer[0] = 0
+        curl.clearError()
     }
 
     /// One request and its response, without following a redirect.
-    private func performOnce(in session: CurlSession?) throws(StepError) -> Response {
-        let owned = session == nil ? try CurlSession() : nil
-        let multi = (session ?? owned!).multi
-        curl_multi_add_handle(multi, easy)
-        defer { curl_multi_remove_handle(multi, easy) }
-        let cancelFD = step.cancelFD
-        var running: Int32 = 1
-        var cancelled = false
-        while true {
-            curl_multi_perform(multi, &running)
-            if running == 0 { break }
-            var wait = curl_waitfd(fd: cancelFD, events: Int16(CURL_WAIT_POLLIN), revents: 0)
-            var ready: Int32 = 0
-            if cancelFD >= 0 {
-                curl_multi_poll(multi, &wait, 1, 1000, &ready)
-            } else {
-                curl_multi_poll(multi, nil, 0, 200, &ready)
-            }
-            if wait.revents != 0 || step.isCancelled { cancelled = true; break }
-        }
-        if cancelled { throw .cancelled("the transfer was cancelled") }
-        var left: Int32 = 0
-        var code = CURLE_OK
-        while let message = curl_multi_info_read(multi, &left) {
-            if message.pointee.msg == CURLMSG_DONE { code = message.pointee.data.result }
-        }
+    private func performOnce(in session: CurlMulti?) throws(StepError) -> Response {
+        let multi: CurlMulti
+        if let session { multi = session } else { multi = try CurlMulti() }
+        var code = try multi.perform(curl, step: step)
         if let callbackError { throw callbackError }
         if code == CURLE_ABORTED_BY_CALLBACK, step.isCancelled { throw .cancelled("the transfer was cancelled") }
-        if code == CURLE_WRITE_ERROR && (truncated || skippedRedirectBody) { code = CURLE_OK }  // stopped on purpose
-        let url = Curl.infoString(easy, CURLINFO_EFFECTIVE_URL) ?? ""
-        if inHeaders && (code == CURLE_OUT_OF_MEMORY || (code == CURLE_RECV_ERROR && headerBytes > 100 << 10)) {
+        if code == CURLE_WRITE_ERROR && (memory.truncated || skippedRedirectBody) { code = CURLE_OK }  // stopped on purpose
+        let url = curl.infoString(CURLINFO_EFFECTIVE_URL) ?? ""
+        if head.inHeaders && (code == CURLE_OUT_OF_MEMORY || (code == CURLE_RECV_ERROR && head.bytes > 100 << 10)) {
             // libcurl refuses a header line over 100 KiB ("out of memory") and headers over
             // 300 KiB: a server whose header never ends.
             throw .permanent("\(url): the response headers never ended within libcurl's limits (\(Curl.describe(code))): an endless or hostile header",
                              code: "headers_too_large")
         }
         if code != CURLE_OK {
-            throw HTTPErrors.transport(code, url: url, detail: String(cString: errorBuffer))
+            throw HTTPErrors.transport(code, url: url, detail: curl.errorDetail)
         }
-        return Response(status: Curl.infoInt(easy, CURLINFO_RESPONSE_CODE), headers: headers, body: memory,
-                        bodyTruncated: truncated)
-    }
-}
-
-/// A libcurl multi handle kept across the requests of one step (the chunks of a tus upload, the
-/// verify calls of a streaming upload): its connection cache lets each request reuse the
-/// previous one's connection instead of opening a new one.
-final class CurlSession {
-    let multi: UnsafeMutableRawPointer
-
-    init() throws(StepError) {
-        Curl.ensureInitialised()
-        guard let multi = curl_multi_init() else { throw .retryable("libcurl could not create a multi handle", code: "curl_init") }
-        self.multi = multi
-    }
-
-    deinit { curl_multi_cleanup(multi) }
-}
-
-/// A monotonic clock, for throttling and progress.
-enum Clock {
-    static func nanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-
-    static func milliseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
-    }
-}
-
-extension StringProtocol {
-    /// Without leading and trailing spaces, tabs, CR and LF (scalar-wise: "\r\n" is one
-    /// Character in Swift, so Character comparisons would miss it).
-    var trimmingWhitespace: String {
-        let scalars = Array(unicodeScalars)
-        func blank(_ s: Unicode.Scalar) -> Bool { s == " " || s == "\t" || s == "\r" || s == "\n" }
-        guard let first = scalars.firstIndex(where: { !blank($0) }), let last = scalars.lastIndex(where: { !blank($0) }) else { return "" }
-        var out = String.UnicodeScalarView()
-        out.append(contentsOf: scalars[first...last])
-        return String(out)
+        return Response(status: curl.responseCode, headers: head.fields, body: memory.bytes, bodyTruncated: memory.truncated)
     }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import OrchestratePluginFiles
+import OrchestrateCurl
 import OrchestratePluginKit
 import OrchestrateJSON
 
@@ -61,7 +62,7 @@ struct UploadStep: StepDefinition {
         let options = try TransferOptions(inputs.transfer, step: step)
         let (url, path) = (inputs.url, inputs.file)
         let file = try LocalFile(reading: path)
-        let upload = Upload(step: step, options: options, url: url, file: file, size: file.size, session: try CurlSession())
+        let upload = Upload(step: step, options: options, url: url, file: file, size: file.size, session: try CurlMulti())
         let result: Upload.Result
         switch inputs.uploadProtocol {
         case .tus:
@@ -102,7 +103,7 @@ struct Upload {
     let file: LocalFile
     let size: Int64
     /// One connection cache for all the requests of the upload (kept alive between chunks).
-    let session: CurlSession
+    let session: CurlMulti
 
     /// Sends `method` to `url` with `headers`, and as body the file from `offset` for `length`
     /// bytes (none when length is 0). Progress counts `offset` as already done.
