@@ -112,7 +112,7 @@ let package = Package(
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
-        ], resources: [.embedInCode("Dashboard")]),
+        ], resources: [.embedInCode("Dashboard"), .embedInCode("openapi.json")]),
         .executableTarget(name: "orchestrate", dependencies: ["OrchestrateCLI"]),
         .executableTarget(name: "OrchestratePluginRunner", dependencies: ["OrchestratePluginHost", "OrchestrateJSON"]),
         // Plain C, no dependencies: it starts once per exec step and must cost next to nothing.

@@ -114,12 +114,14 @@ def schema_type(schema):
     return t or "any"
 
 
-def schema_table(schema, what):
+def schema_table(schema, what, required_heading="Required"):
+    """A Markdown table of an object schema's properties; `required_heading` names the column
+    that marks the `required` ones (for outputs: always written)."""
     props = schema.get("properties") or {}
     if not props:
         return [f"No {what}.\n"]
     required = set(schema.get("required", []))
-    rows = ["| Name | Type | Required | Default | Description |", "|---|---|---|---|---|"]
+    rows = [f"| Name | Type | {required_heading} | Default | Description |", "|---|---|---|---|---|"]
     for name in sorted(props):
         p = props[name]
         default = f"`{json.dumps(p['default'])}`" if "default" in p else ""
@@ -140,7 +142,8 @@ def steps(path):
     out = [HEADER.format(source="the built-in plugins' step types (orchestrate plugins list --json)")
            + "# Step types\n",
            "The step types of the built-in plugins: what `uses:` names, what `with:` takes and what "
-           "`steps.ID.outputs` holds. `orchestrate plugins inspect TYPE` shows the same for any plugin.\n"]
+           "`steps.ID.outputs` holds (an output marked *Always* is in the outputs of every step that succeeds; "
+           "the others may be absent). `orchestrate plugins inspect TYPE` shows the same for any plugin.\n"]
     out.append("| Step type | Summary |\n|---|---|")
     for t in types:
         out.append(f"| [`{t['id']}`](#{anchor(t['id'])}) | {cell(t.get('summary', ''))} |")
@@ -155,7 +158,7 @@ def steps(path):
         out.append("### Inputs (`with:`)\n")
         out += schema_table(t.get("input_schema") or {}, "inputs")
         out.append("### Outputs\n")
-        out += schema_table(t.get("output_schema") or {}, "outputs")
+        out += schema_table(t.get("output_schema") or {}, "outputs", required_heading="Always")
     return "\n".join(out)
 
 

@@ -56,10 +56,14 @@ enum CatalogRoutes {
             let body = try await request.jsonObject(context)
             if let unknown = body.keys.first(where: { $0 != "max_rate" }) { throw Problem(.badRequest, "unknown member '\(unknown)'; known: max_rate") }
             guard body["max_rate"] != nil else { throw Problem(.badRequest, "give max_rate: a rate, a timetable, or null to remove it") }
-            let timetable = try body.string("max_rate").map { text in
-                do { return try RateTimetable.parse(text) } catch { throw Problem(.badRequest, "max_rate: \(error)") }
+            var timetable: RateTimetable?
+            if let text = try body.string("max_rate") {
+                do { timetable = try RateTimetable.parse(text) } catch let error as RateTimetable.ParseError {
+                    throw Problem(error.isConflict ? .unprocessableContent : .badRequest, "max_rate: \(error)")
+                }
             }
-            try await services.blocking { try services.store.setQueueRate(timetable?.text) }
+            let text = timetable?.text
+            try await services.blocking { try services.store.setQueueRate(text) }
             return JSONResponse.make(["max_rate": timetable.map { .string($0.text) } ?? .null])
         }
 

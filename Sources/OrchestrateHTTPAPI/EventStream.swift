@@ -47,12 +47,20 @@ enum EventStream {
     /// wants to hear of changes, not to download a journal of months.
     static let fromTheEnd: Int64 = -1
 
+    /// `Last-Event-ID` when it is there (an EventSource reconnecting keeps its first URL, `?after`
+    /// included, and sends the last seq it saw), else `?after`. Both are checked: a malformed
+    /// one is a 400 even when the other decides.
     static func resumePoint(_ request: Request) throws -> Int64 {
-        let text = request.headers[.lastEventID] ?? request.uri.queryParameters.get("after")
-        guard let text else { return 0 }
-        if text == "end" && request.headers[.lastEventID] == nil { return fromTheEnd }
+        let after = try request.uri.queryParameters.get("after").map { text in
+            text == "end" ? fromTheEnd : try seq(text, from: "after")
+        }
+        if let header = request.headers[.lastEventID] { return try seq(header, from: "Last-Event-ID") }
+        return after ?? 0
+    }
+
+    private static func seq(_ text: String, from name: String) throws -> Int64 {
         guard let seq = Int64(text.trimmingCharacters(in: .whitespaces)), seq >= 0 else {
-            throw Problem(.badRequest, "Last-Event-ID or after must be an event seq (a non-negative integer), not '\(text)'")
+            throw Problem(.badRequest, "\(name) must be an event seq (a non-negative integer), not '\(text)'")
         }
         return seq
     }

@@ -77,7 +77,7 @@ public enum HTTPAPIServer {
         ScheduleRoutes.add(to: router, services: services)
         CatalogRoutes.add(to: router, services: services)
         MetricsRoute.add(to: router, services: services, metrics: metrics)
-        router.get("/api/openapi.json") { _, _ in JSONResponse.make(OpenAPIDocument.json) }
+        router.get("/api/openapi.json") { _, _ in OpenAPIDocument.response() }
         DashboardRoutes.add(to: router)
         methods.load(router)
 

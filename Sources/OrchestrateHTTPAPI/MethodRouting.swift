@@ -31,19 +31,38 @@ final class MethodTable: Sendable {
     }
 
     /// The methods `path` is routed for (HEAD wherever GET is); empty for an unknown path.
+    /// The router resolves a path to one route pattern before it looks at the method, preferring
+    /// a literal segment to a parameter, position by position (`/api/queues/rate` rather than
+    /// `/api/queues/{segment}`): only that pattern's methods are the path's.
     func methods(for path: String) -> [String] {
         let parts = path.split(separator: "/")
+        var best: [Int] = []
         var methods = Set<String>()
         for route in routes.withLockedValue({ $0 }) where route.components.count == parts.count {
-            let matches = zip(route.components, parts).allSatisfy { pattern, part in
-                pattern.hasPrefix("{") || pattern.hasPrefix(":") || pattern == "*" || pattern == part
+            var rank: [Int] = []
+            for (pattern, part) in zip(route.components, parts) {
+                if pattern == part && !Self.isParameter(pattern) {
+                    rank.append(2)
+                } else if Self.isParameter(pattern) {
+                    rank.append(1)
+                } else {
+                    rank = []
+                    break
+                }
             }
-            if matches {
-                methods.insert(route.method.rawValue)
-                if route.method == .get { methods.insert("HEAD") }
+            guard rank.count == parts.count, !rank.lexicographicallyPrecedes(best) else { continue }
+            if rank != best {
+                best = rank
+                methods = []
             }
+            methods.insert(route.method.rawValue)
+            if route.method == .get { methods.insert("HEAD") }
         }
         return methods.sorted()
+    }
+
+    private static func isParameter(_ pattern: Substring) -> Bool {
+        pattern.hasPrefix("{") || pattern.hasPrefix(":") || pattern == "*"
     }
 }
 

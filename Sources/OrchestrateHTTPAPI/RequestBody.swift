@@ -20,6 +20,11 @@ extension Request {
 
 /// Typed reads of a request's JSON members, with 400s that name the member.
 extension Dictionary where Key == String, Value == JSONValue {
+    /// Whether member `key` is there and not null (a null member counts as not given).
+    func has(_ key: String) -> Bool {
+        self[key].map { $0 != .null } ?? false
+    }
+
     func string(_ key: String) throws -> String? {
         guard let value = self[key], value != .null else { return nil }
         guard let text = value.stringValue else { throw Problem(.badRequest, "'\(key)' must be a string") }

@@ -88,15 +88,24 @@ enum RunRoutes {
         return JSONResponse.make(["id": .string(id), "verb": .string(verb.rawValue), "message": .string(message)])
     }
 
-    /// `{"source", "destination"}` or `{"paths": [{"source", "destination"}, …]}`; sources must
-    /// be absolute: they are read by the node that holds the run, not relative to anything the
-    /// client knows.
+    /// `{"source", "destination"}` or `{"paths": [{"source", "destination"}, …]}` (not both, nothing
+    /// else: what the OpenAPI document says); sources must be absolute: they are read by the node
+    /// that holds the run, not relative to anything the client knows.
     static func pathPairs(_ body: [String: JSONValue]) throws -> [(source: String, destination: String)] {
+        let known: Set<String> = ["step", "source", "destination", "paths"]
+        if let unknown = body.keys.sorted().first(where: { !known.contains($0) }) {
+            throw Problem(.badRequest, "unknown member '\(unknown)'; known: \(known.sorted().joined(separator: ", "))")
+        }
         let entries: [[String: JSONValue]]
         if let list = body["paths"] {
+            guard body["source"] == nil && body["destination"] == nil else {
+                throw Problem(.badRequest, "give source and destination, or paths, not both")
+            }
             guard let array = list.arrayValue, !array.isEmpty else { throw Problem(.badRequest, "'paths' must be a non-empty array") }
             entries = try array.map {
-                guard let object = $0.objectValue else { throw Problem(.badRequest, "each of 'paths' must be an object {source, destination}") }
+                guard let object = $0.objectValue, object.keys.allSatisfy({ $0 == "source" || $0 == "destination" }) else {
+                    throw Problem(.badRequest, "each of 'paths' must be an object {source, destination}")
+                }
                 return object
             }
         } else {
@@ -134,10 +143,13 @@ struct RunQuery: Sendable {
             statuses.insert(status)
         }
         for pair in parameters.getAll("label") {
-            guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
+            // Split at the first "=" byte, not Character: "=" followed by a combining mark or an
+            // emoji modifier is one Character, and still the separator.
+            let bytes = Array(pair.utf8)
+            guard let eq = bytes.firstIndex(of: UInt8(ascii: "=")), eq > 0 else {
                 throw Problem(.badRequest, "label takes KEY=VALUE, got '\(pair)'")
             }
-            labels[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+            labels[String(decoding: bytes[..<eq], as: UTF8.self)] = String(decoding: bytes[(eq + 1)...], as: UTF8.self)
         }
         let queueNames = parameters.getAll("queue")
         if !queueNames.isEmpty { queues = Set(queueNames) }

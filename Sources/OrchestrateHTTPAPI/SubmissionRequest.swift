@@ -51,7 +51,7 @@ struct SubmissionRequest: Sendable {
     /// `workflow_path` or `workflow_yaml`.
     private static func source(_ body: [String: JSONValue], restricted: Bool) throws -> Source {
         if restricted {
-            guard body["workflow_path"] == nil && body["workflow_yaml"] == nil else {
+            guard !body.has("workflow_path") && !body.has("workflow_yaml") else {
                 throw Problem(.forbidden, "this server starts only the workflows of its --api-workflows directory: "
                               + "give \"workflow\": NAME, not workflow_path or workflow_yaml")
             }
@@ -60,8 +60,10 @@ struct SubmissionRequest: Sendable {
             }
             return .named(name)
         }
-        guard body["workflow"] == nil else {
-            throw Problem(.badRequest, "\"workflow\": NAME needs a server started with --api-workflows DIR; give workflow_path or workflow_yaml")
+        // 403 as its mirror image above: a request the document describes, that this server's
+        // configuration does not take.
+        guard !body.has("workflow") else {
+            throw Problem(.forbidden, "\"workflow\": NAME needs a server started with --api-workflows DIR; give workflow_path or workflow_yaml")
         }
         switch (try body.string("workflow_path"), try body.string("workflow_yaml")) {
         case (let path?, nil):
@@ -80,7 +82,7 @@ struct SubmissionRequest: Sendable {
             return RateTimetable(bytesPerSecond: bytes)
         }
         guard let text = value.stringValue else { throw Problem(.badRequest, "max_rate must be bytes per second or a text such as \"10M\"") }
-        do { return try RateTimetable.parse(text) } catch { throw Problem(.badRequest, "max_rate: \(error)") }
+        do { return try RateTimetable.parse(text) } catch { throw Problem(error.isConflict ? .unprocessableContent : .badRequest, "max_rate: \(error)") }
     }
 
     /// Validates and queues the run; returns its detail. Runs on the blocking pool.

@@ -2,6 +2,9 @@ import OrchestrateDigest
 import OrchestratePluginKit
 
 extension LocalFile {
+    /// What `sha256` gives, as a JSON Schema pattern (for `@Output(pattern:)`): 64 lower-case hex digits.
+    public static let sha256Pattern = "^[0-9a-f]{64}$"
+
     /// Feeds the bytes from 0 to `end` (or the end of the file) into `hash`, calling `each` with
     /// the offset reached after every chunk (progress, cancellation); returns the bytes read.
     @discardableResult

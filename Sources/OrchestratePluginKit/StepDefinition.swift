@@ -8,22 +8,27 @@ import OrchestrateJSON
 ///         @Input(help: "file to hash", minLength: 1) var path: String
 ///         @Input(help: "stop after this many bytes", minimum: 1) var limit: Int64 = 1 << 40
 ///     }
+///     struct Outputs: StepOutputs {                   // each output declared once (see StepOutputs)
+///         @Output(help: "SHA-256 (hex)", pattern: "^[0-9a-f]{64}$") var sha256: String
+///     }
 ///     static let id = "fs.checksum"
 ///     static let version = "1.0.0"
 ///     static let summary = "SHA-256 and size of a file."
 ///     static let inputSchema = Inputs.schemaText      // generated from the declarations
-///     static let outputSchema = #"{"type":"object","properties":{"sha256":{"type":"string"}}}"#
+///     static let outputSchema = Outputs.schemaText    // generated too
 ///
 ///     static func run(_ step: StepContext) throws {
 ///         let inputs = try step.read(Inputs.self)     // typed, defaults applied
 ///         step.log(.info, "hashing \(inputs.path)")
-///         step.setOutput("sha256", .string(try hash(inputs.path, limit: inputs.limit)))
+///         var outputs = Outputs()
+///         outputs.sha256 = try hash(inputs.path, limit: inputs.limit)
+///         try step.setOutputs(outputs)
 ///     }
 /// }
 /// ```
 ///
 /// `run` is called on a host worker thread, possibly for several steps at once: keep no mutable
-/// global state. Returning normally is success (outputs are what `setOutput` set); throwing a
+/// global state. Returning normally is success (outputs are what `setOutputs` wrote); throwing a
 /// `StepError` fails the attempt with its kind; any other error fails it as permanent (or as
 /// cancelled when the step was cancelled), with the error's description as the message.
 public protocol StepDefinition: SendableMetatype {
@@ -39,7 +44,9 @@ public protocol StepDefinition: SendableMetatype {
     /// `Inputs.schemaText` of a `StepInputs` struct. The host checks the resolved `with:` against
     /// it and fills in its defaults before every attempt.
     static var inputSchema: String { get }
-    /// JSON Schema of the outputs; empty for none.
+    /// JSON Schema of the outputs; empty for none: write `Outputs.schemaText` of a `StepOutputs`
+    /// struct. When it lists `properties` (and no `additionalProperties`), `validate` refuses a
+    /// `steps.X.outputs.Y` whose `Y` is not among them.
     static var outputSchema: String { get }
     /// True for a long-lived session step that takes items while it runs (`nextItem`).
     static var acceptsItems: Bool { get }

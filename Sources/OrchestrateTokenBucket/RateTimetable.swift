@@ -85,6 +85,9 @@ public struct RateTimetable: Sendable, Equatable, CustomStringConvertible {
     /// Why a `--max-rate` text was refused; the description names the token to change.
     public struct ParseError: Error, Equatable, CustomStringConvertible {
         public let description: String
+        /// Well written, but two entries set the rate at the same minute of the same day (the
+        /// HTTP API answers 422 for this, 400 for a text that is not written as a rate or timetable).
+        public var isConflict = false
     }
 
     static let dayNames = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
@@ -127,7 +130,8 @@ public struct RateTimetable: Sendable, Equatable, CustomStringConvertible {
             for day in entryDays {
                 let change = Change(minuteOfWeek: day * 1440 + minute, bytesPerSecond: bytes, entry: token)
                 if let earlier = byMinute[change.minuteOfWeek] {
-                    throw ParseError(description: "'\(earlier.entry)' and '\(token)' both set the rate on \(displayDayNames[day]) \(when)")
+                    throw ParseError(description: "'\(earlier.entry)' and '\(token)' both set the rate on \(displayDayNames[day]) \(when)",
+                                     isConflict: true)
                 }
                 byMinute[change.minuteOfWeek] = change
             }

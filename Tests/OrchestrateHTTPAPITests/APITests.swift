@@ -113,6 +113,8 @@ import Testing
         #expect(try listed("") == ["parked-1", id])
         #expect(try listed("?status=succeeded") == [id])
         #expect(try listed("?label=batch%3D7") == ["parked-1"])
+        // "=" then an emoji modifier is one Character, and still KEY=VALUE: no such label, not a 400.
+        #expect(try serve.get("/api/runs?label=batch%3D%F0%9F%8F%BB").status == 200)
         #expect(try listed("?queue=parked") == ["parked-1"])
         #expect(try listed("?workflow=sleepy") == [id])
         #expect(try listed("?text=NAP") == [id])
@@ -131,6 +133,10 @@ import Testing
         let sessionID = try #require(session.json["id"]?.stringValue)
         #expect(try serve.waitFor { try serve.status(sessionID) == "running" })
         #expect(try serve.post("/api/runs/\(sessionID)/paths", ["source": "relative/a", "destination": "a"]).status == 422)
+        // What the OpenAPI document does not describe is refused, not ignored: one path or a list, not both; no other member.
+        #expect(try serve.post("/api/runs/\(sessionID)/paths", ["source": "/data/a", "destination": "a", "paths": [["source": "/data/b", "destination": "b"]]]).status == 400)
+        #expect(try serve.post("/api/runs/\(sessionID)/paths", ["source": "/data/a", "destination": "a", "stepp": "accept"]).status == 400)
+        #expect(try serve.post("/api/runs/\(sessionID)/paths", ["paths": [["source": "/data/a", "destination": "a", "mode": 1]]]).status == 400)
         let added = try serve.post("/api/runs/\(sessionID)/paths", ["paths": [["source": "/data/a", "destination": "in/a"],
                                                                               ["source": "/data/b", "destination": "in/b"]]])
         #expect(added.status == 201, "\(added.body)")
@@ -168,6 +174,9 @@ import Testing
         #expect(try serve.get("/api/queues").json["max_rate"]?.stringValue == "Mon-Fri 08:00,10M 19:00,off")
         let bad = try serve.put("/api/queues/rate", ["max_rate": "08:00,10X"])
         #expect(bad.status == 400 && bad.body.contains("'08:00,10X': '10X' is not a rate"), "\(bad.body)")
+        // Well written (the document's pattern matches it), refused for what it means: 422.
+        let clash = try serve.put("/api/queues/rate", ["max_rate": "Mon-Fri 08:00,1M Mon-08:00,2M"])
+        #expect(clash.status == 422 && clash.body.contains("both set the rate on Mon 08:00"), "\(clash.body)")
         #expect(try serve.put("/api/queues/rate", ["max_rate": .null]).status == 200)
         #expect(try serve.get("/api/queues").json["max_rate"] == .null)
 
@@ -264,6 +273,11 @@ import Testing
         }
         #expect(all.first.map { $0 > seen[4] } == true)
         #expect(try reader.read("/api/runs/nope/events", token: serve.token) { _, _ in false }.status == 404)
+        // Last-Event-ID decides where a stream resumes, and ?after is checked all the same.
+        for (query, header) in [("?after=-1", "0"), ("?after=1.5", "3"), ("", "x"), ("?after=2", "")] {
+            let status = try reader.read("/api/events\(query)", token: serve.token, headers: ["Last-Event-ID": header]) { _, _ in false }.status
+            #expect(status == 400, "after '\(query)', Last-Event-ID '\(header)': \(status)")
+        }
     }
 
     /// Streams share one reader of the journal (EventFeed): several followers of every event,

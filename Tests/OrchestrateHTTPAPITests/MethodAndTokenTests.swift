@@ -43,10 +43,13 @@ import Testing
         let status = try SSEReader(port: serve.port).read("/api/events", token: serve.token) { _, _ in false }.status
         #expect(status == 200, "a stream after HEADs: \(status)")
 
-        // A known path, another method: 405 with Allow. Unknown paths stay 404.
+        // A known path, another method: 405 with Allow. Unknown paths stay 404. A literal segment
+        // wins over a parameter, as the router resolves it: /api/runs/x/events is the stream's
+        // path, not a verb's, and /api/queues/rate is not /api/queues/{action}.
         let cases: [(String, String, String)] = [("PUT", "/api/runs", "GET, HEAD, POST"), ("DELETE", "/api/queues", "GET, HEAD"),
-                                                 ("GET", "/api/runs/x/cancel", "POST"), ("PUT", "/api/runs/x/events", "GET, HEAD, POST"),
-                                                 ("PATCH", "/api/runs/x", "DELETE, GET, HEAD")]
+                                                 ("GET", "/api/runs/x/cancel", "POST"), ("PUT", "/api/runs/x/events", "GET, HEAD"),
+                                                 ("POST", "/api/runs/x/events", "GET, HEAD"), ("POST", "/api/queues/rate", "PUT"),
+                                                 ("GET", "/api/runs/x/paths", "POST"), ("PATCH", "/api/runs/x", "DELETE, GET, HEAD")]
         for (method, path, allow) in cases {
             let reply = try http.request(method, path, token: serve.token, body: method == "GET" ? nil : "{}")
             #expect(reply.status == 405 && reply.headers["allow"] == allow && reply.headers["content-type"] == "application/problem+json",

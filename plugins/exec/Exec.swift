@@ -48,14 +48,14 @@ struct Exec: StepDefinition {
         @Input(help: "time between SIGTERM and SIGKILL on cancel (500ms, 5s, 1m)") var killGrace = "5s"
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{
-           "exit_code":{"type":"integer","description":"the exit status (absent when killed by a signal)"},
-           "signal":{"type":"integer","description":"the signal that ended the command, if one did"},
-           "stdout":{"type":"string","description":"the last 64 KiB of standard output"},
-           "stderr":{"type":"string","description":"the last 64 KiB of standard error"},
-           "json":{"description":"standard output parsed, when it is a JSON object or array"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "the exit status (absent when killed by a signal)", minimum: 0) var exitCode: Int?
+        @Output(help: "the signal that ended the command, if one did", minimum: 1) var signal: Int?
+        @Output(help: "the last 64 KiB of standard output") var stdout: String
+        @Output(help: "the last 64 KiB of standard error") var stderr: String
+        @Output(help: "standard output parsed, when it is a JSON object or array", schema: ["type": ["object", "array"]]) var json: JSONValue?
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -88,9 +88,16 @@ struct Exec: StepDefinition {
                                    graceMilliseconds: grace).run()
         }
 
-        step.setOutput("stdout", .string(outcome.stdout.text))
-        step.setOutput("stderr", .string(outcome.stderr.text))
-        if !outcome.stdout.isTruncated, let json = parsedJSON(outcome.stdout.text) { step.setOutput("json", json) }
+        var outputs = Outputs()
+        outputs.stdout = outcome.stdout.text
+        outputs.stderr = outcome.stderr.text
+        outputs.json = outcome.stdout.isTruncated ? nil : parsedJSON(outcome.stdout.text)
+        switch outcome.ending {
+        case .exited(let status) where !outcome.stopped: outputs.exitCode = Int(status)
+        case .signalled(let signal) where !outcome.stopped: outputs.signal = Int(signal)
+        default: break  // stopped (cancelled): its status says nothing about the command
+        }
+        try step.setOutputs(outputs)
 
         if outcome.stopped {
             throw StepError.cancelled("\(program) was stopped: SIGTERM" + (outcome.killed ? ", then SIGKILL" : ""))
@@ -98,7 +105,6 @@ struct Exec: StepDefinition {
         let lastError = outcome.stderr.lastLine.isEmpty ? "" : ": \(outcome.stderr.lastLine)"
         switch outcome.ending {
         case .exited(let status):
-            step.setOutput("exit_code", .int(Int64(status)))
             if status == 0 { return }
             let message = "\(program) exited with status \(status)\(lastError)"
             // The retry policy decides (non_retryable: [exit_N]); the deprecated list, when
@@ -108,7 +114,6 @@ struct Exec: StepDefinition {
             }
             throw StepError.retryable(message, code: "exit_\(status)")
         case .signalled(let signal):
-            step.setOutput("signal", .int(Int64(signal)))
             throw StepError.retryable("\(program) was killed by signal \(signal) (\(signalName(signal)))\(lastError)",
                                       code: "signal_\(signal)")
         case .lost:

@@ -1,3 +1,4 @@
+import OrchestratePluginFiles
 import OrchestratePluginKit
 
 /// `fs.checksum`: SHA-256 and size of a file.
@@ -9,15 +10,17 @@ struct Checksum: StepDefinition {
         @Input(help: "file to hash", minLength: 1) var path: String
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{
-           "sha256":{"type":"string","description":"SHA-256 (hex)"},
-           "size":{"type":"integer","description":"bytes"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "SHA-256 (hex)", pattern: LocalFile.sha256Pattern) var sha256: String
+        @Output(help: "bytes", minimum: 0) var size: Int64
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let hashed = try FileCopier.hash(try step.read(Inputs.self).path, step: step)
-        step.setOutput("sha256", .string(hashed.sha256))
-        step.setOutput("size", .int(hashed.size))
+        var outputs = Outputs()
+        outputs.sha256 = hashed.sha256
+        outputs.size = hashed.size
+        try step.setOutputs(outputs)
     }
 }

@@ -33,12 +33,12 @@ struct Copy: StepDefinition {
         @Input(help: "give the copy the source's modification time (cp -p)") var preserveMtime = true
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{
-           "sha256":{"type":"string","description":"SHA-256 (hex) of the content"},
-           "size":{"type":"integer","description":"bytes copied"},
-           "path":{"type":"string","description":"the destination"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "SHA-256 (hex) of the content", pattern: LocalFile.sha256Pattern) var sha256: String
+        @Output(help: "bytes copied", minimum: 0) var size: Int64
+        @Output(help: "the destination") var path: String
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -55,14 +55,14 @@ struct Copy: StepDefinition {
             }
             if let ifExists = inputs.ifExists, let kept = try keptDestination(source, destination, existing, ifExists, step: step) {
                 step.log(.info, "\(destination) is kept (if_exists: \(ifExists.rawValue))")
-                return setOutputs(step, kept, destination)
+                return try setOutputs(step, kept, destination)
             }
             if !overwrite && inputs.ifExists == nil {
                 // A previous attempt may have renamed the copy into place and died before its
                 // success was recorded: the same content means the work is done.
                 if let done = try sameContent(source, destination, size: existing.size, step: step) {
                     step.log(.info, "\(destination) already has the content of \(source)")
-                    return setOutputs(step, done, destination)
+                    return try setOutputs(step, done, destination)
                 }
                 throw StepError.permanent("destination \(destination) exists (set overwrite: true to replace it)",
                                           code: "EEXIST")
@@ -70,13 +70,15 @@ struct Copy: StepDefinition {
         }
         let copied = try FileCopier(step: step).copy(source: source, to: destination, expectedSHA256: expected,
                                                      preserveMtime: inputs.preserveMtime)
-        setOutputs(step, copied, destination)
+        try setOutputs(step, copied, destination)
     }
 
-    static func setOutputs(_ step: StepContext, _ copied: FileCopier.Copied, _ destination: String) {
-        step.setOutput("sha256", .string(copied.sha256))
-        step.setOutput("size", .int(copied.size))
-        step.setOutput("path", .string(destination))
+    static func setOutputs(_ step: StepContext, _ copied: FileCopier.Copied, _ destination: String) throws(StepError) {
+        var outputs = Outputs()
+        outputs.sha256 = copied.sha256
+        outputs.size = copied.size
+        outputs.path = destination
+        try step.setOutputs(outputs)
     }
 
     /// The destination as it is, when `if_exists` keeps it (hashed for the outputs), else nil.

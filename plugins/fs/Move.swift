@@ -23,13 +23,13 @@ struct Move: StepDefinition {
         @Input(help: "replace an existing destination") var overwrite = false
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{
-           "path":{"type":"string","description":"the destination"},
-           "copied":{"type":"boolean","description":"true when it crossed filesystems (copy + unlink)"},
-           "sha256":{"type":"string","description":"when copied: SHA-256 (hex) of the content"},
-           "size":{"type":"integer","description":"when copied: bytes copied"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "the destination") var path: String
+        @Output(help: "true when it crossed filesystems (copy + unlink)") var copied: Bool
+        @Output(help: "when copied: SHA-256 (hex) of the content", pattern: LocalFile.sha256Pattern) var sha256: String?
+        @Output(help: "when copied: bytes copied", minimum: 0) var size: Int64?
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -38,7 +38,7 @@ struct Move: StepDefinition {
         guard let sourceInfo = try FileInfo.of(source) else {
             if existing != nil && (step.attempt > 1 || step.loadCheckpoint() != nil) {
                 step.log(.info, "\(source) is gone and \(destination) exists: moved by an earlier attempt")
-                return setOutputs(step, destination, copied: false)
+                return try setOutputs(step, destination)
             }
             throw StepError.permanent("source \(source) does not exist", code: "ENOENT")
         }
@@ -55,7 +55,7 @@ struct Move: StepDefinition {
         if rename(source, destination) == 0 {
             try LocalPath.syncDirectory(LocalPath.parent(of: destination))
             try LocalPath.syncDirectory(LocalPath.parent(of: source))
-            return setOutputs(step, destination, copied: false)
+            return try setOutputs(step, destination)
         }
         guard errno == EXDEV else { throw StepError.posix("cannot move \(source) to \(destination)") }
 
@@ -63,13 +63,16 @@ struct Move: StepDefinition {
         let copied = try FileCopier(step: step).copy(source: source, to: destination, expectedSHA256: nil)
         try LocalPath.remove(source)
         try LocalPath.syncDirectory(LocalPath.parent(of: source))
-        step.setOutput("sha256", .string(copied.sha256))
-        step.setOutput("size", .int(copied.size))
-        setOutputs(step, destination, copied: true)
+        try setOutputs(step, destination, copied: copied)
     }
 
-    private static func setOutputs(_ step: StepContext, _ destination: String, copied: Bool) {
-        step.setOutput("path", .string(destination))
-        step.setOutput("copied", .bool(copied))
+    /// `copied`: what the copy across filesystems made; nil for a rename.
+    private static func setOutputs(_ step: StepContext, _ destination: String, copied: FileCopier.Copied? = nil) throws(StepError) {
+        var outputs = Outputs()
+        outputs.path = destination
+        outputs.copied = copied != nil
+        outputs.sha256 = copied?.sha256
+        outputs.size = copied?.size
+        try step.setOutputs(outputs)
     }
 }

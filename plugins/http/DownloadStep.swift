@@ -40,14 +40,16 @@ struct DownloadStep: StepDefinition {
         var transfer = TransferInputs()
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{
-          "path":{"type":"string"},"size":{"type":"integer"},"sha256":{"type":"string"},
-          "resumed_from":{"type":"integer","description":"bytes kept from an earlier attempt"},
-          "restarted":{"type":"boolean","description":"the server ignored the range or the file changed"},
-          "skipped":{"type":"boolean","description":"the existing destination was kept (if_exists); nothing was downloaded"},
-          "etag":{"description":"the ETag, or null"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "the destination") var path: String
+        @Output(help: "bytes of the file", minimum: 0) var size: Int64
+        @Output(help: "SHA-256 (hex) of the file", pattern: LocalFile.sha256Pattern) var sha256: String
+        @Output(help: "bytes kept from an earlier attempt", minimum: 0) var resumedFrom: Int64
+        @Output(help: "the server ignored the range or the file changed") var restarted: Bool
+        @Output(help: "the existing destination was kept (if_exists); nothing was downloaded") var skipped: Bool
+        @Output(help: "the ETag, or null", nullable: true) var etag: String?
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -59,14 +61,15 @@ struct DownloadStep: StepDefinition {
                                                  options: options, step: step)
         {
             step.log(.info, "\(destination) is already there (if_exists: \(inputs.ifExists.rawValue)); nothing downloaded")
-            step.setOutput("path", .string(destination))
-            step.setOutput("size", .int(kept.size))
-            step.setOutput("sha256", .string(kept.sha256))
-            step.setOutput("resumed_from", .int(0))
-            step.setOutput("restarted", .bool(false))
-            step.setOutput("skipped", .bool(true))
-            step.setOutput("etag", .null)
-            return
+            var outputs = Outputs()
+            outputs.path = destination
+            outputs.size = kept.size
+            outputs.sha256 = kept.sha256
+            outputs.resumedFrom = 0
+            outputs.restarted = false
+            outputs.skipped = true
+            outputs.etag = nil
+            return try step.setOutputs(outputs)
         }
         let partial = try PartialFile(for: destination, naming: .hiddenPart, keeping: .all)
         var state = DownloadState(step: step, partial: partial, url: url, maxSize: inputs.maxSize?.bytes)
@@ -117,13 +120,15 @@ struct DownloadStep: StepDefinition {
         step.saveCheckpoint(json: ["url": .string(url), "done": true])
         step.progress(bytesDone: state.offset, bytesTotal: state.offset)
         step.log(.info, "downloaded \(url) → \(destination) (\(state.offset) bytes)")
-        step.setOutput("path", .string(destination))
-        step.setOutput("size", .int(state.offset))
-        step.setOutput("sha256", .string(digest))
-        step.setOutput("resumed_from", .int(state.restarted ? 0 : resumedFrom))
-        step.setOutput("restarted", .bool(state.restarted))
-        step.setOutput("skipped", .bool(false))
-        step.setOutput("etag", state.etag.map { .string($0) } ?? .null)
+        var outputs = Outputs()
+        outputs.path = destination
+        outputs.size = state.offset
+        outputs.sha256 = digest
+        outputs.resumedFrom = state.restarted ? 0 : resumedFrom
+        outputs.restarted = state.restarted
+        outputs.skipped = false
+        outputs.etag = state.etag
+        try step.setOutputs(outputs)
     }
 
     /// `destination` must name a file: a directory (a path ending in `/`, `.` or `..`, or an

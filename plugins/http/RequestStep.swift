@@ -26,15 +26,17 @@ struct RequestStep: StepDefinition {
         var transfer = TransferInputs()
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{
-          "status":{"type":"integer"},
-          "headers":{"type":"object","description":"response headers, names lower-case"},
-          "json":{"description":"the body parsed as JSON, or null"},
-          "body":{"type":"string","description":"the body as text (capped at max_body)"},
-          "location":{"description":"the Location header, or null"},
-          "location_url":{"description":"the Location header made absolute against the request URL, or null"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "the HTTP status of the response") var status: Int
+        @Output(help: "response headers, names lower-case (a header sent several times: its values joined with \", \")")
+        var headers: [String: String]
+        @Output(help: "the body parsed as JSON, or null", nullable: true) var json: JSONValue?
+        @Output(help: "the body as text (capped at max_body)") var body: String
+        @Output(help: "the Location header, or null", nullable: true) var location: String?
+        @Output(name: "location_url", help: "the Location header made absolute against the request URL, or null", nullable: true)
+        var locationURL: String?
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -76,21 +78,18 @@ struct RequestStep: StepDefinition {
                                       code: "body_too_large")
         }
         step.log(.info, "\(method) \(url) → \(response.status)")
-        step.setOutput("status", .int(Int64(response.status)))
-        var headerObject: [String: JSONValue] = [:]
+        var outputs = Outputs()
+        outputs.status = response.status
+        outputs.headers = [:]
         for (name, value) in response.headers {
-            if case .string(let previous)? = headerObject[name] {
-                headerObject[name] = .string(previous + ", " + value)
-            } else {
-                headerObject[name] = .string(value)
-            }
+            outputs.headers[name] = outputs.headers[name].map { $0 + ", " + value } ?? value
         }
-        step.setOutput("headers", .object(headerObject))
         let parsed = (isJSON || !response.body.isEmpty) ? (try? JSONValue(parsing: response.body)) : nil
-        step.setOutput("json", response.bodyTruncated ? .null : (parsed ?? .null))
-        step.setOutput("body", .string(String(decoding: response.body, as: UTF8.self)))
-        step.setOutput("location", response.header("location").map { .string($0) } ?? .null)
-        step.setOutput("location_url", response.header("location").map { .string(URLs.resolve($0, against: url)) } ?? .null)
+        outputs.json = response.bodyTruncated ? nil : parsed
+        outputs.body = String(decoding: response.body, as: UTF8.self)
+        outputs.location = response.header("location")
+        outputs.locationURL = response.header("location").map { URLs.resolve($0, against: url) }
+        try step.setOutputs(outputs)
     }
 
     /// `k=v&k2=v2`, percent-encoded by libcurl; non-string values in their JSON form.

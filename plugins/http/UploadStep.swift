@@ -48,14 +48,15 @@ struct UploadStep: StepDefinition {
     /// Why `metadata` without `create: true` is refused (by `validate`, and by the host at run time).
     static let metadataNeedsCreate = "tus sends metadata only when it creates the upload: set create: true "
         + "(url is then the creation endpoint) or remove metadata"
-    static let outputSchema = #"""
-        {"type":"object","properties":{
-          "bytes":{"type":"integer"},"status":{"type":"integer"},
-          "upload_url":{"description":"tus: the upload's URL"},
-          "resumed_from":{"type":"integer","description":"bytes the server already had"},
-          "location":{"description":"Location of the last response, or null"},
-          "json":{"description":"put/post: the response parsed as JSON, or null"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "bytes of the file", minimum: 0) var bytes: Int64
+        @Output(help: "the HTTP status of the last response") var status: Int
+        @Output(name: "upload_url", help: "tus: the upload's URL; null for the other protocols", nullable: true) var uploadURL: String?
+        @Output(help: "bytes the server already had", minimum: 0) var resumedFrom: Int64
+        @Output(help: "Location of the last response, or null", nullable: true) var location: String?
+        @Output(help: "put/post: the response parsed as JSON, or null", nullable: true) var json: JSONValue?
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -77,12 +78,14 @@ struct UploadStep: StepDefinition {
         }
         step.progress(bytesDone: upload.size, bytesTotal: upload.size)
         step.log(.info, "uploaded \(path) (\(upload.size) bytes) to \(url)" + (result.resumedFrom > 0 ? ", resumed from byte \(result.resumedFrom)" : ""))
-        step.setOutput("bytes", .int(upload.size))
-        step.setOutput("status", .int(Int64(result.status)))
-        step.setOutput("upload_url", result.uploadURL.map { .string($0) } ?? .null)
-        step.setOutput("resumed_from", .int(result.resumedFrom))
-        step.setOutput("location", result.location.map { .string($0) } ?? .null)
-        step.setOutput("json", result.json ?? .null)
+        var outputs = Outputs()
+        outputs.bytes = upload.size
+        outputs.status = result.status
+        outputs.uploadURL = result.uploadURL
+        outputs.resumedFrom = result.resumedFrom
+        outputs.location = result.location
+        outputs.json = result.json
+        try step.setOutputs(outputs)
     }
 }
 

@@ -29,9 +29,12 @@ struct AcceptPathsStep: StepDefinition {
         var server = ServerInputs()
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{"files_done":{"type":"integer"},"files_failed":{"type":"integer"},"bytes":{"type":"integer"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "items whose file arrived", minimum: 0) var filesDone: Int64
+        @Output(help: "items that failed", minimum: 0) var filesFailed: Int64
+        @Output(help: "bytes of the files that arrived", minimum: 0) var bytes: Int64
+    }
+    static let outputSchema = Outputs.schemaText
     static let acceptsItems = true
 
     static func run(_ step: StepContext) throws {
@@ -55,9 +58,11 @@ struct AcceptPathsStep: StepDefinition {
         }
         for worker in workers { worker.join() }
         let (done, failed, bytes) = state.totals
-        step.setOutput("files_done", .int(done))
-        step.setOutput("files_failed", .int(failed))
-        step.setOutput("bytes", .int(bytes))
+        var outputs = Outputs()
+        outputs.filesDone = done
+        outputs.filesFailed = failed
+        outputs.bytes = bytes
+        try step.setOutputs(outputs)
         if step.isCancelled { throw StepError.cancelled("sftp.accept-paths cancelled (\(done) files done)") }
     }
 

@@ -21,12 +21,14 @@ struct ConnectStep: StepDefinition {
         static var schemaRules: [String: JSONValue] { ["required": ["host", "user"]] }
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{
-          "session":{"type":"string","description":"opaque id of the open session"},
-          "host":{"type":"string"},"port":{"type":"integer"},"user":{"type":"string"},
-          "fingerprint":{"type":"string","description":"the server's host key, SHA256:… as OpenSSH prints it"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "opaque id of the open session (give it to the sftp steps as session:)") var session: String
+        @Output(help: "the host connected to") var host: String
+        @Output(help: "its port") var port: Int
+        @Output(help: "the user logged in as") var user: String
+        @Output(help: "the server's host key, SHA256:… as OpenSSH prints it") var fingerprint: String
+    }
+    static let outputSchema = Outputs.schemaText
     static let opensSession = true
 
     static func run(_ step: StepContext) throws {
@@ -35,11 +37,13 @@ struct ConnectStep: StepDefinition {
         let session = Sessions.register(parameters)
         session.adopt(connection)
         step.log(.info, "connected to \(parameters.host):\(parameters.port) as \(parameters.user) (\(connection.fingerprint))")
-        step.setOutput("session", .string(session.id))
-        step.setOutput("host", .string(parameters.host))
-        step.setOutput("port", .int(Int64(parameters.port)))
-        step.setOutput("user", .string(parameters.user))
-        step.setOutput("fingerprint", .string(connection.fingerprint))
+        var outputs = Outputs()
+        outputs.session = session.id
+        outputs.host = parameters.host
+        outputs.port = parameters.port
+        outputs.user = parameters.user
+        outputs.fingerprint = connection.fingerprint
+        try step.setOutputs(outputs)
     }
 
     static func closeSession(outputs: JSONValue) {

@@ -20,11 +20,14 @@ struct DownloadStep: StepDefinition {
         var tree = TreeInputs()
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{"path":{"type":"string"},"files":{"type":"integer"},"bytes":{"type":"integer"},
-          "resumed_bytes":{"type":"integer"},"skipped_files":{"type":"integer","description":"files kept as they were (if_exists)"},
-          "skipped_bytes":{"type":"integer","description":"bytes of the files kept (not sent)"},"sha256":{"type":"string"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "the local file or directory written (destination)") var path: String
+        var tree = TreeOutputs()
+        @Output(help: "a single file with the sha256 input: that SHA-256 (hex), which the file was checked to have (unless if_exists kept it)",
+                pattern: LocalFile.sha256Pattern)
+        var sha256: String?
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -62,13 +65,11 @@ struct DownloadStep: StepDefinition {
                 let local = TreeListing.path(destination, entry.relative)
                 return try transfer.download(remote: remote, local: local, root: guardRoot, connection: conn, checkpoint: state)
             }
-            step.setOutput("path", .string(destination))
-            step.setOutput("files", .int(Int64(entries.count)))
-            step.setOutput("bytes", .int(result.bytes))
-            step.setOutput("resumed_bytes", .int(result.resumed))
-            step.setOutput("skipped_files", .int(result.skipped.files))
-            step.setOutput("skipped_bytes", .int(result.skipped.bytes))
-            if !info.isDirectory, let sha = result.last?.sha256 { step.setOutput("sha256", .string(sha)) }
+            var outputs = Outputs()
+            outputs.path = destination
+            outputs.tree = TreeOutputs(files: entries.count, bytes: result.bytes, resumed: result.resumed, skipped: result.skipped)
+            outputs.sha256 = info.isDirectory ? nil : result.last?.sha256
+            try step.setOutputs(outputs)
         }
     }
 

@@ -20,11 +20,11 @@ struct UploadStep: StepDefinition {
         var tree = TreeInputs()
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{"path":{"type":"string"},"files":{"type":"integer"},"bytes":{"type":"integer"},
-          "resumed_bytes":{"type":"integer"},"skipped_files":{"type":"integer","description":"files kept as they were (if_exists)"},
-          "skipped_bytes":{"type":"integer","description":"bytes of the files kept (not sent)"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "the remote path written (remote_root joined with destination)") var path: String
+        var tree = TreeOutputs()
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -54,12 +54,10 @@ struct UploadStep: StepDefinition {
                 let remote = TreeListing.path(relative, entry.relative)
                 return try transfer.upload(local: local, remote: remote, root: guardRoot, connection: conn, checkpoint: state)
             }
-            step.setOutput("path", .string(target))
-            step.setOutput("files", .int(Int64(entries.count)))
-            step.setOutput("bytes", .int(result.bytes))
-            step.setOutput("resumed_bytes", .int(result.resumed))
-            step.setOutput("skipped_files", .int(result.skipped.files))
-            step.setOutput("skipped_bytes", .int(result.skipped.bytes))
+            var outputs = Outputs()
+            outputs.path = target
+            outputs.tree = TreeOutputs(files: entries.count, bytes: result.bytes, resumed: result.resumed, skipped: result.skipped)
+            try step.setOutputs(outputs)
         }
     }
 }
