@@ -52,3 +52,41 @@ import Testing
         }
     }
 }
+
+/// A checksum the server answers that is not the bytes' (tools/s3_lost_answer_proxy.py
+/// --wrong-checksum) fails the part, retryably: the retry adopts the part the server holds by
+/// its MD5, and the object is whole.
+@Suite struct ChecksumMismatchTests {
+    @Test(arguments: ["^PUT [^?]*\\?partNumber=2&", "^PUT /orc-bucket/small.bin$"]) func aWrongChecksumInTheAnswerIsCaught(lose: String) throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("orc-bucket")
+        let proxy = try ScriptedServer("s3_lost_answer_proxy.py", ["--target", "127.0.0.1:\(peer.port)", "--lose", lose, "--wrong-checksum"])
+        let runner = S3Runner()
+        let big = runner.path("big.bin"), small = runner.path("small.bin")
+        try Tools.randomFile(big, bytes: 11 << 20)
+        try Tools.randomFile(small, bytes: 1000)
+        let file = runner.workflow("""
+            version: 1
+            name: s3-wrong-checksum
+            steps:
+              big:
+                uses: s3.upload
+                retry: { max_attempts: 2, initial_interval: 20ms }
+                with: { endpoint: "http://\(proxy.address)", bucket: orc-bucket, key: big.bin, source: "\(big)",
+                        multipart_threshold: 5242880, part_size: 5242880 }
+              small:
+                uses: s3.upload
+                retry: { max_attempts: 2, initial_interval: 20ms }
+                with: { endpoint: "http://\(proxy.address)", bucket: orc-bucket, key: small.bin, source: "\(small)" }
+            """)
+        let result = try runner.run(file)
+        #expect(result.status == 0, "\(TransferTests.check(result))")
+        let retries = S3Runner.events(result.stdout).ofType("step.retrying")
+        #expect(retries.count == 1 && retries.first?["data"]?["code"]?.stringValue == "checksum_mismatch", "\(retries)")
+        for (key, path) in [("big.bin", big), ("small.bin", small)] {
+            let cli = runner.path("cli-\(key)")
+            #expect(try peer.aws(["s3api", "get-object", "--bucket", "orc-bucket", "--key", key, cli]).status == 0)
+            #expect(Tools.sameBytes(cli, path), "\(key)")
+        }
+    }
+}
