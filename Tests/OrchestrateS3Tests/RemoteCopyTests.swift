@@ -118,7 +118,15 @@ import Testing
                 bucket: vault
                 access_key_id: \(S3Peer.accessKey)
                 secret_access_key: { file: \(secretFile) }
+              vault-wrong:
+                type: s3
+                endpoint: \(peer.endpoint)
+                bucket: vault
+                access_key_id: { env: VAULT_KEY_ID }
+                secret_access_key: { env: VAULT_WRONG_SECRET }
             """)
+        runner.environment["VAULT_KEY_ID"] = S3Peer.accessKey
+        runner.environment["VAULT_WRONG_SECRET"] = "not-the-secret"
         let source = runner.path("doc.bin")
         try Tools.randomFile(source, bytes: 200_000)
         let env = try Self.copy(runner, [source, "vault:from-env.bin"])
@@ -136,6 +144,15 @@ import Testing
             """)
         let ran = try runner.run(flow)
         #expect(ran.status == 0, "\(TransferTests.check(ran))")
+
+        // A value read by reference is a secret whatever its field: the server's refusal names the
+        // access key id, which is masked in the error, the events and the store.
+        let refused = try Self.copy(runner, [source, "vault-wrong:refused.bin"])
+        #expect(refused.status == 1, "\(refused.stdout)\n\(refused.stderr)")
+        #expect(refused.stdout.contains("***") && !refused.stdout.contains(S3Peer.accessKey), "\(refused.stdout)")
+        let wrongRun = try #require(try runner.runIDs().last)
+        let wrongEvents = try runner.orchestrate(["events", wrongRun, "--json"]).stdout
+        #expect(wrongEvents.contains("step.failed") && !wrongEvents.contains(S3Peer.accessKey), "\(wrongEvents)")
 
         let secret = Data(S3Peer.secretKey.utf8)
         for result in [env, file, ran] {

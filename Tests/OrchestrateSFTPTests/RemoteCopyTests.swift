@@ -58,7 +58,9 @@ import Testing
         // --if-exists skip: the file is there already, nothing is sent again.
         let again = try Self.orchestrate(h, env, ["copy", "--if-exists", "skip", file, "edit-bay:incoming/a.bin", "--json"])
         #expect(again.status == 0, "\(again.stdout)\n\(again.stderr)")
-        #expect(again.stdout.contains("\"skipped_files\":1"), "\(again.stdout)")
+        let run = try #require(try h.runIDs().last)
+        let outputs = try h.status(run)["steps"]?.arrayValue?.first { $0["id"]?.stringValue == "copy" }?["outputs"]
+        #expect(outputs?["skipped_files"]?.intValue == 1, "\(String(describing: outputs))")
 
         let tested = try Self.orchestrate(h, env, ["remote", "test", "edit-bay"])
         #expect(tested.status == 0 && tested.stdout.contains("edit-bay: ok"), "\(tested.stdout)\n\(tested.stderr)")
