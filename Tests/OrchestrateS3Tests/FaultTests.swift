@@ -27,7 +27,7 @@ import Testing
             steps:
               up:
                 uses: s3.upload
-                with: { endpoint: "http://\(proxy.address)", bucket: orc-bucket, key: big.bin, file: "\(source)",
+                with: { endpoint: "http://\(proxy.address)", bucket: orc-bucket, key: big.bin, source: "\(source)",
                         multipart_threshold: 5242880, part_size: 5242880, concurrency: 3 }
               get:
                 needs: [up]
@@ -108,7 +108,7 @@ import Testing
               up:
                 uses: s3.upload
                 retry: { max_attempts: 3, initial_interval: 20ms }
-                with: { endpoint: "http://\(address)", bucket: orc-bucket, key: big.bin, file: "\(source)",
+                with: { endpoint: "http://\(address)", bucket: orc-bucket, key: big.bin, source: "\(source)",
                         multipart_threshold: 5242880, part_size: 5242880 }
             """)
         let result = try runner.run(file)

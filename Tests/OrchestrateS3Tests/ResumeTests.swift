@@ -13,7 +13,7 @@ import Testing
               up:
                 uses: s3.upload
                 retry: { max_attempts: 1 }
-                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: movie.bin, file: "\(file)", multipart_threshold: 5242880,
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: movie.bin, source: "\(file)", multipart_threshold: 5242880,
                         part_size: 5242880, concurrency: 2, max_rate: 6291456, keep_parts: \(keepParts) }
             """)
     }

@@ -33,10 +33,10 @@ import Testing
         let file = runner.workflow(Self.workflow(peer, """
               small:
                 uses: s3.upload
-                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: "\(key).small", file: "\(small)" }
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: "\(key).small", source: "\(small)" }
               big:
                 uses: s3.upload
-                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: "\(key)", file: "\(big)", multipart_threshold: 5242880,
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: "\(key)", source: "\(big)", multipart_threshold: 5242880,
                         part_size: 5242880, concurrency: 3 }
               get:
                 needs: [big]
@@ -115,7 +115,7 @@ import Testing
             steps:
               up:
                 uses: s3.upload
-                with: { endpoint: "http://localhost:\(peer.port)", addressing_style: virtual, bucket: vbucket, key: "v/a b.bin", file: "\(source)" }
+                with: { endpoint: "http://localhost:\(peer.port)", addressing_style: virtual, bucket: vbucket, key: "v/a b.bin", source: "\(source)" }
               get:
                 needs: [up]
                 uses: s3.download
@@ -144,7 +144,7 @@ import Testing
         let file = runner.workflow(Self.workflow(peer, """
               up:
                 uses: s3.upload
-                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: k, file: "\(small)" }
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: k, source: "\(small)" }
             """))
         let result = try runner.run(file)
         #expect(result.status != 0)
@@ -166,7 +166,7 @@ import Testing
         let file = runner.workflow(Self.workflow(peer, """
               up:
                 uses: s3.upload
-                with: { endpoint: ENDPOINT, bucket: no-such-bucket, key: k, file: "\(small)" }
+                with: { endpoint: ENDPOINT, bucket: no-such-bucket, key: k, source: "\(small)" }
             """))
         let result = try runner.run(file)
         let failed = try #require(S3Runner.events(result.stdout).ofType("step.failed", step: "up").last, "\(Self.check(result))")

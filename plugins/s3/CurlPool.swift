@@ -30,21 +30,39 @@ final class CurlPool {
 
     /// Runs the exchanges `next` hands out (nil: no more), at most `maxInFlight` at once, and
     /// gives each response to `done` as it completes. The first failure (transport error, or
-    /// one `done` throws) stops everything: the exchanges in flight are abandoned, and it is
-    /// thrown. `next` and `done` run on this thread.
+    /// one `next` or `done` throws) stops handing out more; the exchanges in flight are waited
+    /// for, their responses given to `done` too (a part the server took is confirmed, not sent
+    /// again by a retry that would race it), and then the failure is thrown. A cancel abandons
+    /// them at once. `next` and `done` run on this thread.
     func runAll(maxInFlight: Int, next: () throws(StepError) -> Exchange?,
                 done: (Exchange, Exchange.Response) throws(StepError) -> Void) throws(StepError)
     {
         var inFlight: [UnsafeMutableRawPointer: Exchange] = [:]
         defer { for easy in inFlight.keys { curl_multi_remove_handle(multi, easy) } }
         var exhausted = false
+        var failure: StepError?
+        func failed(_ error: StepError) {
+            guard failure == nil else { return }
+            failure = error
+            if !inFlight.isEmpty {
+                step.log(.info, "\(error.message); waiting for the \(inFlight.count) request(s) in flight to end before this attempt does")
+            }
+        }
         while true {
-            while !exhausted, inFlight.count < maxInFlight {
-                guard let exchange = try next() else { exhausted = true; break }
+            while failure == nil, !exhausted, inFlight.count < maxInFlight {
+                let exchange: Exchange?
+                do { exchange = try next() } catch {
+                    failed(error)
+                    break
+                }
+                guard let exchange else { exhausted = true; break }
                 inFlight[exchange.easy] = exchange
                 curl_multi_add_handle(multi, exchange.easy)
             }
-            if inFlight.isEmpty { return }
+            if inFlight.isEmpty {
+                if let failure { throw failure }
+                return
+            }
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             var left: Int32 = 0
@@ -56,7 +74,7 @@ final class CurlPool {
             for (exchange, code) in finished {
                 curl_multi_remove_handle(multi, exchange.easy)
                 inFlight[exchange.easy] = nil
-                try done(exchange, try exchange.outcome(code).get())
+                do { try done(exchange, try exchange.outcome(code).get()) } catch { failed(error) }
             }
             if !finished.isEmpty { continue }
             if !inFlight.values.contains(where: \.cancellable) {

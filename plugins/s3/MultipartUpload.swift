@@ -28,6 +28,10 @@ struct MultipartUpload {
     let concurrency: Int
     let keepParts: Bool
     let contentType: String
+    /// Where the upload's state is journaled.
+    let slot: CheckpointSlot
+    /// Told the bytes confirmed so far (a tree's progress); absent, the step's progress is.
+    var onProgress: ((Int64) -> Void)?
 
     private var step: StepContext { client.step }
 
@@ -46,8 +50,11 @@ struct MultipartUpload {
         var completeETag: String?
     }
 
-    init(client: S3Client, key: String, source: SourceFile, partSize: Int64, concurrency: Int, keepParts: Bool, contentType: String) {
+    init(client: S3Client, key: String, source: SourceFile, partSize: Int64, concurrency: Int, keepParts: Bool, contentType: String,
+         slot: CheckpointSlot)
+    {
         self.client = client
+        self.slot = slot
         self.key = key
         self.source = source
         // At most 10,000 parts, in whole MiB.
@@ -72,7 +79,7 @@ struct MultipartUpload {
 
     /// The checkpoint of this file's upload, or a new state (after hashing the whole file).
     private func loadOrStart() throws(StepError) -> State {
-        if let saved = step.loadCheckpointJSON(), saved["v"]?.intValue == 1, saved["bucket"]?.stringValue == client.bucket,
+        if let saved = slot.load(), saved["v"]?.intValue == 1, saved["bucket"]?.stringValue == client.bucket,
            saved["key"]?.stringValue == key, saved["size"]?.intValue == source.size, saved["mtime"]?.intValue == source.mtime,
            let size = saved["part_size"]?.intValue, let sha = saved["sha256"]?.stringValue
         {
@@ -186,7 +193,7 @@ struct MultipartUpload {
         var missing = (1 ... count).filter { state.parts[$0] == nil }.makeIterator()
         var inFlight: [Int: [UInt8]] = [:]  // part → MD5
         var doneBytes = state.parts.keys.reduce(Int64(0)) { $0 + range(of: $1, state).length }
-        step.progress(bytesDone: doneBytes, bytesTotal: source.size)
+        progress(doneBytes)
         let partSize = state.partSize
         let snapshot = state
         var confirmed = state.parts
@@ -214,7 +221,7 @@ struct MultipartUpload {
             current.parts = confirmed
             save(current)
             doneBytes += min(partSize, source.size - Int64(n - 1) * partSize)
-            step.progress(bytesDone: doneBytes, bytesTotal: source.size)
+            progress(doneBytes)
         })
     }
 
@@ -288,13 +295,17 @@ struct MultipartUpload {
             _ = try client.send("DELETE", key: key, query: [("uploadId", uploadID)], label: "AbortMultipartUpload \(client.uri(key))",
                                 accept: [200, 204, 404], cancellable: false)
             step.log(.info, "aborted multipart upload \(uploadID) of \(client.uri(key)) (\(error.kind == .cancelled ? "cancelled" : "failed"))")
-            step.saveCheckpoint(json: [:])
+            slot.save([:])
         } catch {
             step.log(.warn, "could not abort multipart upload \(uploadID): \(error.message)")
         }
     }
 
     // MARK: - Helpers
+
+    private func progress(_ bytes: Int64) {
+        if let onProgress { onProgress(bytes) } else { step.progress(bytesDone: bytes, bytesTotal: source.size) }
+    }
 
     private func range(of part: Int, _ state: State) -> (offset: Int64, length: Int64) {
         let offset = Int64(part - 1) * state.partSize
@@ -318,6 +329,6 @@ struct MultipartUpload {
                 : [.int(Int64(n)), .string(part.etag), .string(md5)])
         })
         if let etag = state.completeETag { json["complete"] = .string(etag) }
-        step.saveCheckpoint(json: .object(json))
+        slot.save(.object(json))
     }
 }

@@ -3,64 +3,93 @@ import OrchestratePluginFiles
 import OrchestratePluginKit
 import OrchestrateS3Auth
 
-/// `s3.upload`: one file to one key. At or below `multipart_threshold`, one PUT; above it, a
-/// multipart upload journaled part by part (MultipartUpload.swift), resumable across restarts.
-/// Every request's body is signed with its SHA-256 and carries its Content-MD5, so the server
-/// checks each byte; the object's ETag is checked against the local MD5s at the end, and the
-/// file's SHA-256 is stored in the object's metadata (`x-amz-meta-sha256`) for s3.download to
-/// verify end to end.
+/// `s3.upload`: a file to one key, or a folder's files under a prefix (UploadTree.swift). A file
+/// at or below `multipart_threshold` goes up in one PUT; a bigger one in a multipart upload
+/// journaled part by part (MultipartUpload.swift), resumable across restarts. Every request's
+/// body is signed with its SHA-256 and carries its Content-MD5, so the server checks each byte;
+/// the object's ETag is checked against the local MD5s at the end, and the file's SHA-256 is
+/// stored in the object's metadata (`x-amz-meta-sha256`) for s3.download to verify end to end.
 struct UploadStep: StepDefinition {
     static let id = "s3.upload"
-    static let version = "0.1.0"
-    static let summary = "Upload a file to S3 (or a compatible service): one PUT, or a resumable parallel multipart upload."
+    static let version = "0.2.0"
+    static let summary = "Upload a file or a folder to S3 (or a compatible service): one PUT, or a resumable parallel multipart upload."
     static let documentation = """
-        Uploads `file` to `key` in `bucket`. Above `multipart_threshold` the parts (`part_size`, \
-        grown so the file fits in 10,000 parts) go up `concurrency` at a time; each confirmed part \
-        is checkpointed, so a resume continues the same upload (reconciled with ListParts). A \
-        cancelled or permanently failed multipart upload is aborted unless `keep_parts: true`.
+        Uploads `source`: a file to `key`, or a folder's regular files under `prefix` (each to \
+        prefix + its path relative to the folder; symbolic links are skipped, not followed). \
+        Above `multipart_threshold` a file's parts (`part_size`, grown so the file fits in \
+        10,000 parts) go up `concurrency` at a time; each confirmed part is checkpointed, so a \
+        resume continues the same upload (reconciled with ListParts). A tree's small files go up \
+        `concurrency` at a time, its big ones one after the other in parts; finished files are \
+        journaled and not sent again on resume. A cancelled or permanently failed multipart \
+        upload is aborted unless `keep_parts: true`.
         """
     struct Inputs: StepInputs {
         var connection = ConnectionInputs()
-        @Input(help: "the object's key", minLength: 1) var key: String
-        @Input(help: "the local file to upload", minLength: 1) var file: String
+        @Input(help: "a local file (with key) or folder (with prefix)", minLength: 1) var source: String
+        @Input(help: "the object's key, for a file (exactly one of key and prefix)", minLength: 1) var key: String?
+        @Input(help: "the prefix a folder's files go under: \"\" (the bucket's root) or ending with \"/\" (exactly one of key and prefix)")
+        var prefix: String?
         @Input(help: "files larger than this go up in parts", minimum: 5 << 20) var multipartThreshold: Int64 = 16 << 20
         @Input(help: "bytes per part (at least 5 MiB; grown so the file fits in 10,000 parts)", minimum: 5 << 20) var partSize: Int64 = 8 << 20
-        @Input(help: "parts in flight at once", minimum: 1, maximum: 64) var concurrency = 4
+        @Input(help: "requests in flight at once: a big file's parts, or a tree's small files", minimum: 1, maximum: 64) var concurrency = 4
         @Input(help: "leave a cancelled or failed multipart upload's parts on the server (default: abort it)") var keepParts = false
-        @Input(help: "the object's Content-Type") var contentType = "application/octet-stream"
+        @Input(help: "the objects' Content-Type") var contentType = "application/octet-stream"
     }
     static let inputSchema = Inputs.schemaText
     static let outputSchema = #"""
         {"type":"object","properties":{
-          "uri":{"type":"string"},"bucket":{"type":"string"},"key":{"type":"string"},
-          "size":{"type":"integer"},"etag":{"type":"string"},"sha256":{"type":"string"},
+          "uri":{"type":"string","description":"s3://bucket/key, or s3://bucket/prefix for a folder"},
+          "bucket":{"type":"string"},"key":{"type":"string","description":"a file's key"},
+          "prefix":{"type":"string","description":"a folder's prefix"},
+          "size":{"type":"integer","description":"a file's size"},"etag":{"type":"string"},"sha256":{"type":"string"},
           "parts":{"type":"integer","description":"0 for a single PUT"},
-          "parts_resumed":{"type":"integer","description":"parts an earlier attempt had sent, kept"}}}
+          "parts_resumed":{"type":"integer","description":"parts an earlier attempt had sent, kept"},
+          "files":{"type":"integer","description":"a folder's files uploaded (those an earlier attempt sent included)"},
+          "bytes":{"type":"integer","description":"a folder's bytes"},
+          "files_resumed":{"type":"integer","description":"a folder's files an earlier attempt had sent, not sent again"},
+          "skipped":{"type":"integer","description":"entries of a folder skipped: symbolic links, special files, names not UTF-8"}}}
         """#
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
-        let client = try S3Client(inputs.connection, step: step)
-        try ObjectKey.check(inputs.key)
-        guard let info = try FileInfo.of(inputs.file), info.isRegular else {
-            throw StepError.invalidInput("file \(inputs.file) is not a regular file", code: "not_a_file")
+        let target = try ObjectTarget(key: inputs.key, prefix: inputs.prefix)
+        guard let info = try FileInfo.of(inputs.source) else {
+            throw StepError.invalidInput("source \(inputs.source) does not exist", code: "ENOENT")
         }
-        let file = try LocalFile(reading: inputs.file)
+        let client = try S3Client(inputs.connection, step: step)
+        switch target {
+        case .key(let key):
+            guard info.isRegular else {
+                throw StepError.invalidInput("source \(inputs.source) is not a regular file: a folder goes under a prefix (prefix: \"name/\"), not a key",
+                                             code: "not_a_file")
+            }
+            try uploadFile(inputs, key: key, info: info, client: client, step: step)
+        case .prefix(let prefix):
+            guard info.isDirectory else {
+                throw StepError.invalidInput("source \(inputs.source) is not a folder: a file goes to a key (key: ...), not a prefix",
+                                             code: "not_a_folder")
+            }
+            try UploadTree(client: client, inputs: inputs, prefix: prefix).run()
+        }
+    }
+
+    static func uploadFile(_ inputs: Inputs, key: String, info: FileInfo, client: S3Client, step: StepContext) throws(StepError) {
+        let file = try LocalFile(reading: inputs.source)
         let source = SourceFile(file: file, size: info.size, mtime: info.mtimeNanoseconds)
         let result: MultipartUpload.Result
         if source.size <= inputs.multipartThreshold {
-            result = try singlePut(client, key: inputs.key, source: source, contentType: inputs.contentType)
+            result = try singlePut(client, key: key, source: source, contentType: inputs.contentType)
         } else {
-            let upload = MultipartUpload(client: client, key: inputs.key, source: source, partSize: inputs.partSize,
-                                         concurrency: inputs.concurrency, keepParts: inputs.keepParts, contentType: inputs.contentType)
+            let upload = MultipartUpload(client: client, key: key, source: source, partSize: inputs.partSize, concurrency: inputs.concurrency,
+                                         keepParts: inputs.keepParts, contentType: inputs.contentType, slot: .step(step))
             result = try upload.run()
         }
         step.progress(bytesDone: source.size, bytesTotal: source.size)
-        step.log(.info, "uploaded \(inputs.file) (\(source.size) bytes) to \(client.uri(inputs.key))"
+        step.log(.info, "uploaded \(inputs.source) (\(source.size) bytes) to \(client.uri(key))"
             + (result.parts > 0 ? " in \(result.parts) parts" : "") + (result.partsResumed > 0 ? ", \(result.partsResumed) kept from before" : ""))
-        step.setOutput("uri", .string(client.uri(inputs.key)))
+        step.setOutput("uri", .string(client.uri(key)))
         step.setOutput("bucket", .string(client.bucket))
-        step.setOutput("key", .string(inputs.key))
+        step.setOutput("key", .string(key))
         step.setOutput("size", .int(source.size))
         step.setOutput("etag", .string(result.etag))
         step.setOutput("sha256", .string(result.sha256))
@@ -70,18 +99,40 @@ struct UploadStep: StepDefinition {
 
     /// One PUT with the whole file: SHA-256 signed, Content-MD5 sent, the ETag compared.
     static func singlePut(_ client: S3Client, key: String, source: SourceFile, contentType: String) throws(StepError) -> MultipartUpload.Result {
+        let put = try SinglePut(client, key: key, source: source, contentType: contentType)
+        return try put.check(try client.pool.run(put.exchange))
+    }
+}
+
+/// A PUT of a whole file (at most `multipart_threshold`): its digests are computed first, the
+/// body streams from the file; run alone or beside others (a tree's small files).
+struct SinglePut {
+    let exchange: Exchange
+    let key: String
+    let md5: [UInt8]
+    let sha256: String
+    private let client: S3Client
+
+    init(_ client: S3Client, key: String, source: SourceFile, contentType: String, tag: Int = 0) throws(StepError) {
         let (md5, sha256) = try Digests.of(source.file, offset: 0, length: source.size, step: client.step)
-        let sha = S3Crypto.hex(sha256)
-        let label = "PUT \(client.uri(key))"
-        let response = try client.send("PUT", key: key, headers: [
-            ("Content-MD5", S3Crypto.base64(md5)), ("Content-Type", contentType), ("x-amz-meta-sha256", sha),
-        ], body: .file(source.file, offset: 0, length: source.size), payloadHash: sha, label: label, accept: [200])
+        self.client = client
+        self.key = key
+        self.md5 = md5
+        self.sha256 = S3Crypto.hex(sha256)
+        exchange = try client.exchange("PUT", key: key, headers: [
+            ("Content-MD5", S3Crypto.base64(md5)), ("Content-Type", contentType), ("x-amz-meta-sha256", self.sha256),
+        ], body: .file(source.file, offset: 0, length: source.size), payloadHash: self.sha256, label: "PUT \(client.uri(key))", tag: tag)
+    }
+
+    /// The server's answer checked: 200, and an MD5 ETag equal to the file's.
+    func check(_ response: Exchange.Response) throws(StepError) -> MultipartUpload.Result {
+        guard response.status == 200 else { throw client.error(response, label: exchange.label, key: key) }
         let etag = ETag.unquoted(response.header("etag") ?? "")
         if ETag.isMD5(etag), etag.lowercased() != S3Crypto.hex(md5) {
-            throw StepError.retryable("\(label): the server's ETag \(etag) is not the file's MD5 \(S3Crypto.hex(md5)): the bytes changed on the way",
+            throw StepError.retryable("\(exchange.label): the server's ETag \(etag) is not the file's MD5 \(S3Crypto.hex(md5)): the bytes changed on the way",
                                       code: "etag_mismatch")
         }
-        return .init(etag: etag, sha256: sha, parts: 0, partsResumed: 0)
+        return .init(etag: etag, sha256: sha256, parts: 0, partsResumed: 0)
     }
 }
 
@@ -91,13 +142,4 @@ struct SourceFile {
     let file: LocalFile
     let size: Int64
     let mtime: Int64
-}
-
-/// Object keys as S3 takes them: 1 to 1024 bytes of UTF-8, no NUL.
-enum ObjectKey {
-    static func check(_ key: String) throws(StepError) {
-        guard !key.isEmpty, key.utf8.count <= 1024, !key.utf8.contains(0) else {
-            throw .invalidInput("key must be 1 to 1024 bytes without NUL", code: "bad_key")
-        }
-    }
 }

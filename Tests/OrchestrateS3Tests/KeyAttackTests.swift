@@ -1,0 +1,102 @@
+import Foundation
+import OrchestrateJSON
+import OrchestrateTestSupport
+import Testing
+
+/// s3.download of a prefix takes local paths from keys someone else chose. Keys planted with
+/// the AWS CLI on moto (which stores any key as given) that would leave the destination, or
+/// that a filesystem cannot hold beside the others, are skipped with the reason; nothing is
+/// ever written outside the destination.
+@Suite(.serialized) struct KeyAttackTests {
+    struct Case: CustomStringConvertible, Sendable {
+        var key: String
+        /// What the warning says.
+        var says: String
+        /// The files expected under the destination, relative.
+        var landed: [String] = ["ok.txt"]
+        var skipped: Int64 = 1
+        var description: String { key.debugDescription }
+    }
+
+    static let cases: [Case] = [
+        Case(key: "p/../x", says: "has a \"..\" path component"),
+        Case(key: "p/a/../../y", says: "has a \"..\" path component"),
+        Case(key: "p//etc/z", says: "starts with \"/\" (an absolute path)"),
+        Case(key: "p/a//b", says: "has an empty path component"),
+        Case(key: "p/./c", says: "has a \".\" path component"),
+        Case(key: "p/nul\u{0}x", says: "holds a NUL byte"),
+        Case(key: "p/.ok.txt.part", says: "is the name of the partial file of ok.txt"),
+        // A folder marker is nothing to write, and not an error.
+        Case(key: "p/dir/", says: "", skipped: 0),
+        // "ok.txt" cannot be a file and the folder of ok.txt/inner at once: the file is skipped.
+        Case(key: "p/ok.txt/inner", says: "is also the folder of other keys", landed: ["ok.txt/inner"]),
+    ]
+
+    @Test(arguments: cases) func plantedKeyIsSkipped(_ planted: Case) throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("orc-bucket")
+        let runner = S3Runner()
+        let body = runner.path("body.txt")
+        _ = FileManager.default.createFile(atPath: body, contents: Data("planted".utf8))
+        let ok = runner.path("ok.txt")
+        _ = FileManager.default.createFile(atPath: ok, contents: Data("fine".utf8))
+        #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", "p/ok.txt", "--body", ok]).status == 0)
+        // JSON input carries any key, NUL included.
+        let json: JSONValue = ["Bucket": "orc-bucket", "Key": .string(planted.key), "Body": .string(body)]
+        let request = runner.dir.write("put.json", json.jsonText)
+        let put = try peer.aws(["s3api", "put-object", "--cli-input-json", "file://\(request.path)"])
+        #expect(put.status == 0, "\(put.stderr)")
+
+        let box = runner.path("box")
+        let destination = box + "/dest"
+        let file = runner.workflow(TransferTests.workflow(peer, """
+              get:
+                uses: s3.download
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, prefix: "p/", destination: "\(destination)" }
+            """))
+        let result = try runner.run(file)
+        #expect(result.status == 0, "\(TransferTests.check(result))")
+        let outputs = try runner.stepOutputs("get")
+        #expect(outputs?["skipped"]?.intValue == planted.skipped, "\(String(describing: outputs))")
+        #expect(outputs?["files"]?.intValue == Int64(planted.landed.count))
+        if !planted.says.isEmpty {
+            let logs = S3Runner.events(result.stdout).ofType("step.log", step: "get").compactMap { $0["data"]?["message"]?.stringValue }
+            #expect(logs.contains { $0.contains("skipping the key") && $0.contains(planted.says) }, "\(logs)")
+        }
+        // Everything under the box (the destination's parent): the expected files, nothing else.
+        var written: [String] = []
+        let walker = FileManager.default.enumerator(atPath: box)
+        while let name = walker?.nextObject() as? String {
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: box + "/" + name, isDirectory: &isDir), !isDir.boolValue { written.append(name) }
+        }
+        #expect(written.sorted() == planted.landed.map { "dest/" + $0 }.sorted(), "\(written)")
+        #expect(!FileManager.default.fileExists(atPath: runner.path("x")) && !FileManager.default.fileExists(atPath: runner.path("y")))
+    }
+
+    /// A symbolic link planted inside the destination (towards a folder outside it) is not
+    /// followed: the download fails on it, and nothing is written through it.
+    @Test func symlinkInTheDestinationIsNotFollowed() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("orc-bucket")
+        let runner = S3Runner()
+        let body = runner.path("body.txt")
+        _ = FileManager.default.createFile(atPath: body, contents: Data("planted".utf8))
+        #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", "p/sub/f.txt", "--body", body]).status == 0)
+        let outside = runner.path("outside")
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        let destination = runner.path("dest")
+        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: destination + "/sub", withDestinationPath: outside)
+        let file = runner.workflow(TransferTests.workflow(peer, """
+              get:
+                uses: s3.download
+                retry: { max_attempts: 1 }
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, prefix: "p/", destination: "\(destination)" }
+            """))
+        let result = try runner.run(file)
+        let failed = try #require(S3Runner.events(result.stdout).ofType("step.failed", step: "get").last, "\(TransferTests.check(result))")
+        #expect(failed["data"]?["code"]?.stringValue == "not_a_folder", "\(failed)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+    }
+}

@@ -1,0 +1,194 @@
+import OrchestrateJSON
+import OrchestratePluginFiles
+import OrchestratePluginKit
+import OrchestrateS3Auth
+
+/// `s3.download` of a prefix: every object under it (ListObjectsV2, paged) to destination +
+/// the rest of its key, checked by KeyPaths (a key that could leave the folder is skipped with
+/// the reason). Objects at or below `part_size` come first, `concurrency` GETs at a time, each
+/// written through its `.NAME.part` and verified (the `x-amz-meta-sha256` of the answer, else
+/// an MD5 ETag) before it is renamed into place; then the big ones one after the other, in
+/// ranges (ObjectDownload), their state in the tree's checkpoint (TreeJournal). A finished
+/// file is journaled and not fetched again by a resume.
+struct DownloadTree {
+    let client: S3Client
+    let inputs: DownloadStep.Inputs
+    let prefix: String
+
+    private var step: StepContext { client.step }
+
+    struct Entry {
+        var object: ObjectListing.Object
+        var components: [String]
+        var relative: String { components.joined(separator: "/") }
+    }
+
+    func run() throws(StepError) {
+        let destination = inputs.destination
+        if let existing = try FileInfo.of(destination), !existing.isDirectory {
+            throw StepError.invalidInput("destination \(destination) is a file: a prefix is downloaded into a folder", code: "ENOTDIR")
+        }
+        try LocalPath.makeDirectories(destination)
+        let (entries, skipped) = try list()
+        let isBig = { (entry: Entry) in entry.object.size > inputs.partSize }
+        let order = entries.filter { !isBig($0) } + entries.filter(isBig)
+        let smallCount = order.count - entries.filter(isBig).count
+        let journal = TreeJournal(step: step, fingerprint: TreeJournal.fingerprint("download \(client.bucket) \(prefix) \(inputs.partSize)",
+                                                                                     order.map { ($0.object.key, $0.object.size) }), count: order.count)
+        let resumedFiles = journal.doneCount
+        if resumedFiles > 0 { step.log(.info, "\(resumedFiles) of \(order.count) files were downloaded before: not fetched again") }
+        let total = order.reduce(Int64(0)) { $0 + $1.object.size }
+        var doneBytes = order.indices.filter(journal.isDone).reduce(Int64(0)) { $0 + order[$1].object.size }
+        func report(_ moving: Int64 = 0) {
+            step.progress(bytesDone: doneBytes + moving, bytesTotal: total, filesDone: Int64(journal.doneCount), filesTotal: Int64(order.count))
+        }
+        report()
+        let folders = LocalFolders(root: destination)
+
+        // Small objects, `concurrency` at a time, each in one GET.
+        var pending = (0 ..< smallCount).filter { !journal.isDone($0) }.makeIterator()
+        var inFlight: [Int: (partial: PartialFile, digests: Digests)] = [:]
+        do {
+            try client.pool.runAll(maxInFlight: inputs.concurrency, next: { () throws(StepError) -> Exchange? in
+                guard let index = pending.next() else { return nil }
+                let entry = order[index]
+                let partial = try PartialFile(for: try folders.prepare(entry.components), naming: .hiddenPart, keeping: .nothing)
+                let digests = Digests()
+                inFlight[index] = (partial, digests)
+                let exchange = try client.exchange("GET", key: entry.object.key, headers: [("If-Match", "\"\(entry.object.etag)\"")],
+                                                   label: "GET \(client.uri(entry.object.key))", tag: index)
+                exchange.acceptBody = { $0.status == 200 }
+                var at: Int64 = 0
+                exchange.sink = { [unowned exchange] bytes in
+                    guard at + Int64(bytes.count) <= entry.object.size else {
+                        exchange.callbackError = .retryable("\(exchange.label): the server sent more than the listed \(entry.object.size) bytes",
+                                                            code: "object_changed")
+                        return false
+                    }
+                    do throws(StepError) { try partial.write(bytes, at: at) } catch {
+                        exchange.callbackError = error
+                        return false
+                    }
+                    digests.update(bytes)
+                    at += Int64(bytes.count)
+                    return true
+                }
+                return exchange
+            }, done: { (exchange, response) throws(StepError) in
+                guard let (partial, digests) = inFlight.removeValue(forKey: exchange.tag) else { return }
+                let entry = order[exchange.tag]
+                do throws(StepError) {
+                    try finishSmall(entry, response: response, bytes: exchange.bytesMoved, partial: partial, digests: digests, label: exchange.label)
+                } catch {
+                    try? partial.discard()
+                    throw error
+                }
+                journal.finished(exchange.tag)
+                doneBytes += entry.object.size
+                report()
+            })
+        } catch {
+            // The small objects still in flight start from nothing next time: no partial left behind.
+            for (partial, _) in inFlight.values { try? partial.discard() }
+            throw error
+        }
+
+        // Big objects, one at a time, in ranges.
+        for index in smallCount ..< order.count where !journal.isDone(index) {
+            try step.checkCancellation()
+            let entry = order[index]
+            let local = try folders.prepare(entry.components)
+            let base = doneBytes
+            _ = try ObjectDownload.fetch(client, key: entry.object.key, destination: local, rangeSize: inputs.partSize,
+                                         concurrency: inputs.concurrency, slot: journal.slot(at: index), onProgress: { moved, _ in
+                step.progress(bytesDone: base + moved, bytesTotal: total, filesDone: Int64(journal.doneCount), filesTotal: Int64(order.count))
+            })
+            journal.finished(index)
+            doneBytes += entry.object.size
+            report()
+        }
+        step.log(.info, "downloaded \(order.count) files (\(total) bytes) from \(client.uri(prefix)) to \(destination)"
+            + (resumedFiles > 0 ? ", \(resumedFiles) of them before the restart" : "") + (skipped > 0 ? "; \(skipped) keys skipped" : ""))
+        step.setOutput("uri", .string(client.uri(prefix)))
+        step.setOutput("path", .string(destination))
+        step.setOutput("files", .int(Int64(order.count)))
+        step.setOutput("bytes", .int(total))
+        step.setOutput("files_resumed", .int(Int64(resumedFiles)))
+        step.setOutput("skipped", .int(Int64(skipped)))
+    }
+
+    /// The objects under the prefix whose keys make safe local paths, sorted by key; the others
+    /// are logged and counted.
+    private func list() throws(StepError) -> (entries: [Entry], skipped: Int) {
+        var entries: [Entry] = []
+        var skipped = 0
+        try ObjectListing.each(client, prefix: prefix, pageSize: inputs.pageSize) { objects throws(StepError) in
+            for object in objects {
+                guard object.key.hasPrefix(prefix) else {
+                    step.log(.warn, "skipping \(client.uri(object.key)): the server listed it under \(prefix), which it is not")
+                    skipped += 1
+                    continue
+                }
+                switch KeyPaths.local(String(object.key.dropFirst(prefix.count))) {
+                case .path(let components):
+                    entries.append(Entry(object: object, components: components))
+                case .folderMarker:
+                    if object.size > 0 { step.log(.warn, "skipping \(client.uri(object.key)): a key ending in \"/\" with \(object.size) bytes") }
+                case .refused(let why):
+                    step.log(.warn, "skipping the key \(quoted(object.key)): \(why); it cannot be a path inside \(inputs.destination)")
+                    skipped += 1
+                }
+            }
+            try step.checkCancellation()
+        }
+        var byPath: [String: [String]] = [:]
+        for entry in entries { byPath[entry.relative] = entry.components }
+        let clashes = KeyPaths.clashes(Set(byPath.keys), components: byPath)
+        if !clashes.isEmpty {
+            entries.removeAll { entry in
+                guard let why = clashes[entry.relative] else { return false }
+                step.log(.warn, "skipping the key \(quoted(entry.object.key)): \(why)")
+                skipped += 1
+                return true
+            }
+        }
+        entries.sort { Array($0.object.key.utf8).lexicographicallyPrecedes(Array($1.object.key.utf8)) }
+        return (entries, skipped)
+    }
+
+    /// A key in a message: control characters (a newline planted in a key) escaped.
+    private func quoted(_ key: String) -> String {
+        var out = "\""
+        for scalar in key.unicodeScalars {
+            if scalar.value < 32 || scalar.value == 127 { out += "\\u{\(String(scalar.value, radix: 16))}" } else { out.unicodeScalars.append(scalar) }
+        }
+        return out + "\""
+    }
+
+    /// A small object's answer checked (status, ETag, length, digests), then renamed into place.
+    private func finishSmall(_ entry: Entry, response: Exchange.Response, bytes: Int64, partial: PartialFile, digests: Digests,
+                             label: String) throws(StepError)
+    {
+        if response.status == 412 {
+            throw .retryable("\(client.uri(entry.object.key)) changed since it was listed; the next attempt lists it again", code: "object_changed")
+        }
+        guard response.status == 200 else { throw client.error(response, label: label, key: entry.object.key) }
+        if let answered = response.header("etag"), ETag.unquoted(answered) != entry.object.etag {
+            throw .retryable("\(client.uri(entry.object.key)) changed since it was listed (ETag \(answered)); the next attempt lists it again",
+                             code: "object_changed")
+        }
+        guard bytes == entry.object.size else {
+            throw .retryable("\(label): got \(bytes) of \(entry.object.size) bytes", code: "short_body")
+        }
+        let (md5, sha256) = digests.finish()
+        if let expected = response.header("x-amz-meta-sha256")?.lowercased() {
+            guard expected == S3Crypto.hex(sha256) else {
+                throw .permanent("\(client.uri(entry.object.key)): the SHA-256 of the bytes received is \(S3Crypto.hex(sha256)), "
+                    + "the object's metadata says \(expected)", code: "sha256_mismatch")
+            }
+        } else if ETag.isMD5(entry.object.etag), entry.object.etag.lowercased() != S3Crypto.hex(md5) {
+            throw .permanent("\(client.uri(entry.object.key)): the MD5 of the bytes received is not the ETag \(entry.object.etag)", code: "md5_mismatch")
+        }
+        try partial.commit()
+    }
+}

@@ -1,0 +1,163 @@
+import OrchestrateJSON
+import OrchestratePluginFiles
+import OrchestratePluginKit
+import OrchestrateS3Auth
+
+/// One object to one file, in ranges fetched `concurrency` at a time with `If-Match` on the
+/// ETag the HEAD gave, into `.NAME.part` beside the destination (the kit's PartialFile),
+/// renamed into place once verified.
+///
+/// The checkpoint `{"v":1, "bucket", "key", "etag", "size", "range_size", "done": [i...],
+/// "partial"}` lists the ranges on disk (fsynced before they are listed): a resume fetches the
+/// others. An object that changed since (another ETag, 412 on If-Match) starts the download
+/// over. Verification: the SHA-256 against the object's `x-amz-meta-sha256` (written by
+/// s3.upload), else the MD5 against a single-part ETag.
+enum ObjectDownload {
+    struct Result {
+        var size: Int64
+        var etag: String
+        var sha256: String
+        /// sha256, md5 or none.
+        var verified: String
+        var rangesResumed: Int
+    }
+
+    /// Fetches `key` to `destination` (whose folder exists). `onProgress` is told the bytes on disk and the object's size.
+    static func fetch(_ client: S3Client, key: String, destination: String, rangeSize: Int64, concurrency: Int, slot: CheckpointSlot,
+                      onProgress: (_ done: Int64, _ total: Int64) -> Void) throws(StepError) -> Result
+    {
+        let step = client.step
+        let head = try client.head(key)
+        guard let size = head.header("content-length").flatMap({ Int64($0) }), let etag = head.header("etag"), !etag.isEmpty else {
+            throw StepError.retryable("HEAD \(client.uri(key)): no Content-Length or ETag in the answer", code: "s3_protocol")
+        }
+        let expectedSHA = head.header("x-amz-meta-sha256")?.lowercased()
+
+        let saved = slot.load()
+                var done = Set<Int>()
+        var keep = false
+        if let saved, saved["v"]?.intValue == 1, saved["bucket"]?.stringValue == client.bucket, saved["key"]?.stringValue == key,
+           saved["etag"]?.stringValue == etag, saved["size"]?.intValue == size, saved["range_size"]?.intValue == rangeSize
+        {
+            done = Set((saved["done"]?.arrayValue ?? []).compactMap { $0.intValue.map(Int.init) })
+            keep = true
+        } else if saved != nil {
+            step.log(.info, "the object changed since the last attempt (or the inputs did): starting over")
+        }
+        let partial = try PartialFile(for: destination, naming: .hiddenPart, keeping: keep ? .all : .nothing)
+        // A partial file shorter than the ranges the checkpoint lists was replaced or cut: start over.
+        if let last = done.max(), partial.size < min(size, Int64(last + 1) * rangeSize) {
+            step.log(.warn, "\(partial.path) is shorter than the checkpoint says: starting over")
+            try partial.startOver()
+            done = []
+        }
+        let resumed = done.count
+        let count = size == 0 ? 0 : Int((size + rangeSize - 1) / rangeSize)
+        func save() {
+            slot.save(["v": 1, "bucket": .string(client.bucket), "key": .string(key), "etag": .string(etag), "size": .int(size),
+                       "range_size": .int(rangeSize), "done": .array(done.sorted().map { .int(Int64($0)) }),
+                       "partial": .string(LocalPath.absolute(partial.path))])
+        }
+        save()
+        if resumed > 0 { step.log(.info, "resuming \(client.uri(key)): \(resumed) of \(count) ranges already on disk") }
+
+        var missing = (0 ..< count).filter { !done.contains($0) }.makeIterator()
+        var doneBytes = done.reduce(Int64(0)) { $0 + min(rangeSize, size - Int64($1) * rangeSize) }
+        onProgress(doneBytes, size)
+        do throws(StepError) {
+            try client.pool.runAll(maxInFlight: concurrency, next: { () throws(StepError) -> Exchange? in
+                guard let index = missing.next() else { return nil }
+                let start = Int64(index) * rangeSize, end = min(size, start + rangeSize) - 1
+                let exchange = try client.exchange("GET", key: key, headers: [("Range", "bytes=\(start)-\(end)"), ("If-Match", etag)],
+                                                   label: "GET \(client.uri(key)) bytes \(start)-\(end)", tag: index)
+                // Only the range asked for is written.
+                exchange.acceptBody = { head in isRange(head, start: start, end: end, size: size) }
+                var at = start
+                exchange.sink = { [unowned exchange] bytes in
+                    guard at + Int64(bytes.count) <= end + 1 else {
+                        exchange.callbackError = .retryable("\(exchange.label): the server sent more than the range", code: "bad_range")
+                        return false
+                    }
+                    do throws(StepError) { try partial.write(bytes, at: at) } catch {
+                        exchange.callbackError = error
+                        return false
+                    }
+                    at += Int64(bytes.count)
+                    return true
+                }
+                return exchange
+            }, done: { (exchange, response) throws(StepError) in
+                let index = exchange.tag
+                let start = Int64(index) * rangeSize, length = min(rangeSize, size - start)
+                if response.status == 412 {
+                    throw .retryable("\(client.uri(key)) changed while it was downloaded (its ETag is no longer \(etag)); the next attempt starts over",
+                                     code: "object_changed")
+                }
+                guard response.isSuccess else { throw client.error(response, label: exchange.label, key: key) }
+                guard isRange(response, start: start, end: start + length - 1, size: size) else {
+                    throw .retryable("\(exchange.label): the server answered \(response.status) with Content-Range "
+                        + "\(response.header("content-range") ?? "(none)"), not the range asked for", code: "bad_range")
+                }
+                // If-Match is not honoured everywhere (rclone serve s3 ignores it): the answer's ETag
+                // is checked too.
+                if let answered = response.header("etag"), ETag.unquoted(answered) != ETag.unquoted(etag) {
+                    throw .retryable("\(client.uri(key)) changed while it was downloaded (ETag \(answered), not \(etag)); the next attempt starts over",
+                                     code: "object_changed")
+                }
+                guard exchange.bytesMoved == length else {
+                    throw .retryable("\(exchange.label): got \(exchange.bytesMoved) of \(length) bytes", code: "short_body")
+                }
+                // On disk before the checkpoint says so.
+                try partial.sync()
+                done.insert(index)
+                save()
+                doneBytes += length
+                onProgress(doneBytes, size)
+            })
+        } catch {
+            if error.code == "object_changed" {
+                try? partial.discard()
+                slot.save([:])
+            }
+            throw error
+        }
+
+        // Verified before it takes the destination's name.
+        let (md5, sha256) = try Digests.of(partial.file, offset: 0, length: size, step: step)
+        let sha = S3Crypto.hex(sha256)
+        let plainETag = ETag.unquoted(etag)
+        var verified = "none"
+        if let expectedSHA {
+            guard expectedSHA == sha else {
+                try partial.discard()
+                slot.save([:])
+                throw StepError.permanent("\(client.uri(key)): the SHA-256 of the bytes received is \(sha), the object's metadata says \(expectedSHA); "
+                    + "the partial file was deleted", code: "sha256_mismatch")
+            }
+            verified = "sha256"
+        } else if ETag.isMD5(plainETag) {
+            guard plainETag.lowercased() == S3Crypto.hex(md5) else {
+                try partial.discard()
+                slot.save([:])
+                throw StepError.permanent("\(client.uri(key)): the MD5 of the bytes received is not the ETag \(plainETag); the partial file was deleted",
+                                          code: "md5_mismatch")
+            }
+            verified = "md5"
+        } else {
+            step.log(.warn, "\(client.uri(key)) has no SHA-256 metadata and a multipart ETag: only the size is checked")
+        }
+        if partial.size != size { try partial.file.truncate(to: size) }
+        try partial.commit()
+        onProgress(size, size)
+        return Result(size: size, etag: plainETag, sha256: sha, verified: verified, rangesResumed: resumed)
+    }
+
+    /// True when `response` carries bytes `start`-`end` of a `size`-byte object: a 206 with that
+    /// Content-Range (rclone serve s3 answers 200 with it), or a 200 without one when the range
+    /// is the whole object.
+    static func isRange(_ response: Exchange.Response, start: Int64, end: Int64, size: Int64) -> Bool {
+        guard response.status == 200 || response.status == 206 else { return false }
+        if let range = response.header("content-range") { return range == "bytes \(start)-\(end)/\(size)" }
+        return response.status == 200 && start == 0 && end == size - 1
+    }
+}
