@@ -100,18 +100,14 @@ struct CopyPlan {
             var values = fields
             switch type {
             case .s3:
-                let stepType = "s3.upload"
-                let declared = inputNames(stepType)
-                values[declared.contains("source") ? "source" : "file"] = .string(from)
+                // A folder goes under a prefix ("" or ending in "/"), a file to a key.
+                values["source"] = .string(from)
                 if folder {
-                    guard declared.contains("prefix") else {
-                        throw Refusal(message: "this s3 plugin uploads one file at a time (its s3.upload takes no prefix): copy the files one by one")
-                    }
                     values["prefix"] = .string(target.hasSuffix("/") ? target : target + "/")
                 } else {
                     values["key"] = .string(target)
                 }
-                return try make(stepType, remote: remote, values)
+                return try make("s3.upload", remote: remote, values)
             case .sftp, .ftp:
                 values["source"] = .string(from)
                 values["destination"] = .string(target)
@@ -129,9 +125,6 @@ struct CopyPlan {
             case .s3:
                 let stepType = "s3.download"
                 if options.recursive {
-                    guard inputNames(stepType).contains("prefix") else {
-                        throw Refusal(message: "this s3 plugin downloads one object at a time (its s3.download takes no prefix)")
-                    }
                     values["prefix"] = .string(path.isEmpty || path.hasSuffix("/") ? path : path + "/")
                     values["destination"] = .string(local)
                 } else {

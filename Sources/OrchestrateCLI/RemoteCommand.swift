@@ -123,9 +123,9 @@ struct RemoteCommand: ParsableCommand {
             discussion: """
                 Runs the remote's download step through the plugin host (the same code a workflow runs) \
                 for a name that does not exist, into a temporary folder removed afterwards: S3 lists the \
-                bucket under a prefix (ListObjectsV2) when the plugin downloads prefixes, else asks for \
-                one key (HEAD); SFTP and FTP log in, find remote_root and look the name up in it. The \
-                remote works when the server answers "no such file". Exit status 0 when it works, 1 when \
+                bucket under a test prefix (ListObjectsV2); SFTP and FTP log in, find remote_root and look \
+                the name up in it. The remote works when the listing is empty or the server answers "no \
+                such file". Exit status 0 when it works, 1 when \
                 it does not (the plugin's error is printed), 2 for a remote that does not exist.
 
                 Examples:

@@ -6,8 +6,8 @@ import OrchestratePluginHost
 
 /// `orchestrate remote test`: one call of the remote's download step, through the plugin host,
 /// for a name that does not exist on the server, into a temporary folder. Nothing is written on
-/// the server; "no such file" proves the connection, the login and the root (and, for S3, the
-/// bucket and the keys' right to read). The step's inputs come from the same one-step workflow
+/// the server; "no such file" (for S3: an empty listing under a test prefix) proves the
+/// connection, the login and the root (for S3, the bucket and the keys' right to list). The step's inputs come from the same one-step workflow
 /// `copy` would run, so the remote is expanded (and its secrets resolved) exactly as in a run.
 struct RemoteProbe {
     let remote: Remote
@@ -35,8 +35,7 @@ struct RemoteProbe {
         if remote.type == .s3, remote.field("bucket") == nil {
             throw CLIFailure.usage("'\(remote.name)' names no bucket: there is nothing to list; add bucket: to test it")
         }
-        let prefixes = registry.stepType("s3.download")?.inputSchema["properties"]?["prefix"] != nil
-        let listing = remote.type == .s3 && prefixes
+        let listing = remote.type == .s3  // a prefix download lists the bucket (ListObjectsV2)
         let plan: CopyPlan
         switch CopyPlan.make(source: .server(type: remote.type, remote: remote.name, fields: [:], path: probeName + (listing ? "/" : ""),
                                              written: "\(remote.name):\(probeName)"),

@@ -67,6 +67,29 @@ import Testing
         #expect(listed.allSatisfy { $0["workflow"]?.stringValue == "copy" && $0["status"]?.stringValue == "succeeded" }, "\(listed)")
     }
 
+    @Test func aFolderGoesUpUnderAPrefixAndComesBackWithRecursive() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("media")
+        let runner = try Self.runner(remotes: Self.remote("media", peer, bucket: "media"))
+        let tree = runner.path("renders")
+        try FileManager.default.createDirectory(atPath: tree + "/day1/cam", withIntermediateDirectories: true)
+        try Tools.randomFile(tree + "/a.bin", bytes: 70_000)
+        try Tools.randomFile(tree + "/day1/b.bin", bytes: 6 * Self.mib)
+        try Tools.randomFile(tree + "/day1/cam/c.bin", bytes: 1)
+
+        let up = try Self.copy(runner, ["--recursive", tree, "media:projects/"])
+        #expect(up.status == 0, "\(TransferTests.check(up))")
+        let listed = try peer.aws(["s3api", "list-objects-v2", "--bucket", "media", "--output", "json"]).stdout
+        for key in ["projects/renders/a.bin", "projects/renders/day1/b.bin", "projects/renders/day1/cam/c.bin"] {
+            #expect(listed.contains(key), "\(key) in \(listed)")
+        }
+        let down = try Self.copy(runner, ["-r", "media:projects/renders", runner.path("back")])
+        #expect(down.status == 0, "\(TransferTests.check(down))")
+        for file in ["a.bin", "day1/b.bin", "day1/cam/c.bin"] {
+            #expect(Tools.sameBytes(runner.path("back/" + file), tree + "/" + file), "\(file)")
+        }
+    }
+
     @Test func anS3URLAndARemoteWithoutABucketWork() throws {
         let peer = try S3Peer(.moto)
         try peer.makeBucket("raw")
@@ -140,7 +163,7 @@ import Testing
             steps:
               up:
                 uses: s3.upload
-                with: { remote: vault-file, key: from-workflow.bin, file: "\(source)" }
+                with: { remote: vault-file, key: from-workflow.bin, source: "\(source)" }
             """)
         let ran = try runner.run(flow)
         #expect(ran.status == 0, "\(TransferTests.check(ran))")
@@ -193,10 +216,10 @@ import Testing
             steps:
               mine:
                 uses: s3.upload
-                with: { remote: media, key: mine.bin, file: "\(source)" }
+                with: { remote: media, key: mine.bin, source: "\(source)" }
               theirs:
                 uses: s3.upload
-                with: { remote: archive, key: theirs.bin, file: "\(source)" }
+                with: { remote: archive, key: theirs.bin, source: "\(source)" }
             """)
         let ran = try runner.run(flow)
         #expect(ran.status == 0, "\(TransferTests.check(ran))")
@@ -240,7 +263,7 @@ import Testing
             steps:
               up:
                 uses: s3.upload
-                with: { remote: media, key: a, file: "\(source)" }
+                with: { remote: media, key: a, source: "\(source)" }
             """)
         let ran = try runner.run(flow)
         #expect(ran.status == 2)
@@ -275,7 +298,7 @@ import Testing
             steps:
               up:
                 uses: s3.upload
-                with: { remote: meda, key: a, file: /a }
+                with: { remote: meda, key: a, source: /a }
             """)
         let ran = try runner.run(unknownFlow)
         #expect(ran.status == 2)
