@@ -66,6 +66,10 @@ public enum WorkflowSchema {
         ]
         for shape in shapes { definitions[shape.name] = shapeSchema(shape) }
         definitions["remote"] = remoteSchema
+        if case .object(var secret)? = definitions["secret"] {
+            secret["minProperties"] = 1  // env or file
+            definitions["secret"] = .object(secret)
+        }
         var conditionals: [JSONValue] = []
         for type in stepTypes.sorted(by: { $0.id < $1.id }) {
             definitions["with:" + type.id] = withSchema(type.inputSchema, stepType: type.id)
@@ -298,8 +302,10 @@ public enum WorkflowSchema {
             if RemoteType(stepType: stepType) != nil {
                 properties["remote"] = object(["type": "string", "description": "a remote's name: its connection fields are this step's inputs"])
                 if let required = schema.removeValue(forKey: "required") {
-                    schema["if"] = object(["not": object(["required": ["remote"]])])
-                    schema["then"] = object(["required": required])
+                    // In allOf, beside the type's own if/then (http.upload's metadata needs create).
+                    let withoutRemote = object(["if": object(["not": object(["required": ["remote"]])]),
+                                                "then": object(["required": required])])
+                    schema["allOf"] = .array((schema["allOf"]?.arrayValue ?? []) + [withoutRemote])
                 }
             }
             schema["properties"] = .object(properties)

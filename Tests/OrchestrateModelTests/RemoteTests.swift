@@ -2,6 +2,7 @@
 // check, a step's own value wins, references become secrets, and every mistake is a located error.
 import OrchestrateJSON
 import OrchestrateModel
+import OrchestrateTestSupport
 import Testing
 
 @Suite struct RemoteTests {
@@ -172,5 +173,27 @@ import Testing
               c: { uses: sftp.connect, with: { host: "${{ secrets.token }}" } }
             """, file: "wf.yaml", catalog: Self.catalog)
         #expect(wf.secrets.first?.source == .file("/run/secrets/token"))
+    }
+
+    @Test func theEditorSchemaTakesRemotesAndAStepThatNamesOne() throws {
+        let dir = TemporaryDirectory("remote-schema")
+        let good = dir.write("good.yaml", """
+            name: up
+            remotes:
+              media: { type: s3, bucket: m, secret_access_key: { env: S } }
+            steps:
+              up: { uses: s3.upload, with: { remote: media, key: k, source: /f } }
+            """).path
+        let checked = try WorkflowSchemaFile.check([good])
+        #expect(checked.status == 0, "a step naming a remote need not repeat bucket: \(checked.stdout)\(checked.stderr)")
+        let bad = dir.write("bad.yaml", """
+            name: up
+            remotes:
+              media: { type: s3, secret_access_key: inline }
+            steps:
+              up: { uses: s3.upload, with: { key: k, source: /f } }
+            """).path
+        let refused = try WorkflowSchemaFile.check([bad])
+        #expect(refused.status == 1, "an inline secret, and bucket missing without a remote: \(refused.stdout)")
     }
 }
