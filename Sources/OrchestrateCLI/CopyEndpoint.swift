@@ -97,6 +97,8 @@ enum CopyEndpoint {
                     path = String(path.drop { $0 == "/" })
                 }
                 if fields["user"] == nil, let me = ProcessInfo.processInfo.environment["USER"] { fields["user"] = .string(me) }
+                // The system's ssh, as `sftp user@host` would: ~/.ssh/config, the agent, default keys.
+                fields["transport"] = "openssh"
             } else {
                 type = .ftp
                 // ftps:// is TLS from the first byte (port 990); ftp:// still requires TLS (AUTH TLS):

@@ -103,4 +103,37 @@ import Testing
         #expect(tested.status == 1, "\(tested.stdout)\n\(tested.stderr)")
         #expect(tested.stdout.contains("edit-bay: FAILED") && tested.stdout.contains("does not exist"), "\(tested.stdout)")
     }
+
+    @Test func anSFTPURLGoesThroughTheSystemsSSHAndItsAgent() throws {
+        let peer = try SSHDPeer()
+        let h = Harness()
+        // ~/.ssh/known_hosts is read from HOME; the key comes from an ssh-agent, as for `sftp user@host`.
+        let home = h.path("home")
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: try peer.knownHosts(), toPath: home + "/.ssh/known_hosts")
+        let socket = h.path("agent.sock")
+        let agent = Process()
+        agent.executableURL = URL(fileURLWithPath: "/usr/bin/ssh-agent")
+        agent.arguments = ["-D", "-a", socket]
+        agent.standardOutput = FileHandle.nullDevice
+        agent.standardError = FileHandle.nullDevice
+        try agent.run()
+        defer {
+            kill(agent.processIdentifier, SIGKILL)
+            agent.waitUntilExit()
+        }
+        #expect(h.waitFor(10) { FileManager.default.fileExists(atPath: socket) })
+        let env = ["SSH_AUTH_SOCK": socket, "HOME": home]
+        let added = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/ssh-add"), [peer.userKey],
+                                         environment: ProcessInfo.processInfo.environment.merging(env) { _, b in b })
+        #expect(added.status == 0, "ssh-add: \(added.stderr)")
+        let file = Harness.randomFile(h.path("u.bin"), size: 400_000)
+        let url = "sftp://\(peer.user)@127.0.0.1:\(peer.port)\(peer.remoteRoot)/url/u.bin"
+        let up = try Self.orchestrate(h, env, ["copy", file, url])
+        #expect(up.status == 0, "\(up.stdout)\n\(up.stderr)")
+        #expect(Harness.sameBytes(peer.remoteRoot + "/url/u.bin", file))
+        let down = try Self.orchestrate(h, env, ["copy", url, h.path("d.bin")])
+        #expect(down.status == 0, "\(down.stdout)\n\(down.stderr)")
+        #expect(Harness.sameBytes(h.path("d.bin"), file))
+    }
 }
