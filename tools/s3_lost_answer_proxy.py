@@ -9,6 +9,10 @@ kill just after the server acted looks like to the client.
 
     python3 tools/s3_lost_answer_proxy.py --target 127.0.0.1:9000 --lose '^POST .*uploadId=' [--then-no-such-upload]
 
+With --wrong-checksum, the first matching request's answer is delivered with a wrong
+x-amz-checksum-sha256 header (added when the server sent none) instead of being lost: the bytes
+arrived whole, the checksum the client is told does not match them.
+
 With --then-no-such-upload, later requests matching --lose are answered 404 NoSuchUpload without
 being forwarded, as AWS answers a complete repeated once the upload is gone (moto completes
 it again instead).
@@ -29,6 +33,7 @@ def main():
     parser.add_argument("--target", required=True)
     parser.add_argument("--lose", required=True)
     parser.add_argument("--then-no-such-upload", action="store_true")
+    parser.add_argument("--wrong-checksum", action="store_true")
     args = parser.parse_args()
     host, port = args.target.rsplit(":", 1)
     pattern = re.compile(args.lose)
@@ -54,7 +59,11 @@ def main():
             upstream.request(self.command, self.path, body=body, headers=headers)
             response = upstream.getresponse()
             payload = response.read()
-            if not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+            wrong = None
+            if args.wrong_checksum and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+                lost.set()
+                wrong = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="  # SHA-256 of nothing sent
+            elif not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
                 lost.set()
                 sys.stderr.write(f"lost the answer to {self.command} {self.path}\n")
                 self.close_connection = True
@@ -62,8 +71,12 @@ def main():
                 return
             self.send_response(response.status)
             for name, value in response.getheaders():
-                if name.lower() not in ("connection", "keep-alive", "transfer-encoding", "content-length"):
+                if name.lower() not in ("connection", "keep-alive", "transfer-encoding", "content-length", "x-amz-checksum-sha256"):
                     self.send_header(name, value)
+                elif name.lower() == "x-amz-checksum-sha256" and wrong is None:
+                    self.send_header(name, value)
+            if wrong is not None:
+                self.send_header("x-amz-checksum-sha256", wrong)
             # A HEAD's Content-Length is the object's size: passed through.
             length = response.getheader("Content-Length") if self.command == "HEAD" else None
             self.send_header("Content-Length", length or str(len(payload)))

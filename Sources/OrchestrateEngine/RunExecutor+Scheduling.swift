@@ -311,10 +311,12 @@ extension RunExecutor {
              data: ["attempt": .int(Int64(attemptNumber)), "uses": .string(instance.spec.uses)])
         if instance.record.kind == .item { fanOuts[instance.record.step]?.running += 1 }
 
-        let request = StepRequest(runID: run.id, stepID: instance.id, inputs: inputs,
+        var request = StepRequest(runID: run.id, stepID: instance.id, inputs: inputs,
                                   idempotencyKey: instance.record.idempotencyKey, runDir: runDirectory,
                                   attempt: attemptNumber, timeout: instance.spec.timeout, checkpoint: checkpoint,
                                   bandwidth: bandwidth)
+        // As handleFailure counts: one more failure and the attempts are used up.
+        request.isLastAttempt = instance.record.failures + 1 >= instance.spec.retry.maxAttempts
         let delegate = AttemptDelegate(runID: run.id, instanceID: instance.id, declaredStep: instance.record.step,
                                        store: store, owner: owner, redactor: redactor, sink: self,
                                        itemRetry: instance.spec.retry, endpoint: instance.endpoint,

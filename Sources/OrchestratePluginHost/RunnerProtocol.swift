@@ -17,6 +17,7 @@ public enum RunnerProtocol {
             "run_dir": .string(request.runDir), "attempt": .int(Int64(request.attempt)),
         ]
         if let key = request.idempotencyKey { o["idempotency_key"] = .string(key) }
+        if request.isLastAttempt { o["last_attempt"] = true }
         if let timeout = request.timeout { o["timeout_ms"] = .int(milliseconds(timeout)) }
         if let checkpoint = request.checkpoint { o["checkpoint"] = .string(Data(checkpoint).base64EncodedString()) }
         // The caps stay in the engine (they are shared with its other steps); the runner asks
@@ -29,10 +30,12 @@ public enum RunnerProtocol {
         guard let runID = v["run_id"]?.stringValue, let stepID = v["step_id"]?.stringValue, let inputs = v["inputs"],
               let runDir = v["run_dir"]?.stringValue
         else { return nil }
-        return StepRequest(runID: runID, stepID: stepID, inputs: inputs, idempotencyKey: v["idempotency_key"]?.stringValue,
-                           runDir: runDir, attempt: Int(v["attempt"]?.intValue ?? 1),
-                           timeout: v["timeout_ms"]?.intValue.map { .milliseconds($0) },
-                           checkpoint: bytes(v["checkpoint"]))
+        var request = StepRequest(runID: runID, stepID: stepID, inputs: inputs, idempotencyKey: v["idempotency_key"]?.stringValue,
+                                  runDir: runDir, attempt: Int(v["attempt"]?.intValue ?? 1),
+                                  timeout: v["timeout_ms"]?.intValue.map { .milliseconds($0) },
+                                  checkpoint: bytes(v["checkpoint"]))
+        request.isLastAttempt = v["last_attempt"]?.boolValue == true
+        return request
     }
 
     /// True when the request has bandwidth caps the runner must ask the engine about.

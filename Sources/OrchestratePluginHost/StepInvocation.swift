@@ -76,6 +76,7 @@ public final class StepInvocation: @unchecked Sendable {
         call.idempotency_key = request.idempotencyKey.map { strings.add($0) }
         call.run_dir = strings.add(request.runDir)
         call.attempt = UInt32(clamping: request.attempt)
+        call.flags = request.isLastAttempt ? UInt32(ORC_CALL_LAST_ATTEMPT) : 0
         call.timeout_ms = request.timeout.map { Int64(clamping: $0.milliseconds) } ?? -1
 
         let timer = request.timeout.map { DeadlineTimer.shared.add(signal, milliseconds: $0.milliseconds) }

@@ -14,6 +14,8 @@ public struct StepRequest: Sendable {
     public var runDir: String
     /// 1 for the first attempt.
     public var attempt: Int
+    /// A retryable failure of this attempt will not be retried (`ORC_CALL_LAST_ATTEMPT`).
+    public var isLastAttempt = false
     /// The attempt's time limit. `StepInvocation.run()` enforces it with `cancel(.timeout)`.
     public var timeout: Duration?
     /// The checkpoint saved by an earlier attempt, given back to the plugin by load_checkpoint.

@@ -26,6 +26,10 @@ public final class StepContext: @unchecked Sendable {
     public let idempotencyKey: String?
     /// 1 for the first attempt.
     public let attempt: Int
+    /// A retryable failure of this attempt will not be retried (the `retry:` attempts are used
+    /// up): clean up what a later attempt would have continued from. False when the host
+    /// cannot tell.
+    public let isLastAttempt: Bool
     /// The attempt's limit; the host cancels the step when it passes (informational here).
     public let timeout: Duration?
 
@@ -49,6 +53,7 @@ public final class StepContext: @unchecked Sendable {
         runDir = text(c.run_dir)
         idempotencyKey = c.idempotency_key.map { String(cString: $0) }
         attempt = Int(c.attempt)
+        isLastAttempt = c.flags & UInt32(ORC_CALL_LAST_ATTEMPT) != 0
         timeout = c.timeout_ms >= 0 ? .milliseconds(c.timeout_ms) : nil
         do {
             inputs = try JSONValue(parsing: text(c.inputs_json))

@@ -100,3 +100,31 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
     }
 }
+
+/// A key with "." and ".." segments is one object's name in S3: s3.upload and s3.download of it
+/// by key reach that object (the path is sent as signed, not squashed by libcurl), on moto and
+/// on rclone (which checks the signature).
+@Suite(.serialized) struct DotSegmentKeyTests {
+    @Test(arguments: [S3Peer.Kind.moto]) func aKeyWithDotSegmentsIsThatObject(kind: S3Peer.Kind) throws {
+        let peer = try S3Peer(kind)
+        try peer.makeBucket("orc-bucket")
+        let runner = S3Runner()
+        let source = runner.path("src.bin")
+        try Tools.randomFile(source, bytes: 5000)
+        let file = runner.workflow(TransferTests.workflow(peer, """
+              up:
+                uses: s3.upload
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: "d/a/../b/./c", source: "\(source)" }
+              get:
+                needs: [up]
+                uses: s3.download
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: "d/a/../b/./c", destination: "\(runner.path("back.bin"))" }
+            """))
+        let result = try runner.run(file)
+        #expect(result.status == 0, "\(TransferTests.check(result))")
+        #expect(Tools.sameBytes(runner.path("back.bin"), source))
+        let listed = try peer.aws(["s3api", "list-objects-v2", "--bucket", "orc-bucket", "--output", "json"])
+        let keys = ((try? JSONValue(parsing: listed.stdout))?["Contents"]?.arrayValue ?? []).compactMap { $0["Key"]?.stringValue }
+        #expect(keys == ["d/a/../b/./c"], "\(keys)")
+    }
+}

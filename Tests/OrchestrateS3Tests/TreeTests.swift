@@ -152,6 +152,7 @@ import Testing
         let result = try runner.run(file)
         let failed = try #require(S3Runner.events(result.stdout).ofType("step.failed", step: "s").last, "\(TransferTests.check(result))")
         #expect(failed["data"]?["kind"]?.stringValue == "invalid-input", "\(failed)")
-        #expect((failed["data"]?["error"]?.stringValue ?? "").contains(says), "\(failed)")
+        let message = failed["data"]?["error"]?.stringValue ?? ""
+        #expect(message.contains(says), "\(failed)")
     }
 }

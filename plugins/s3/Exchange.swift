@@ -97,6 +97,9 @@ final class Exchange {
     private func configure(method: String, url: String, headers: [(name: String, value: String)], options: ConnectionOptions) {
         let me = Unmanaged.passUnretained(self).toOpaque()
         Curl.set(easy, CURLOPT_URL, url)
+        // A key may hold "." and ".." segments ("a/../b" is one object's name): the path goes
+        // as signed, not squashed.
+        Curl.set(easy, CURLOPT_PATH_AS_IS, true)
         Curl.set(easy, CURLOPT_NOSIGNAL, true)
         // Only http and https, and no redirect is followed (an S3 redirect names another region's
         // endpoint: it is reported, not obeyed with the signature of this one).

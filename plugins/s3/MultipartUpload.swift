@@ -39,6 +39,9 @@ struct MultipartUpload {
     struct Part {
         var etag: String
         var md5: [UInt8]
+        /// The part's SHA-256 (raw), for CompleteMultipartUpload's ChecksumSHA256; not in the
+        /// checkpoint (10,000 of them would not fit): read again from the file when missing.
+        var sha256: [UInt8]? = nil
     }
 
     /// What the checkpoint holds, in memory.
@@ -70,7 +73,10 @@ struct MultipartUpload {
         do {
             return try upload(&state)
         } catch {
-            if error.kind == .cancelled || error.kind == .permanent || error.kind == .invalidInput {
+            // A retryable failure keeps the upload for the next attempt, unless there is none
+            // (an unreachable server is held and tried again without spending an attempt).
+            let lastTry = step.isLastAttempt && (error.kind == .retryable || error.kind == .timeout) && error.code != "unreachable"
+            if error.kind == .cancelled || error.kind == .permanent || error.kind == .invalidInput || lastTry {
                 abort(state, because: error)
             }
             throw error
@@ -132,7 +138,9 @@ struct MultipartUpload {
     private func create(_ state: State) throws(StepError) -> String {
         let label = "CreateMultipartUpload \(client.uri(key))"
         let response = try client.send("POST", key: key, query: [("uploads", "")],
-                                       headers: [("Content-Type", contentType), ("x-amz-meta-sha256", state.sha256)], label: label, accept: [200])
+                                       headers: [("Content-Type", contentType), ("x-amz-meta-sha256", state.sha256),
+                                                                                        ("x-amz-checksum-algorithm", "SHA256")],
+                                       label: label, accept: [200])
         guard let id = XML.value("UploadId", in: response.bodyText), !id.isEmpty else {
             throw .retryable("\(label): the answer has no UploadId", code: "s3_protocol")
         }
@@ -175,8 +183,8 @@ struct MultipartUpload {
                 kept[n] = confirmed
             } else if ETag.isMD5(held.etag) {
                 // Sent before the kill but not yet in the checkpoint: kept if it is this file's part.
-                let (md5, _) = try Digests.of(source.file, offset: offset, length: length, step: step)
-                if S3Crypto.hex(md5) == held.etag.lowercased() { kept[n] = Part(etag: held.etag, md5: md5) }
+                let (md5, sha256) = try Digests.of(source.file, offset: offset, length: length, step: step)
+                if S3Crypto.hex(md5) == held.etag.lowercased() { kept[n] = Part(etag: held.etag, md5: md5, sha256: sha256) }
             }
         }
         let lost = state.parts.keys.filter { kept[$0] == nil }
@@ -191,7 +199,7 @@ struct MultipartUpload {
     private func sendParts(_ state: inout State, count: Int) throws(StepError) {
         guard let uploadID = state.uploadID else { return }
         var missing = (1 ... count).filter { state.parts[$0] == nil }.makeIterator()
-        var inFlight: [Int: [UInt8]] = [:]  // part → MD5
+        var inFlight: [Int: (md5: [UInt8], sha256: [UInt8])] = [:]
         var doneBytes = state.parts.keys.reduce(Int64(0)) { $0 + range(of: $1, state).length }
         progress(doneBytes)
         let partSize = state.partSize
@@ -202,21 +210,25 @@ struct MultipartUpload {
             guard let n = missing.next() else { return nil }
             let (offset, length) = range(of: n, snapshot)
             let (md5, sha256) = try Digests.of(source.file, offset: offset, length: length, step: step)
-            inFlight[n] = md5
+            inFlight[n] = (md5, sha256)
             return try client.exchange("PUT", key: key, query: [("partNumber", "\(n)"), ("uploadId", uploadID)],
-                                       headers: [("Content-MD5", S3Crypto.base64(md5))],
+                                       headers: [("Content-MD5", S3Crypto.base64(md5)), ("x-amz-checksum-sha256", S3Crypto.base64(sha256))],
                                        body: .file(source.file, offset: offset, length: length), payloadHash: S3Crypto.hex(sha256),
                                        label: "UploadPart \(n)/\(count) of \(client.uri(key))", tag: n)
         }, done: { (exchange, response) throws(StepError) in
             let n = exchange.tag
             guard response.status == 200 else { throw client.error(response, label: exchange.label, key: key) }
-            let md5 = inFlight.removeValue(forKey: n) ?? []
+            let (md5, sha256) = inFlight.removeValue(forKey: n) ?? ([], [])
             let etag = ETag.unquoted(response.header("etag") ?? "")
             guard !etag.isEmpty else { throw .retryable("\(exchange.label): the answer has no ETag", code: "s3_protocol") }
             if ETag.isMD5(etag), etag.lowercased() != S3Crypto.hex(md5) {
                 throw .retryable("\(exchange.label): the server's ETag \(etag) is not the part's MD5: the bytes changed on the way", code: "etag_mismatch")
             }
-            confirmed[n] = Part(etag: etag, md5: md5)
+            if let answered = response.header("x-amz-checksum-sha256"), answered != S3Crypto.base64(sha256) {
+                throw .retryable("\(exchange.label): the server's SHA-256 \(answered) is not the part's: the bytes changed on the way",
+                                 code: "checksum_mismatch")
+            }
+            confirmed[n] = Part(etag: etag, md5: md5, sha256: sha256)
             var current = snapshot
             current.parts = confirmed
             save(current)
@@ -229,9 +241,19 @@ struct MultipartUpload {
     private func complete(_ state: inout State, count: Int) throws(StepError) -> String {
         guard let uploadID = state.uploadID else { throw .retryable("no upload to complete", code: "s3_protocol") }
         let expected = expectedETag(state, count)
+        // Each part's SHA-256 (the upload was created with x-amz-checksum-algorithm SHA256); those
+        // of parts an earlier attempt sent are read again from the file.
+        var partSHA: [[UInt8]] = []
+        for n in 1 ... count {
+            if let sha = state.parts[n]?.sha256 { partSHA.append(sha); continue }
+            let (offset, length) = range(of: n, state)
+            let (_, sha) = try Digests.of(source.file, offset: offset, length: length, step: step)
+            partSHA.append(sha)
+        }
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for n in 1 ... count {
-            xml += "<Part><PartNumber>\(n)</PartNumber><ETag>\"\(XML.escape(state.parts[n]!.etag))\"</ETag></Part>"
+            xml += "<Part><PartNumber>\(n)</PartNumber><ETag>\"\(XML.escape(state.parts[n]!.etag))\"</ETag>"
+                + "<ChecksumSHA256>\(S3Crypto.base64(partSHA[n - 1]))</ChecksumSHA256></Part>"
         }
         xml += "</CompleteMultipartUpload>"
         let body = Array(xml.utf8)
@@ -251,6 +273,14 @@ struct MultipartUpload {
             etag = expected
         } else {
             etag = ETag.unquoted(XML.value("ETag", in: text) ?? "")
+            // The object's checksum of checksums, when the server keeps them.
+            let composite = S3Crypto.base64(S3Crypto.sha256(partSHA.flatMap { $0 })) + "-\(count)"
+            if let answered = XML.value("ChecksumSHA256", in: text), !answered.isEmpty, answered != composite,
+               answered != String(composite.prefix { $0 != "-" })
+            {
+                throw .permanent("\(label): the object's SHA-256 checksum \(answered) is not \(composite), the one of the parts sent",
+                                 code: "checksum_mismatch")
+            }
         }
         if etag.contains("-") || etag.isEmpty {
             if !etag.isEmpty && etag != expected {

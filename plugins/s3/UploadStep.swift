@@ -111,6 +111,8 @@ struct SinglePut {
     let key: String
     let md5: [UInt8]
     let sha256: String
+    /// The SHA-256 as x-amz-checksum-sha256 carries it (base64).
+    private let checksum: String
     private let client: S3Client
 
     init(_ client: S3Client, key: String, source: SourceFile, contentType: String, tag: Int = 0) throws(StepError) {
@@ -119,8 +121,11 @@ struct SinglePut {
         self.key = key
         self.md5 = md5
         self.sha256 = S3Crypto.hex(sha256)
+        checksum = S3Crypto.base64(sha256)
         exchange = try client.exchange("PUT", key: key, headers: [
             ("Content-MD5", S3Crypto.base64(md5)), ("Content-Type", contentType), ("x-amz-meta-sha256", self.sha256),
+            // (The SDKs' algorithm header too: moto keeps the checksum only with it.)
+            ("x-amz-checksum-sha256", S3Crypto.base64(sha256)), ("x-amz-sdk-checksum-algorithm", "SHA256"),
         ], body: .file(source.file, offset: 0, length: source.size), payloadHash: self.sha256, label: "PUT \(client.uri(key))", tag: tag)
     }
 
@@ -131,6 +136,10 @@ struct SinglePut {
         if ETag.isMD5(etag), etag.lowercased() != S3Crypto.hex(md5) {
             throw StepError.retryable("\(exchange.label): the server's ETag \(etag) is not the file's MD5 \(S3Crypto.hex(md5)): the bytes changed on the way",
                                       code: "etag_mismatch")
+        }
+        if let answered = response.header("x-amz-checksum-sha256"), answered != checksum {
+            throw StepError.retryable("\(exchange.label): the server's SHA-256 \(answered) is not the file's: the bytes changed on the way",
+                                      code: "checksum_mismatch")
         }
         return .init(etag: etag, sha256: sha256, parts: 0, partsResumed: 0)
     }

@@ -347,11 +347,23 @@ typedef struct orc_step_call {
     const char *run_dir;
     /* 1 for the first attempt, then 2, 3, ... (counts across resumes). */
     uint32_t attempt;
-    uint32_t reserved0;
+    /* ORC_CALL_* facts about this attempt. A host older than the flag leaves it 0 (the field
+     * was reserved), so a flag's absence must be the safe reading. */
+    uint32_t flags;
     /* The attempt's time limit in milliseconds, or -1 for none. The host cancels the step when
      * it expires (is_cancelled turns 1); this figure is informational. */
     int64_t timeout_ms;
 } orc_step_call;
+
+/* Flags of orc_step_call.flags. */
+enum {
+    /* A retryable failure of this attempt will not be retried: the step's `retry:` attempts
+     * are used up. A step that keeps something for a later attempt when it fails retryably
+     * (an open multipart upload, a remote partial file) cleans it up instead, as after a
+     * permanent failure. Not set when the host cannot tell (a retry: non_retryable list may
+     * still end the step). */
+    ORC_CALL_LAST_ATTEMPT = 1u << 0
+};
 
 /* Runs one attempt of a step. Blocks until the step finishes, fails, or notices cancellation.
  * Returns ORC_RUN_OK or ORC_RUN_FAILED. Called on a host worker thread, possibly concurrently
