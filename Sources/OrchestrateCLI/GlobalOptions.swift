@@ -126,7 +126,7 @@ struct GlobalOptions: ParsableArguments {
 enum WorkflowLoading {
     static func load(path: String, registry: PluginRegistry) throws -> Workflow {
         do {
-            return try WorkflowLoader.load(path: path, catalog: RegistryStepCatalog(registry: registry))
+            return try WorkflowLoader.load(path: path, catalog: RegistryStepCatalog(registry: registry), remotes: RemotesFile())
         } catch {
             report(error, registry: registry)
             throw CLIFailure(status: ExitStatus.usage, message: "")
@@ -135,7 +135,8 @@ enum WorkflowLoading {
 
     static func parse(source: String, file: String, registry: PluginRegistry) throws -> Workflow {
         do {
-            return try WorkflowLoader.parse(source: source, file: file, catalog: RegistryStepCatalog(registry: registry))
+            return try WorkflowLoader.parse(source: source, file: file, catalog: RegistryStepCatalog(registry: registry),
+                                             remotes: RemotesFile())
         } catch {
             report(error, registry: registry)
             throw CLIFailure(status: ExitStatus.usage, message: "")

@@ -32,7 +32,7 @@ public struct Orchestrate: ParsableCommand {
         groupedSubcommands: [
             CommandGroup(name: "Run", subcommands: [
                 RunCommand.self, ResumeCommand.self, ValidateCommand.self, GraphCommand.self,
-                AddPathCommand.self, CloseCommand.self,
+                AddPathCommand.self, CloseCommand.self, CopyCommand.self, RemoteCommand.self,
             ]),
             CommandGroup(name: "Queue", subcommands: [
                 SubmitCommand.self, ServeCommand.self, QueueCommand.self, CancelCommand.self, StopCommand.self,

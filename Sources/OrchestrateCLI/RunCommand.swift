@@ -144,11 +144,9 @@ enum InputParsing {
 
     /// Every declared secret must be set before the run starts (each attempt reads it again).
     static func checkSecrets(_ workflow: Workflow) throws {
-        let missing = SecretResolver.resolve(workflow.secrets, environment: ProcessInfo.processInfo.environment).missing
-        guard missing.isEmpty else {
-            throw CLIFailure.usage(missing.map {
-                "\($0.location.file):\($0.location.line):\($0.location.column): secret '\($0.name)' needs the environment variable \($0.env), which is not set"
-            }.joined(separator: "\nerror: "))
+        let resolution = SecretResolver.resolve(workflow.secrets, environment: ProcessInfo.processInfo.environment)
+        guard resolution.missing.isEmpty else {
+            throw CLIFailure.usage(resolution.messages.joined(separator: "\nerror: "))
         }
     }
 

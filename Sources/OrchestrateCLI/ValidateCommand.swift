@@ -26,7 +26,8 @@ struct ValidateCommand: ParsableCommand {
         var failed = false
         for file in files {
             do {
-                let workflow = try WorkflowLoader.load(path: file, catalog: RegistryStepCatalog(registry: registry))
+                let workflow = try WorkflowLoader.load(path: file, catalog: RegistryStepCatalog(registry: registry),
+                                                       remotes: RemotesFile())
                 if !global.json { Terminal.line("\(file): ok (\(counted(workflow.steps.count, "step")))") }
             } catch {
                 failed = true

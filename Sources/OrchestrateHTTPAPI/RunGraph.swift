@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateEngine
 import OrchestrateJSON
 import OrchestrateLock
 import OrchestrateModel
@@ -10,7 +11,8 @@ import OrchestrateStore
 enum RunGraph {
     static func json(_ run: RunRecord) -> JSONValue? {
         // No catalog: the graph does not depend on the plugins being (still) installed.
-        guard let workflow = try? WorkflowLoader.parse(source: run.workflowSource, file: run.workflowFile, catalog: nil) else {
+        guard let workflow = try? WorkflowLoader.parse(source: run.workflowSource, file: run.workflowFile, catalog: nil,
+                                                           remotes: RemotesFile()) else {
             return nil
         }
         return .array(workflow.steps.map { step in

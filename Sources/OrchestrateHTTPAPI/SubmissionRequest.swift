@@ -100,8 +100,9 @@ struct SubmissionRequest: Sendable {
         let workflow: Workflow
         do {
             switch source {
-            case .path, .named: workflow = try WorkflowLoader.load(path: file!, catalog: catalog)
-            case .yaml(let yaml, let file): workflow = try WorkflowLoader.parse(source: yaml, file: file, catalog: catalog)
+            case .path, .named: workflow = try WorkflowLoader.load(path: file!, catalog: catalog, remotes: RemotesFile())
+            case .yaml(let yaml, let file): workflow = try WorkflowLoader.parse(source: yaml, file: file, catalog: catalog,
+                                                                                 remotes: RemotesFile())
             }
         } catch {
             let errors: [JSONValue] = error.diagnostics.map {

@@ -5,7 +5,7 @@
 ///     closestMatch(to: "retires", in: ["retry", "timeout"])   // "retry"
 ///     closestMatch(to: "destination", in: ["dest", "url"])     // "dest"
 ///     closestMatch(to: "zzz", in: ["retry"])                  // nil
-func closestMatch<S: Sequence>(to word: String, in candidates: S) -> String? where S.Element == String {
+public func closestMatch<S: Sequence>(to word: String, in candidates: S) -> String? where S.Element == String {
     let lowered = Array(word.lowercased().unicodeScalars)
     var best: (name: String, distance: Int)?
     for candidate in candidates {

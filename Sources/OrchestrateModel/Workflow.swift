@@ -103,18 +103,40 @@ public enum InputType: String, Sendable, CaseIterable {
     case string, number, integer, boolean, path, object, array
 }
 
-/// One entry of `secrets:`: a name expressions use (`secrets.token`) and the environment variable
-/// it is read from at every attempt.
+/// One entry of `secrets:`: a name expressions use (`secrets.token`) and where it is read from at
+/// every attempt: an environment variable, or a file. A remote's `{ env: }` and `{ file: }`
+/// fields become secrets too (`origin` says which).
 public struct SecretDeclaration: Sendable {
+    public enum Source: Sendable, Equatable {
+        case environment(String)
+        case file(String)
+    }
+
     public let name: String
-    public let env: String
+    public let source: Source
     public let location: SourceLocation
+    /// For a remote's field: "remote 'media' (secret_access_key)"; nil for `secrets:` entries.
+    public let origin: String?
 
     public init(name: String, env: String, location: SourceLocation) {
-        self.name = name
-        self.env = env
-        self.location = location
+        self.init(name: name, source: .environment(env), location: location)
     }
+
+    public init(name: String, source: Source, location: SourceLocation, origin: String? = nil) {
+        self.name = name
+        self.source = source
+        self.location = location
+        self.origin = origin
+    }
+
+    /// The environment variable it is read from, if any.
+    public var env: String? {
+        if case .environment(let name) = source { return name }
+        return nil
+    }
+
+    /// How messages name it: "secret 'token'", or the remote field it stands for.
+    public var displayName: String { origin ?? "secret '\(name)'" }
 }
 
 /// `defaults:`: applied to every step that does not say otherwise.

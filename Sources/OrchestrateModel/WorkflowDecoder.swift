@@ -33,26 +33,32 @@ struct DecodedWorkflow {
     var triggers = WorkflowTriggers()
     var watchSyntax: WatchSyntax?
     var retention: Double?
+    /// The `with:` mappings (by location) naming a remote that could not be merged in.
+    var unexpandedRemotes: Set<SourceLocation> = []
 }
 
 struct WorkflowDecoder {
     static let topLevelFields = ["version", "name", "description", "inputs", "secrets", "defaults", "concurrency",
-                                 "steps", "outputs", "on_finish", "on", "retention"]
+                                 "steps", "outputs", "on_finish", "on", "retention", "remotes"]
     static let stepFields = ["uses", "with", "needs", "if", "retry", "timeout", "concurrency", "idempotency_key",
                              "compensate", "for_each", "max_parallel", "continue_on_error", "isolation", "hold_timeout"]
     static let retryFields = ["max_attempts", "initial_interval", "backoff", "max_interval", "jitter", "non_retryable"]
     static let inputFields = ["type", "required", "default", "description"]
     // Every list of allowed fields is also where schemas/workflow.schema.json comes from
     // (WorkflowSchema.swift types each field; `orchestrate schema workflow` writes it).
-    static let secretFields = ["env"]
+    static let secretFields = ["env", "file"]
     static let defaultsFields = ["timeout", "retry", "hold_timeout"]
     static let concurrencyFields = ["key", "limit"]
     static let compensateFields = ["uses", "with", "retry", "timeout"]
     static let hookFields = ["when", "uses", "with", "timeout"]
 
     var reader: FieldReader
+    var remoteScope: RemoteScope
 
-    init(source: SourceText) { reader = FieldReader(source: source) }
+    init(source: SourceText, remotes: (any RemoteDefinitions)? = nil, catalog: (any StepCatalog)? = nil) {
+        reader = FieldReader(source: source)
+        remoteScope = RemoteScope(user: remotes, catalog: catalog)
+    }
 
     var diagnostics: [Diagnostic] { reader.bag.diagnostics }
 
@@ -90,6 +96,11 @@ struct WorkflowDecoder {
         if let pair = fields["inputs"] { w.inputs = decodeInputs(pair.value) }
         if let pair = fields["secrets"] { w.secrets = decodeSecrets(pair.value) }
         if let pair = fields["defaults"] { w.defaults = decodeDefaults(pair.value) }
+        if let pair = fields["remotes"] {
+            var remoteDecoder = RemoteDecoder(reader: reader)
+            remoteScope.workflow = RemoteCatalog(remotes: remoteDecoder.decode(pair.value))
+            reader = remoteDecoder.reader
+        }
         if let pair = fields["concurrency"] { w.concurrency = decodeConcurrency(pair, place: "in workflow concurrency") }
         if let pair = fields["steps"] {
             decodeSteps(pair, defaults: w.defaults, into: &w)
@@ -107,6 +118,8 @@ struct WorkflowDecoder {
         }
         if let pair = fields["on_finish"] { decodeHooks(pair, defaults: w.defaults, into: &w) }
         if let pair = fields["on"] { decodeTriggers(pair, into: &w) }
+        addRemoteSecrets(into: &w)
+        w.unexpandedRemotes = remoteScope.unexpanded
         if let pair = fields["retention"] {
             // A duration, or `off`: kept until pruned by hand.
             if pair.value.scalar?.text == "off" {
@@ -147,7 +160,7 @@ struct WorkflowDecoder {
                     when.insert(status)
                 }
             }
-            let (with, withNode) = decodeWith(f["with"])
+            let (with, withNode) = decodeWith(f["with"], uses: reader.string(u) ?? "")
             let timeout = f["timeout"].flatMap { reader.duration($0, positive: true) } ?? defaults.timeout
             let hook = FinishHook(uses: reader.string(u) ?? "", usesLocation: u.value.location, with: with, when: when,
                                   timeout: timeout, location: entry.location)
@@ -244,20 +257,27 @@ struct WorkflowDecoder {
             guard let fields = reader.fields(of: pair.value, place: "in secret '\(name)'", allowed: Self.secretFields,
                                              what: "secret '\(name)'")
             else { continue }
-            guard let envPair = fields["env"] else {
-                reader.bag.error("secret '\(name)' is missing required field 'env' (the environment variable to read it from)",
-                                 at: pair.key.location)
-                continue
+            switch (fields["env"], fields["file"]) {
+            case (let envPair?, nil):
+                guard let env = reader.string(envPair) else { continue }
+                guard RemoteDecoder.isEnvironmentName(env) else {
+                    reader.bag.error("invalid environment variable name '\(env)'", at: envPair.value.location)
+                    continue
+                }
+                out.append(SecretDeclaration(name: name, env: env, location: pair.key.location))
+            case (nil, let filePair?):
+                guard let path = reader.string(filePair) else { continue }
+                guard path.hasPrefix("/") || path.hasPrefix("~/") else {
+                    reader.bag.error("'file' must be an absolute path (or start with ~/), not '\(path)'", at: filePair.value.location)
+                    continue
+                }
+                out.append(SecretDeclaration(name: name, source: .file(path), location: pair.key.location))
+            case (_?, _?):
+                reader.bag.error("secret '\(name)' takes 'env' or 'file', not both", at: pair.key.location)
+            case (nil, nil):
+                reader.bag.error("secret '\(name)' is missing required field 'env' (the environment variable to read it from) "
+                    + "or 'file' (a file holding it)", at: pair.key.location)
             }
-            guard let env = reader.string(envPair) else { continue }
-            let valid = !env.isEmpty && env.unicodeScalars.allSatisfy {
-                $0 == "_" || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
-            } && !("0"..."9").contains(env.unicodeScalars.first!)
-            if !valid {
-                reader.bag.error("invalid environment variable name '\(env)'", at: envPair.value.location)
-                continue
-            }
-            out.append(SecretDeclaration(name: name, env: env, location: pair.key.location))
         }
         return out
     }
@@ -362,7 +382,7 @@ struct WorkflowDecoder {
             reader.bag.error("step '\(id)' is missing required field 'uses' (the step type to run)", at: pair.key.location)
         }
 
-        let (with, withNode) = decodeWith(f["with"])
+        let (with, withNode) = decodeWith(f["with"], uses: uses)
 
         var needs: [(String, SourceLocation)] = []
         if let n = f["needs"] {
@@ -432,15 +452,16 @@ struct WorkflowDecoder {
             compensateWithKeyLocation: compensateWithKeyLocation, maxParallelLocation: f["max_parallel"]?.key.location))
     }
 
-    /// `with:` as an object template; null or absent means `{}`.
-    private mutating func decodeWith(_ pair: YAMLPair?) -> (Template, YAMLNode?) {
+    /// `with:` as an object template, a named remote merged in; null or absent means `{}`.
+    private mutating func decodeWith(_ pair: YAMLPair?, uses: String) -> (Template, YAMLNode?) {
         guard let pair else { return (.literal(.object([:])), nil) }
         if pair.value.scalar?.jsonValue.isNull == true { return (.literal(.object([:])), nil) }
         guard pair.value.pairs != nil else {
             reader.bag.error("'with' must be a mapping of step inputs, not \(pair.value.kindDescription)", at: pair.value.location)
             return (.literal(.object([:])), nil)
         }
-        return (reader.template(pair.value), pair.value)
+        let node = expandRemote(pair.value, uses: uses)
+        return (reader.template(node), node)
     }
 
     /// `if:` written bare (`inputs.dry_run == false`) or as one `${{ … }}`; `true`/`false` allowed.
@@ -488,7 +509,7 @@ struct WorkflowDecoder {
             return (nil, nil)
         }
         let uses = reader.string(u) ?? ""
-        let (with, withNode) = decodeWith(f["with"])
+        let (with, withNode) = decodeWith(f["with"], uses: uses)
         let retry = f["retry"].map { decodeRetry($0.value, place: "in compensate retry of step '\(stepID)'") } ?? RetryOverrides()
         let timeout = f["timeout"].flatMap { reader.duration($0, positive: true) } ?? defaults.timeout
         var compensation = Compensation(uses: uses, usesLocation: u.value.location, with: with,

@@ -14,7 +14,8 @@ import OrchestrateJSON
 /// errors too; with nil those two checks are skipped (everything else is still checked).
 public enum WorkflowLoader {
     /// Reads the file at `path` and parses it. An unreadable file is one diagnostic at 1:1.
-    public static func load(path: String, catalog: (any StepCatalog)?) throws(WorkflowErrors) -> Workflow {
+    public static func load(path: String, catalog: (any StepCatalog)?,
+                            remotes: (any RemoteDefinitions)? = nil) throws(WorkflowErrors) -> Workflow {
         let text: String
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -30,18 +31,21 @@ public enum WorkflowLoader {
             throw WorkflowErrors(diagnostics: [Diagnostic(location: SourceLocation(file: path, line: 1, column: 1),
                                                           message: "cannot read the workflow file: \(reason)")])
         }
-        return try parse(source: text, file: path, catalog: catalog)
+        return try parse(source: text, file: path, catalog: catalog, remotes: remotes)
     }
 
-    /// Parses and validates workflow text; `file` is only used in locations.
-    public static func parse(source: String, file: String, catalog: (any StepCatalog)?) throws(WorkflowErrors) -> Workflow {
+    /// Parses and validates workflow text; `file` is only used in locations. `remotes` are the
+    /// user's (the remotes file), read only if a step names a remote the workflow does not define;
+    /// nil: only the workflow's own `remotes:`.
+    public static func parse(source: String, file: String, catalog: (any StepCatalog)?,
+                             remotes: (any RemoteDefinitions)? = nil) throws(WorkflowErrors) -> Workflow {
         let text = SourceText(file: file, text: source)
         let root: YAMLNode?
         switch YAMLReader.read(source, source: text) {
         case .failure(let d): throw WorkflowErrors(diagnostics: [d])
         case .success(let node): root = node
         }
-        var decoder = WorkflowDecoder(source: text)
+        var decoder = WorkflowDecoder(source: text, remotes: remotes, catalog: catalog)
         let decoded = decoder.decode(root)
         var validator = WorkflowValidator(workflow: decoded, catalog: catalog, source: text)
         validator.validate()

@@ -27,7 +27,7 @@ public enum WorkflowSchema {
             Shape(name: "step", fields: WorkflowDecoder.stepFields, required: ["uses"], types: stepTypes),
             Shape(name: "retry", fields: WorkflowDecoder.retryFields, required: [], types: retryTypes),
             Shape(name: "input", fields: WorkflowDecoder.inputFields, required: [], types: inputTypes),
-            Shape(name: "secret", fields: WorkflowDecoder.secretFields, required: ["env"], types: secretTypes),
+            Shape(name: "secret", fields: WorkflowDecoder.secretFields, required: [], types: secretTypes),
             Shape(name: "defaults", fields: WorkflowDecoder.defaultsFields, required: [], types: defaultsTypes),
             Shape(name: "concurrency_limit", fields: WorkflowDecoder.concurrencyFields, required: ["key", "limit"],
                   types: concurrencyTypes),
@@ -65,9 +65,14 @@ public enum WorkflowSchema {
             ]),
         ]
         for shape in shapes { definitions[shape.name] = shapeSchema(shape) }
+        definitions["remote"] = remoteSchema
+        if case .object(var secret)? = definitions["secret"] {
+            secret["minProperties"] = 1  // env or file
+            definitions["secret"] = .object(secret)
+        }
         var conditionals: [JSONValue] = []
         for type in stepTypes.sorted(by: { $0.id < $1.id }) {
-            definitions["with:" + type.id] = withSchema(type.inputSchema)
+            definitions["with:" + type.id] = withSchema(type.inputSchema, stepType: type.id)
             let required = type.inputSchema["required"]?.arrayValue ?? []
             var then: [String: JSONValue] = ["properties": object(["with": ref("with:" + type.id)])]
             if !required.isEmpty { then["required"] = ["with"] }
@@ -118,6 +123,12 @@ public enum WorkflowSchema {
         ]),
         "defaults": ref("defaults"),
         "concurrency": concurrencySchema,
+        "remotes": object([
+            "type": ["object", "null"],
+            "description": "named connections steps use as with: { remote: NAME } (docs/remotes.md)",
+            "propertyNames": ref("identifier"),
+            "additionalProperties": ref("remote"),
+        ]),
         "steps": object([
             "type": "object",
             "description": "the steps, by id; they run as soon as the steps they need have succeeded",
@@ -183,7 +194,25 @@ public enum WorkflowSchema {
     static let secretTypes: [String: JSONValue] = [
         "env": object(["type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
                        "description": "the environment variable holding the secret"]),
+        "file": object(["type": "string", "pattern": "^(/|~/)", "description": "a file holding the secret (absolute path)"]),
     ]
+
+    /// A remote: its `type` and that type's connection fields; a secret field by reference.
+    static var remoteSchema: JSONValue {
+        let reference = object([
+            "type": "object", "additionalProperties": false, "minProperties": 1, "maxProperties": 1,
+            "properties": object(["env": secretTypes["env"]!, "file": secretTypes["file"]!]),
+        ])
+        let fields = Set(RemoteType.allCases.flatMap(\.fields))
+        var properties: [String: JSONValue] = [
+            "type": object(["enum": .array(RemoteType.allCases.map { .string($0.rawValue) })]),
+        ]
+        for field in fields { properties[field] = object(["description": "as the step input of that name; or { env: VAR } / { file: PATH }"]) }
+        for type in RemoteType.allCases {
+            for field in type.secretFields { properties[field] = reference }
+        }
+        return object(["type": "object", "required": ["type"], "additionalProperties": false, "properties": .object(properties)])
+    }
 
     static let defaultsTypes: [String: JSONValue] = [
         "timeout": ref("duration"),
@@ -264,10 +293,22 @@ public enum WorkflowSchema {
 
     /// A step type's input schema where every value may also be a `${{ }}` expression (its value
     /// is known only when the step runs), as `orchestrate validate` takes them.
-    static func withSchema(_ inputSchema: JSONValue) -> JSONValue {
+    /// A step type that takes a remote gets `remote`, and its required inputs are required only
+    /// without one (the remote may give them).
+    static func withSchema(_ inputSchema: JSONValue, stepType: String) -> JSONValue {
         guard case .object(var schema) = inputSchema else { return inputSchema }
-        if case .object(let properties)? = schema["properties"] {
-            schema["properties"] = .object(properties.mapValues(allowingExpression))
+        if case .object(var properties)? = schema["properties"] {
+            properties = properties.mapValues(allowingExpression)
+            if RemoteType(stepType: stepType) != nil {
+                properties["remote"] = object(["type": "string", "description": "a remote's name: its connection fields are this step's inputs"])
+                if let required = schema.removeValue(forKey: "required") {
+                    // In allOf, beside the type's own if/then (http.upload's metadata needs create).
+                    let withoutRemote = object(["if": object(["not": object(["required": ["remote"]])]),
+                                                "then": object(["required": required])])
+                    schema["allOf"] = .array((schema["allOf"]?.arrayValue ?? []) + [withoutRemote])
+                }
+            }
+            schema["properties"] = .object(properties)
         }
         if case .object = schema["additionalProperties"] {
             schema["additionalProperties"] = allowingExpression(schema["additionalProperties"]!)

@@ -178,6 +178,8 @@ struct WorkflowValidator {
         }
         // Missing inputs are reported at the `with` key, or at the `uses` value when there is none.
         let anchor = withKey ?? location
+        // A `with:` whose remote could not be expanded was reported already; its missing inputs would only repeat it.
+        if let node, workflow.unexpandedRemotes.contains(node.location) { return }
         SchemaValidator(stepType: type, source: source).check(node, schema: info.inputSchema, anchor: anchor, bag: &bag)
     }
 
@@ -243,9 +245,10 @@ struct WorkflowValidator {
         guard !workflow.secrets.isEmpty else { return nil }
         guard let name = ref.name else {
             return "env read whole or with a computed name may read the variable behind a secret ("
-                + workflow.secrets.map { "env.\($0.env)" }.joined(separator: ", ") + ")"
+                + workflow.secrets.compactMap { $0.env.map { "env.\($0)" } }.joined(separator: ", ") + ")"
         }
         guard let secret = workflow.secrets.first(where: { $0.env == name }) else { return nil }
+        if let origin = secret.origin { return "env.\(name) is a secret: \(origin) reads it" }
         return "env.\(name) is the secret '\(secret.name)' (secrets: \(secret.name): { env: \(name) })"
     }
 

@@ -14,14 +14,20 @@ import Foundation
 public enum OwnedState {
     public enum Kind: Sendable {
         case stateDirectory, storeFile, tokenFile
+        /// The user's remotes file: connections and where their secrets come from.
+        case remotesFile
 
         var name: String {
             switch self {
             case .stateDirectory: "state directory"
             case .storeFile: "store file"
             case .tokenFile: "token file"
+            case .remotesFile: "remotes file"
             }
         }
+
+        /// Private to its owner: no group or other permission at all, reading included.
+        var isPrivate: Bool { self == .tokenFile || self == .remotesFile }
     }
 
     public struct Refusal: Error, CustomStringConvertible, Sendable {
@@ -56,9 +62,9 @@ public enum OwnedState {
                 + "so that user could have planted it or can change it; use one of your own, or fix with chown \(me) \(path)")
         }
         let exact = kind == .stateDirectory ? "700" : "600"
-        if kind == .tokenFile && info.st_mode & 0o077 != 0 {
+        if kind.isPrivate && info.st_mode & 0o077 != 0 {
             throw Refusal(description: "\(refused): it is readable or writable by others (mode \(mode(info))); "
-                + "a token must be private to its owner: fix with chmod \(exact) \(path)")
+                + "\(kind == .tokenFile ? "a token" : "it") must be private to its owner: fix with chmod \(exact) \(path)")
         }
         if info.st_mode & S_IWOTH != 0 {
             throw Refusal(description: "\(refused): it is writable by every user (mode \(mode(info))); fix with chmod \(exact) \(path)")

@@ -336,7 +336,7 @@ public final class QueueWorker: @unchecked Sendable {
         let key = run.workflowFile + "\u{0}" + run.workflowSource
         if let workflow = parsedWorkflows[key] { return workflow }
         let workflow = try WorkflowLoader.parse(source: run.workflowSource, file: run.workflowFile,
-                                                catalog: RegistryStepCatalog(registry: registry))
+                                                catalog: RegistryStepCatalog(registry: registry), remotes: RemotesFile())
         if parsedWorkflows.count >= 64 { parsedWorkflows.removeAll() }
         parsedWorkflows[key] = workflow
         return workflow

@@ -32,7 +32,7 @@ public struct SessionPaths: Sendable {
         let workflow: Workflow
         do {
             workflow = try WorkflowLoader.parse(source: run.workflowSource, file: run.workflowFile,
-                                                catalog: RegistryStepCatalog(registry: registry))
+                                                catalog: RegistryStepCatalog(registry: registry), remotes: RemotesFile())
         } catch {
             throw Refusal(description: "run \(runID)'s workflow no longer loads with these plugins:\n\(error)")
         }

@@ -192,7 +192,8 @@ public final class ScheduleFirer: @unchecked Sendable {
                             labels: labels.merging(["schedule": entry.name]) { a, _ in a })
         run.queue = entry.queue
         // The workflow's own `retention:`, from the text registered (checked when it was).
-        run.retention = (try? WorkflowLoader.parse(source: entry.workflowSource, file: entry.workflowFile, catalog: nil))?.retention
+        run.retention = (try? WorkflowLoader.parse(source: entry.workflowSource, file: entry.workflowFile, catalog: nil,
+                                                  remotes: RemotesFile()))?.retention
         var data: [String: JSONValue] = ["workflow": .string(entry.workflowName), "file": .string(entry.workflowFile),
                                          "schedule": .string(entry.name), "entry": .int(Int64(entry.entry))]
         data.merge(added) { a, _ in a }
