@@ -238,14 +238,26 @@ extension PostgresStateStore {
         }
     }
 
+    /// Counts from `run_count_deltas` (appended by a trigger, migration 10), not from the runs:
+    /// the changes since the last read are folded into one row per queue and status first, so a
+    /// read sums about as many rows as there are queues and statuses plus the changes since the
+    /// last one. Two folds at once never count a change twice: each deletes the rows it sums, and
+    /// a row another fold deleted first is skipped.
     public func queueFigures() throws -> QueueFigures {
-        try pool.withConnection { conn in
+        try pool.transaction { conn in
+            try conn.execute("""
+                WITH folded AS (DELETE FROM run_count_deltas RETURNING queue, status, n)
+                INSERT INTO run_count_deltas (queue, status, n)
+                SELECT queue, status, sum(n) FROM folded GROUP BY queue, status HAVING sum(n) <> 0
+                """)
             var counts: [QueueFigures.Count] = []
             var oldest: [String: Double] = [:]
-            for row in try conn.execute(QueueFigures.countSQL).all {
+            for row in try conn.execute("SELECT queue, status, sum(n) AS n FROM run_count_deltas GROUP BY queue, status HAVING sum(n) > 0").all {
                 guard let queue = row.string("queue"), let status = row.string("status").flatMap(RunStatus.init(rawValue:)) else { continue }
                 counts.append(QueueFigures.Count(queue: queue, status: status, runs: row.int("n") ?? 0))
-                if let time = row.double("oldest") { oldest[queue] = time }
+                if status == .queued, let time = try conn.execute(QueueFigures.oldestQueuedSQL + "$1", [queue]).all.first?.double("oldest") {
+                    oldest[queue] = time
+                }
             }
             let held = try conn.execute(QueueFigures.heldSQL).all.first?.int("n") ?? 0
             return QueueFigures(runs: counts, oldestQueued: oldest, heldSteps: held)
