@@ -47,7 +47,12 @@ WORKFLOWS = [f"wf-{i}" for i in range(10)]
 SMALL = 20
 
 
+BINARY = []
+
+
 def binary():
+    if BINARY:
+        return BINARY[0]
     for config in ("release", "debug"):
         path = os.path.join(ROOT, ".build", config, "orchestrate")
         if os.path.exists(path):
@@ -347,7 +352,11 @@ def main():
     parser.add_argument("--queued", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"])
+    parser.add_argument("--bin", help="the orchestrate binary (default: .build/release, else .build/debug)")
     options = parser.parse_args()
+    if options.bin:
+        BINARY.append(options.bin)
+    print(f"binary: {binary()}", flush=True)
     random.seed(1)
     print(f"load: {open('/proc/loadavg').read().strip()}", flush=True)
     work = tempfile.mkdtemp(prefix="orchestrate-bench-million-")
