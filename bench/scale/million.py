@@ -191,7 +191,7 @@ class Store:
             db.close()
             return took
         out = self.pg.sql("BEGIN; EXPLAIN (ANALYZE, FORMAT JSON) " + PG_CLAIM + "; ROLLBACK", "million")
-        return json.loads(out[0][0])[0]["Execution Time"]
+        return json.loads("\n".join(row[0] for row in out))[0]["Execution Time"]
 
     def plans(self):
         if self.kind == "sqlite":
@@ -210,7 +210,7 @@ class Store:
             print(f"  plan {name}: {plan}")
         for name, sql in OLD_STATEMENTS:
             out = self.pg.sql("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, "million")
-            print(f"  before: {name}: {json.loads(out[0][0])[0]['Execution Time']:.1f} ms")
+            print(f"  before: {name}: {json.loads(chr(10).join(row[0] for row in out))[0]['Execution Time']:.1f} ms")
 
 
 PG_CLAIM = """
