@@ -181,14 +181,19 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     public func listRuns(_ filter: RunFilter) throws -> [RunRecord] {
         // The index to read by: SQLite would rather walk `runs_created` in the order asked for
         // (reading every run to find a few running ones) than sort the few it finds by status.
-        let index = filter.statuses?.isEmpty == false ? " INDEXED BY runs_status_created"
+        // `run-now` runs waiting (a worker at its limit asks every round): the queue's own index,
+        // which leads with run_now.
+        let index = filter.runNowOnly && filter.statuses == [.queued] ? " INDEXED BY runs_queued_order"
+            : filter.statuses?.isEmpty == false ? " INDEXED BY runs_status_created"
             : filter.workflow != nil ? " INDEXED BY runs_workflow" : ""
         var sql = "SELECT \(Self.runColumns) FROM runs\(index) WHERE 1"
         var arguments: StatementArguments = []
         // Statements whose shape depends on the names given are not cached (any number of any
         // names: one statement each would grow the cache without bound).
         var cached = true
-        if let statuses = filter.statuses, !statuses.isEmpty {
+        if filter.runNowOnly && filter.statuses == [.queued] {
+            sql += " AND status = 'queued'"  // a literal: what lets SQLite use the partial index
+        } else if let statuses = filter.statuses, !statuses.isEmpty {
             sql += " AND status IN (\(statuses.map { _ in "?" }.joined(separator: ",")))"
             for s in statuses.sorted(by: { $0.rawValue < $1.rawValue }) { arguments += [s.rawValue] }
         }
