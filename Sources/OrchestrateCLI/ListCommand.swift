@@ -10,6 +10,7 @@ struct ListCommand: ParsableCommand {
         discussion: """
             Examples:
               orchestrate list --status failed --status interrupted
+              orchestrate list --workflow vimeo-upload --status failed --limit 50
               orchestrate list --label batch=7 --queue uploads --json
               orchestrate list --server https://bay-1:8080 --token-file ~/.orchestrate-token
             """)
@@ -28,6 +29,12 @@ struct ListCommand: ParsableCommand {
     @Option(name: .customLong("queue"), help: ArgumentHelp("Only runs of this named queue (repeatable).", valueName: "name"))
     var queues: [String] = []
 
+    @Option(name: .customLong("workflow"), help: ArgumentHelp("Only runs of the workflow of this name.", valueName: "name"))
+    var workflow: String?
+
+    @Option(name: .customLong("limit"), help: ArgumentHelp("Only the newest N runs that match (still listed oldest first).", valueName: "n"))
+    var limit: Int?
+
     @OptionGroup var global: GlobalOptions
     @OptionGroup var remote: RemoteOptions
 
@@ -36,10 +43,10 @@ struct ListCommand: ParsableCommand {
         for status in statuses where !known.contains(status) {
             throw CLIFailure.usage("unknown status '\(status)'; one of \(known.sorted().joined(separator: ", "))")
         }
-        let reader = try remote.reader(global)
-        let runs = try reader.runs(labels: try InputParsing.labels(labels), queues: queues.isEmpty ? nil : Set(queues), transfer: global.json)
-            .filter { statuses.isEmpty || statuses.contains($0["status"]?.stringValue ?? "") }
-            .filter { run in ids.isEmpty || ids.contains { (run["id"]?.stringValue ?? "").hasPrefix($0) } }
+        if let limit, limit < 1 { throw CLIFailure.usage("--limit takes a number of runs from 1, not \(limit)") }
+        let selection = RunSelection(statuses: Set(statuses), labels: try InputParsing.labels(labels),
+                                     queues: queues.isEmpty ? nil : Set(queues), workflow: workflow, idPrefixes: ids, limit: limit)
+        let runs = try remote.reader(global).runs(selection, transfer: global.json)
         if global.json {
             for run in runs { Terminal.line(run.jsonText) }
             return

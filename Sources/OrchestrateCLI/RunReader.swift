@@ -33,6 +33,17 @@ struct RemoteOptions: ParsableArguments {
     }
 }
 
+/// Which runs `list` shows: every field given must match (`statuses` as `RunDocument.effectiveStatus`
+/// names them); `limit` keeps the newest.
+struct RunSelection {
+    var statuses: Set<String> = []
+    var labels: [String: String] = [:]
+    var queues: Set<String>?
+    var workflow: String?
+    var idPrefixes: [String] = []
+    var limit: Int?
+}
+
 /// What `status`, `list` and `events` read, in the JSON forms the API serves (`RunDocument`,
 /// `EventRecord.json`), so one printer shows a local and a remote run alike.
 protocol RunReader {
@@ -40,9 +51,9 @@ protocol RunReader {
     var location: String { get }
     /// `RunDocument.detail`, or nil when there is no such run.
     func detail(_ id: String) throws -> JSONValue?
-    /// The runs (oldest first) of these queues with these labels; with `transfer`, as
-    /// `RunDocument.summaries` (else `RunDocument.json`: a remote reader always gives summaries).
-    func runs(labels: [String: String], queues: Set<String>?, transfer: Bool) throws -> [JSONValue]
+    /// The runs `selection` picks, oldest first; with `transfer`, as `RunDocument.summaries`
+    /// (else `RunDocument.json`: a remote reader always gives summaries).
+    func runs(_ selection: RunSelection, transfer: Bool) throws -> [JSONValue]
     /// Up to `limit` events after `after`, of a run or of all, in the `events --json` form.
     func events(runID: String?, after: Int64, limit: Int) throws -> [JSONValue]
     /// Whether the run is over (succeeded, failed, cancelled); false when it is gone.
@@ -64,8 +75,10 @@ struct LocalRunReader: RunReader {
 
     func detail(_ id: String) throws -> JSONValue? { try RunDocument.detail(ofRun: id, store: store) }
 
-    func runs(labels: [String: String], queues: Set<String>?, transfer: Bool) throws -> [JSONValue] {
-        let runs = try store.listRuns(RunFilter(labels: labels, queues: queues))
+    func runs(_ selection: RunSelection, transfer: Bool) throws -> [JSONValue] {
+        var filter = RunFilter(labels: selection.labels, queues: selection.queues, workflow: selection.workflow, limit: selection.limit)
+        filter.idPrefixes = selection.idPrefixes
+        let runs = try RunListing.runs(store, statuses: selection.statuses, filter: filter)
         return transfer ? try RunDocument.summaries(runs, store: store) : runs.map { RunDocument.json($0) }
     }
 
@@ -92,13 +105,22 @@ struct RemoteRunReader: RunReader {
     /// The newest `maxListed` runs (the API's bound on one list).
     static let maxListed = 1000
 
-    func runs(labels: [String: String], queues: Set<String>?, transfer: Bool) throws -> [JSONValue] {
-        var query = ["limit=\(Self.maxListed)"]
-        query += labels.sorted { $0.key < $1.key }.map { "label=" + APIClient.encode("\($0.key)=\($0.value)") }
-        query += (queues ?? []).sorted().map { "queue=" + APIClient.encode($0) }
+    /// The API has no id filter: the newest runs are read and filtered by id here.
+    func runs(_ selection: RunSelection, transfer: Bool) throws -> [JSONValue] {
+        let limit = selection.idPrefixes.isEmpty ? min(selection.limit ?? Self.maxListed, Self.maxListed) : Self.maxListed
+        var query = ["limit=\(limit)"]
+        query += selection.statuses.sorted().map { "status=" + APIClient.encode($0) }
+        query += selection.labels.sorted { $0.key < $1.key }.map { "label=" + APIClient.encode("\($0.key)=\($0.value)") }
+        query += (selection.queues ?? []).sorted().map { "queue=" + APIClient.encode($0) }
+        if let workflow = selection.workflow { query.append("workflow=" + APIClient.encode(workflow)) }
         let runs = try client.get("/api/runs?" + query.joined(separator: "&"))?["runs"]?.arrayValue ?? []
-        if runs.count == Self.maxListed { Terminal.warning("\(client.server) lists the newest \(Self.maxListed) runs only") }
-        return runs
+        if runs.count == Self.maxListed, (selection.limit ?? .max) > Self.maxListed || !selection.idPrefixes.isEmpty {
+            Terminal.warning("\(client.server) lists the newest \(Self.maxListed) runs only")
+        }
+        let matching = runs.filter { run in
+            selection.idPrefixes.isEmpty || selection.idPrefixes.contains { (run["id"]?.stringValue ?? "").hasPrefix($0) }
+        }
+        return selection.limit.map { Array(matching.suffix($0)) } ?? matching
     }
 
     func events(runID: String?, after: Int64, limit: Int) throws -> [JSONValue] {

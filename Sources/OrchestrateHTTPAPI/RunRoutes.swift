@@ -14,9 +14,8 @@ enum RunRoutes {
             let query = try RunQuery(request)
             return try await services.readCache.jsonBytes(ReadCache.key(request)) {
                 try await services.blocking {
-                    let matching = try services.store.listRuns(RunFilter(labels: query.labels, queues: query.queues))
-                        .filter(query.matches)
-                    return try RunDocument.summariesBytes(Array(matching.suffix(query.limit)), store: services.store)
+                    let runs = try RunListing.runs(services.store, statuses: query.statuses, filter: query.filter)
+                    return try RunDocument.summariesBytes(runs, store: services.store)
                 }
             }
         }
@@ -161,13 +160,10 @@ struct RunQuery: Sendable {
         }
     }
 
-    func matches(_ run: RunRecord) -> Bool {
-        if !statuses.isEmpty && !statuses.contains(RunDocument.effectiveStatus(run)) { return false }
-        if let workflow, run.workflowName != workflow { return false }
-        if let text {
-            let haystack = [run.id, run.workflowName, run.workflowFile] + run.labels.flatMap { [$0.key, $0.value] }
-            if !haystack.contains(where: { $0.lowercased().contains(text) }) { return false }
-        }
-        return true
+    /// The filter the store applies (the statuses apart: `RunListing` judges them).
+    var filter: RunFilter {
+        var filter = RunFilter(labels: labels, queues: queues, workflow: workflow, limit: limit)
+        filter.text = text
+        return filter
     }
 }

@@ -29,10 +29,8 @@ public struct QueueFigures: Sendable, Equatable {
         self.heldSteps = heldSteps
     }
 
-    /// Both stores count with this query (one row per queue and status).
-    static let countSQL = """
-        SELECT queue, status, COUNT(*) AS n, MIN(CASE WHEN status = 'queued' THEN created_at END) AS oldest
-        FROM runs GROUP BY queue, status
-        """
+    /// Each queue's oldest queued run, through the index of queued runs by queue and age (both
+    /// stores; the queues come from the counts).
+    static let oldestQueuedSQL = "SELECT MIN(created_at) AS oldest FROM runs WHERE status = 'queued' AND queue = "
     static let heldSQL = "SELECT COUNT(*) AS n FROM steps WHERE status = 'held'"
 }

@@ -35,15 +35,24 @@ public struct RunFilter: Sendable {
     /// Only runs `run-now` asked to start at once (a worker at its limit looks for them every
     /// round: this keeps that look from reading the whole queue).
     public var runNowOnly = false
-    /// At most this many runs: the newest ones, still returned oldest first.
+    /// Only runs of the workflow of this name.
+    public var workflow: String?
+    /// Only runs whose id starts with one of these.
+    public var idPrefixes: [String] = []
+    /// Only runs where this text (lower case) is part of the id, the workflow's name or file, or
+    /// a label's key or value, compared in lower case.
+    public var text: String?
+    /// At most this many runs: the newest ones, still returned oldest first. The store reads
+    /// only those (newest first, through an index by creation), however many runs it holds.
     public var limit: Int?
 
     public init(statuses: Set<RunStatus>? = nil, labels: [String: String] = [:], queues: Set<String>? = nil,
-                limit: Int? = nil)
+                workflow: String? = nil, limit: Int? = nil)
     {
         self.statuses = statuses
         self.labels = labels
         self.queues = queues
+        self.workflow = workflow
         self.limit = limit
     }
 }

@@ -47,6 +47,26 @@ import Testing
         #expect(listed == [exports])
     }
 
+    /// `list --workflow NAME --limit N`: the newest N runs of that workflow that match the
+    /// other filters, listed oldest first; a limit below 1 is a usage error.
+    @Test func listKeepsTheNewestRunsOfAWorkflow() throws {
+        let runs = try (0..<3).map { _ in try submit([]) }
+        let other = h.workflow("version: 1\nname: other\nsteps:\n  only: { uses: test.noop }\n")
+        #expect(try h.orchestrate(["submit", other]).status == 0)
+        func listed(_ arguments: [String]) throws -> [String] {
+            let result = try h.orchestrate(["list", "--json"] + arguments)
+            #expect(result.status == 0, "\(result.stderr)")
+            return Harness.events(result).compactMap { $0["id"]?.stringValue }
+        }
+        #expect(try listed(["--workflow", "job"]) == runs)
+        #expect(try listed(["--workflow", "job", "--limit", "2"]) == Array(runs.suffix(2)))
+        #expect(try listed(["--workflow", "job", "--status", "queued", "--limit", "1"]) == [runs[2]])
+        #expect(try listed(["--workflow", "job", "--status", "failed"]).isEmpty)
+        #expect(try listed(["--limit", "10"]).count == 4)
+        #expect(try listed(["--id", runs[0], "--limit", "5"]) == [runs[0]])
+        #expect(try h.orchestrate(["list", "--limit", "0"]).status == 2)
+    }
+
     @Test func aQueueNameIsChecked() throws {
         let bad = try h.orchestrate(["submit", workflow(), "--queue", "no spaces/here"])
         #expect(bad.status == 2)

@@ -7,15 +7,27 @@ Runs, side by side in one go on this machine:
   * raw SQLite: write transactions per second in WAL mode with the store's settings;
   * `orchestrate validate` start-up time and peak RSS, and the peak RSS of the runs.
 
-Reports steps/s and the ratio steps/s ÷ raw commits/s. Usage (from the package root):
+Reports, for each of `--repeat` rounds (each round: chain, fan-out, raw SQLite, back to back),
+steps/s and the ratio steps/s ÷ that round's raw commits/s; then the median and the spread
+(lowest–highest) of each over the rounds, and the best (as before). What makes the ratio
+move between machines is measured beside it, per step of each run: CPU (user + system) over
+wall time, voluntary and involuntary context switches (the hand-overs between the scheduling
+loop and the attempt threads that did sleep; the times the CPU was taken away), and the costs of
+the machine itself: a thread hand-over round trip (`handoff.c`: two threads passing a token
+through a mutex and condition variable, what the engine's hand-over costs when it sleeps), and
+an fsync of a 4 KiB write on the state's file system (which `synchronous=NORMAL` in WAL mode
+does not pay per commit, only at checkpoints). Usage (from the package root):
 
-    swift build -c release && python3 bench/engine/bench.py [--steps 10000] [--repeat 3]
+    swift build -c release && python3 bench/engine/bench.py [--steps 10000] [--repeat 5] [--cpus 0]
+
+`--cpus LIST` pins every measured process to those CPUs (taskset), e.g. `--cpus 0` for one core.
 """
 import argparse
 import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +48,43 @@ def peak_rss_mib(args):
             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     out = sh([sys.executable, "-c", code] + args).stdout.strip()
     return int(out) / 1024.0
+
+
+def spread(values, digits=0):
+    """Median and lowest–highest of several rounds."""
+    r = (lambda v: round(v, digits)) if digits else round
+    return {"median": r(statistics.median(values)), "low": r(min(values)), "high": r(max(values))}
+
+
+def child_usage(before, elapsed, steps):
+    """What the children that ended since `before` (one run) used, per step: CPU over wall time,
+    context switches."""
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (now.ru_utime - before.ru_utime) + (now.ru_stime - before.ru_stime)
+    return {"cpu_over_wall": cpu / elapsed, "cpu_us": cpu / steps * 1e6,
+            "voluntary_switches": (now.ru_nvcsw - before.ru_nvcsw) / steps,
+            "involuntary_switches": (now.ru_nivcsw - before.ru_nivcsw) / steps}
+
+
+def median_usage(samples):
+    return {k: round(statistics.median(s[k] for s in samples), 2) for k in samples[0]}
+
+
+def fsync_latency_us(directory, n=200):
+    """Median time of a 4 KiB write + fsync on the file system of `directory`."""
+    path = os.path.join(directory, "fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    times = []
+    try:
+        for i in range(n):
+            start = time.perf_counter()
+            os.pwrite(fd, b"x" * 4096, (i % 16) * 4096)
+            os.fsync(fd)
+            times.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return round(statistics.median(times) * 1e6, 1)
 
 
 def chain_workflow(n):
@@ -59,9 +108,11 @@ steps:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=10000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cpus", help="pin the measured processes to these CPUs (taskset -c LIST)")
     parser.add_argument("--bin", default=os.path.join(ROOT, ".build/release"))
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
 
     orchestrate = os.path.join(args.bin, "orchestrate")
     if not os.path.exists(orchestrate):
@@ -84,23 +135,36 @@ def main():
         with open(inputs, "w") as f:
             json.dump({"items": list(range(args.steps))}, f)
 
+        handoff_bin = os.path.join(work, "handoff")
+        sh(["cc", "-O2", "-pthread", "-o", handoff_bin, os.path.join(ROOT, "bench/engine/handoff.c")])
+        pin = ["taskset", "-c", args.cpus] if args.cpus else []
+
         results = {"chain": [], "fanout": [], "sqlite": []}
+        usage = {"chain": [], "fanout": []}
         rss = {}
         for r in range(args.repeat):
             for name, extra in (("chain", [chain]), ("fanout", [fanout, "--inputs", inputs])):
                 state = os.path.join(work, f"state-{name}-{r}")
                 cmd = [orchestrate, "run"] + extra + ["--state", state, "--plugin-path", plugins]
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 start = time.monotonic()
-                proc = subprocess.run(cmd, capture_output=True, text=True)
+                proc = subprocess.Popen(pin + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                out, err = proc.communicate()
                 elapsed = time.monotonic() - start
                 if proc.returncode != 0:
-                    sys.exit(f"{name} run failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+                    sys.exit(f"{name} run failed:\n{out[-2000:]}\n{err[-2000:]}")
                 results[name].append(args.steps / elapsed)
+                usage[name].append(child_usage(before, elapsed, args.steps))
                 if r == 0:
                     rss[name] = peak_rss_mib(cmd[:-4] + ["--state", state + "-rss", "--plugin-path", plugins])
             base_dir = os.path.join(work, f"baseline-{r}")
             os.makedirs(base_dir)
-            results["sqlite"].append(float(sh([baseline_bin, base_dir, str(args.steps)]).stdout.strip()))
+            results["sqlite"].append(float(sh(pin + [baseline_bin, base_dir, str(args.steps)]).stdout.strip()))
+            print(f"round {r + 1}: chain {results['chain'][-1]:,.0f} ({results['chain'][-1] / results['sqlite'][-1]:.3f} x), "
+                  f"fan-out {results['fanout'][-1]:,.0f} ({results['fanout'][-1] / results['sqlite'][-1]:.3f} x), "
+                  f"raw SQLite {results['sqlite'][-1]:,.0f} commits/s; load {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        handoffs = [float(sh(pin + [handoff_bin, "20000"]).stdout.strip()) for _ in range(3)]
+        fsync_us = fsync_latency_us(work)
 
         # validate: start-up time (best of 10) and peak RSS, on a real example workflow.
         example = os.path.join(ROOT, "workflows/local-upload.yaml")
@@ -113,13 +177,24 @@ def main():
         validate_rss = peak_rss_mib(validate)
 
         best = {k: max(v) for k, v in results.items()}
+        ratios = {k: [a / b for a, b in zip(results[k], results["sqlite"])] for k in ("chain", "fanout")}
         report = {
             "steps": args.steps,
-            "chain_steps_per_s": round(best["chain"]),
-            "fanout_steps_per_s": round(best["fanout"]),
-            "sqlite_wal_commits_per_s": round(best["sqlite"]),
-            "chain_ratio_to_sqlite": round(best["chain"] / best["sqlite"], 3),
-            "fanout_ratio_to_sqlite": round(best["fanout"] / best["sqlite"], 3),
+            "rounds": args.repeat,
+            "cpus": args.cpus or "all",
+            "load_before_after": [load_before, os.getloadavg()[0]],
+            "chain_steps_per_s": spread(results["chain"]),
+            "fanout_steps_per_s": spread(results["fanout"]),
+            "sqlite_wal_commits_per_s": spread(results["sqlite"]),
+            "chain_ratio_to_sqlite": spread(ratios["chain"], 3),
+            "fanout_ratio_to_sqlite": spread(ratios["fanout"], 3),
+            "best_chain_steps_per_s": round(best["chain"]),
+            "best_fanout_steps_per_s": round(best["fanout"]),
+            "best_sqlite_wal_commits_per_s": round(best["sqlite"]),
+            "per_step_chain": median_usage(usage["chain"]),
+            "per_step_fanout": median_usage(usage["fanout"]),
+            "thread_handoff_round_trip_us": round(1e6 / statistics.median(handoffs), 1),
+            "fsync_4k_us": fsync_us,
             "chain_peak_rss_mib": round(rss["chain"], 1),
             "fanout_peak_rss_mib": round(rss["fanout"], 1),
             "validate_startup_ms": round(min(times) * 1000, 1),

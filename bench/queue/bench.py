@@ -8,7 +8,7 @@ For each store and worker count, on a fresh database:
   times: submit-to-start measured from the submitting side's clock (just before `submit` is
   spawned) to the run's `run.started` event, and from `run.added` to `run.started` (the
   queue's own part, without the `submit` process starting);
-- then N runs of a 3-step workflow (no-op C plugin steps) are queued at once with
+- then N runs of a `--steps`-step workflow (no-op C plugin steps; 3 by default) are queued at once with
   `submit --batch` while the workers run: runs/s from the first `run.started` to the last
   `run.finished`, end-to-end runs/s from the first `run.added`, and submit-to-start
   (`run.added` → `run.started`) p50/p99, which under a burst is mostly time waiting behind
@@ -18,10 +18,13 @@ For each store and worker count, on a fresh database:
   busy machine) and the statements that took the most server time (pg_stat_statements).
 The raw claim rate is pgbench running a `FOR UPDATE SKIP LOCKED` claim + update transaction,
 then a finishing update, per "run", with 1-3 clients: what a minimal queue on the same
-server could do.
+server could do; for SQLite, the same claim and finish commits from one client in WAL mode
+(`raw_sqlite_claims`). Each case reports `ratio_to_raw_claims`: its runs/s over the raw rate
+with as many clients as it has workers, measured in the same run.
 
     swift build -c release && python3 bench/queue/bench.py            # 1,000 runs
     python3 bench/queue/bench.py --runs 1000 10000                   # and 10,000 (minutes)
+    python3 bench/queue/bench.py --steps 1 --workers 3 --idle 5      # one-step runs: the claim path
 """
 import argparse
 import json
@@ -37,13 +40,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchlib import ROOT, PostgresCluster, build_test_plugin, process_cpu_seconds  # noqa: E402
 
-WORKFLOW = """version: 1
-name: bench-queue
-steps:
-  a: { uses: test.noop }
-  b: { uses: test.noop, needs: [a] }
-  c: { uses: test.noop, needs: [b] }
-"""
+def workflow(steps):
+    """A chain of `steps` no-op C plugin steps (3 in the earlier figures; 1 for the claim path)."""
+    lines = ["version: 1", "name: bench-queue", "steps:", "  s0: { uses: test.noop }"]
+    lines += [f"  s{i}: {{ uses: test.noop, needs: [s{i - 1}] }}" for i in range(1, steps)]
+    return "\n".join(lines) + "\n"
 
 FINISHED = "('succeeded','failed','cancelled')"
 
@@ -308,6 +309,34 @@ def raw_claims(cluster, work, clients, seconds):
     return results
 
 
+def raw_sqlite_claims(work, seconds, sync):
+    """The same minimal queue on SQLite, one client (SQLite has one writer), in WAL mode with
+    the store's synchronous setting: a claim transaction (BEGIN IMMEDIATE, the oldest queued job
+    marked running, COMMIT), then a finishing commit, per "run"; through Python's sqlite3 (a few
+    microseconds per statement of its own)."""
+    path = os.path.join(work, f"raw-claims-{sync}.sqlite")
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={sync.upper()}")
+    db.execute("CREATE TABLE jobs (id INTEGER PRIMARY KEY, status TEXT NOT NULL, owner INTEGER)")
+    db.execute("CREATE INDEX jobs_queued ON jobs (id) WHERE status = 'queued'")
+    db.execute("BEGIN")
+    db.executemany("INSERT INTO jobs (status) VALUES ('queued')", [()] * 300_000)
+    db.execute("COMMIT")
+    done = 0
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        db.execute("BEGIN IMMEDIATE")
+        (job,) = db.execute("SELECT id FROM jobs WHERE status = 'queued' ORDER BY id LIMIT 1").fetchone()
+        db.execute("UPDATE jobs SET status = 'running', owner = 1 WHERE id = ?", (job,))
+        db.execute("COMMIT")
+        db.execute("UPDATE jobs SET status = 'done' WHERE id = ?", (job,))
+        done += 1
+    rate = done / (time.monotonic() - start)
+    db.close()
+    return {"synchronous": sync, "claims_and_finishes_per_s": round(rate, 1)}
+
+
 def disable_event_order_lock(cluster, database):
     """An experiment, unsafe outside a benchmark: shadows pg_advisory_xact_lock(bigint) in
     DATABASE with a function that does nothing (public comes before pg_catalog on its search
@@ -325,6 +354,7 @@ def main():
     parser.add_argument("--parallel", type=int, default=32, help="--max-parallel of each serve")
     parser.add_argument("--idle", type=int, default=50, help="single runs submitted to idle workers, per case")
     parser.add_argument("--claim-seconds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=3, help="no-op steps per run (1: the claim path alone)")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--without-event-lock", action="store_true",
@@ -339,18 +369,25 @@ def main():
     try:
         plugins = build_test_plugin(os.path.join(work, "plugins"))
         with open(os.path.join(work, "queue.yaml"), "w") as f:
-            f.write(WORKFLOW)
+            f.write(workflow(args.steps))
+        results["steps_per_run"] = args.steps
+        results["load_before"] = os.getloadavg()[0]
         for runs in args.runs:
             if not args.no_sqlite:
                 for sync in ["normal", "full"]:
+                    raw = raw_sqlite_claims(work, args.claim_seconds, sync)
+                    results.setdefault("sqlite_raw_claims", []).append(raw)
+                    print(json.dumps(raw), file=sys.stderr)
                     label = f"sqlite-{sync}-{runs}"
                     case = Case(orchestrate, plugins, work, label, [], SQLiteDB(os.path.join(work, label, "submitter")),
                                 1, args.parallel, env={"ORCHESTRATE_SYNC": sync})
-                    results["cases"].append(dict(case.measure(runs, args.idle), store=f"sqlite (synchronous={sync})"))
+                    result = dict(case.measure(runs, args.idle), store=f"sqlite (synchronous={sync})")
+                    result["ratio_to_raw_claims"] = round(result["runs_per_s"] / raw["claims_and_finishes_per_s"], 3)
+                    results["cases"].append(result)
                     print(json.dumps(results["cases"][-1]), file=sys.stderr)
         if not args.no_postgres:
             with PostgresCluster(settings={"shared_preload_libraries": "pg_stat_statements"}) as cluster:
-                results["postgres_raw_claims"] = raw_claims(cluster, work, [1, 2, 3, 32], args.claim_seconds)
+                results["postgres_raw_claims"] = raw_claims(cluster, work, sorted({1, 2, 3, 32, *args.workers}), args.claim_seconds)
                 print(json.dumps(results["postgres_raw_claims"]), file=sys.stderr)
                 for runs in args.runs:
                     for workers in args.workers:
@@ -361,6 +398,9 @@ def main():
                         case = Case(orchestrate, plugins, work, name, ["--store", cluster.url(name)],
                                     PostgresDB(cluster, name), workers, args.parallel, cluster=cluster)
                         result = dict(case.measure(runs, args.idle), store="postgresql")
+                        raw = next(r["claims_and_finishes_per_s"] for r in results["postgres_raw_claims"]
+                                   if r["clients"] == workers and r["synchronous_commit"] == "on")
+                        result["ratio_to_raw_claims"] = round(result["runs_per_s"] / raw, 3)
                         result["top_statements"] = top_statements(cluster, name)
                         result["most_called_statements"] = top_statements(cluster, name, n=16, by="calls")
                         results["cases"].append(result)
@@ -378,6 +418,7 @@ def main():
                     result = dict(case.measure(runs, args.idle), store="postgresql WITHOUT the event-order lock (unsafe)")
                     results["cases"].append(result)
                     print(json.dumps(result), file=sys.stderr)
+        results["load_after"] = os.getloadavg()[0]
         print(json.dumps(results, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -51,7 +51,7 @@ public enum RunIdentity {
     /// and that no process executes: what a `run` without `--id` continues instead of starting
     /// a new run over the old one's partial files.
     public static func interruptedTwin(of workflow: Workflow, inputs: JSONValue, store: any StateStore) throws -> RunRecord? {
-        try store.listRuns(RunFilter(statuses: [.interrupted, .running]))
+        try store.listRuns(RunFilter(statuses: [.interrupted, .running], workflow: workflow.name))
             // A `running` run without an owner is one another `run` has just created and not yet
             // claimed: it is that process's, not an interrupted twin (two runs started together).
             .filter { ($0.status == .interrupted || $0.owner != nil) && !$0.ownerIsLive }

@@ -218,6 +218,46 @@ enum PostgresSchema {
             -- A run whose watch hand-off is still pending is not pruned (its `after:` action waits).
             CREATE INDEX watch_handoffs_run ON watch_handoffs (run_id) WHERE outcome = 'pending';
             """),
+        // What lists, `/metrics` and claims read stays the same size however many runs the store
+        // holds (bench/scale/million.py): each reads through an index in the order it returns, up
+        // to its limit, and counts come from `run_count_deltas`, not from the runs.
+        (10, """
+            -- Lists, newest first, of some statuses or of one workflow (all runs: runs_created).
+            CREATE INDEX runs_status_created ON runs (status, created_at, id);
+            CREATE INDEX runs_workflow ON runs (workflow_name, created_at, id);
+            -- Each queue's oldest queued run (`/metrics`).
+            CREATE INDEX runs_queued_age ON runs (queue, created_at) WHERE status = 'queued';
+            -- Held steps (`/metrics`): few, counted through an index of those alone.
+            CREATE INDEX steps_held ON steps (run_id) WHERE status = 'held';
+
+            -- Runs per queue and status as signed changes, appended by a trigger on every write of
+            -- `runs` and summed by `queueFigures`, which folds them into one row per queue and
+            -- status as it reads. Appends, not a counter row per status: the workers of a busy
+            -- queue would all wait on the same counter row until their commits end.
+            CREATE TABLE run_count_deltas (
+                queue TEXT NOT NULL,
+                status TEXT NOT NULL,
+                n BIGINT NOT NULL
+            );
+            INSERT INTO run_count_deltas (queue, status, n) SELECT queue, status, count(*) FROM runs GROUP BY queue, status;
+            CREATE FUNCTION orchestrate_count_runs() RETURNS trigger
+            LANGUAGE plpgsql AS $count$
+            BEGIN
+                IF TG_OP <> 'INSERT' THEN
+                    INSERT INTO run_count_deltas (queue, status, n) VALUES (OLD.queue, OLD.status, -1);
+                END IF;
+                IF TG_OP <> 'DELETE' THEN
+                    INSERT INTO run_count_deltas (queue, status, n) VALUES (NEW.queue, NEW.status, 1);
+                END IF;
+                RETURN NULL;
+            END
+            $count$;
+            CREATE TRIGGER runs_count AFTER INSERT OR DELETE ON runs
+                FOR EACH ROW EXECUTE FUNCTION orchestrate_count_runs();
+            CREATE TRIGGER runs_count_change AFTER UPDATE OF status, queue ON runs
+                FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.queue IS DISTINCT FROM NEW.queue)
+                EXECUTE FUNCTION orchestrate_count_runs();
+            """),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.

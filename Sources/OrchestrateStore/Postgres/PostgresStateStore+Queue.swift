@@ -238,19 +238,38 @@ extension PostgresStateStore {
         }
     }
 
+    /// Counts from `run_count_deltas` (appended by a trigger, migration 10), not from the runs:
+    /// the changes since the last read are folded into one row per queue and status first (one
+    /// statement, so atomic on its own), so a read sums about as many rows as there are queues
+    /// and statuses plus the changes since the last one. Two folds at once never count a change
+    /// twice: each deletes the rows it sums, and a row another fold deleted first is skipped.
+    /// A fold of many changes (a read after a long time without one) leaves as many dead rows,
+    /// which every read would step over until autovacuum came: those are vacuumed at once.
     public func queueFigures() throws -> QueueFigures {
         try pool.withConnection { conn in
+            let folded = try conn.execute("""
+                WITH folded AS (DELETE FROM run_count_deltas RETURNING queue, status, n),
+                kept AS (INSERT INTO run_count_deltas (queue, status, n)
+                         SELECT queue, status, sum(n) FROM folded GROUP BY queue, status HAVING sum(n) <> 0)
+                SELECT count(*) AS n FROM folded
+                """).all.first?.int("n") ?? 0
+            if folded > Self.foldVacuumThreshold { try conn.execute("VACUUM run_count_deltas") }
             var counts: [QueueFigures.Count] = []
             var oldest: [String: Double] = [:]
-            for row in try conn.execute(QueueFigures.countSQL).all {
+            for row in try conn.execute("SELECT queue, status, sum(n) AS n FROM run_count_deltas GROUP BY queue, status HAVING sum(n) > 0").all {
                 guard let queue = row.string("queue"), let status = row.string("status").flatMap(RunStatus.init(rawValue:)) else { continue }
                 counts.append(QueueFigures.Count(queue: queue, status: status, runs: row.int("n") ?? 0))
-                if let time = row.double("oldest") { oldest[queue] = time }
+                if status == .queued, let time = try conn.execute(QueueFigures.oldestQueuedSQL + "$1", [queue]).all.first?.double("oldest") {
+                    oldest[queue] = time
+                }
             }
             let held = try conn.execute(QueueFigures.heldSQL).all.first?.int("n") ?? 0
             return QueueFigures(runs: counts, oldestQueued: oldest, heldSteps: held)
         }
     }
+
+    /// Folded changes above which `queueFigures` vacuums the table of changes.
+    static let foldVacuumThreshold = 10_000
 
     /// The deletion leaves a `run.deleted` event, as the SQLite store's does (there it keeps the
     /// highest seq taken; here the sequence never goes back anyway).

@@ -139,23 +139,44 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
                                items: results[3].all.map(Self.itemRecord), progress: results[4].all.map(Self.eventRecord))
     }
 
+    /// Every filter is in the query, newest first through an index by creation (of all runs,
+    /// of a status, of a workflow), so a `limit` reads about that many rows (migration 10).
     public func listRuns(_ filter: RunFilter) throws -> [RunRecord] {
         var sql = "SELECT *, \(Self.leaseValid) FROM runs WHERE true"
         var parameters: [String?] = []
+        func parameter(_ value: String?) -> String {
+            parameters.append(value)
+            return "$\(parameters.count)"
+        }
         if let statuses = filter.statuses, !statuses.isEmpty {
-            parameters.append(PGText.array(statuses.map(\.rawValue)))
-            sql += " AND status = ANY($\(parameters.count)::text[])"
+            sql += " AND status = ANY(\(parameter(PGText.array(statuses.map(\.rawValue).sorted())))::text[])"
         }
         if let queues = filter.queues, !queues.isEmpty {
-            parameters.append(PGText.array(Array(queues)))
-            sql += " AND queue = ANY($\(parameters.count)::text[])"
+            sql += " AND queue = ANY(\(parameter(PGText.array(queues.sorted())))::text[])"
         }
         if filter.runNowOnly { sql += " AND run_now" }
-        sql += " ORDER BY created_at, id"
+        if let workflow = filter.workflow { sql += " AND workflow_name = \(parameter(workflow))" }
+        if !filter.idPrefixes.isEmpty {
+            sql += " AND (" + filter.idPrefixes.map { "starts_with(id, \(parameter($0)))" }.joined(separator: " OR ") + ")"
+        }
+        for (key, value) in filter.labels.sorted(by: { $0.key < $1.key }) {
+            sql += " AND labels_json::jsonb ->> \(parameter(key)) = \(parameter(value))"
+        }
+        if let text = filter.text {
+            let t = parameter(text)
+            sql += """
+                 AND (strpos(lower(id), \(t)) > 0 OR strpos(lower(workflow_name), \(t)) > 0 OR strpos(lower(workflow_file), \(t)) > 0
+                      OR EXISTS (SELECT 1 FROM jsonb_each_text(labels_json::jsonb) AS l
+                                 WHERE strpos(lower(l.key), \(t)) > 0 OR strpos(lower(l.value), \(t)) > 0))
+                """
+        }
+        if let limit = filter.limit {
+            sql += " ORDER BY created_at DESC, id DESC LIMIT \(parameter(PGText.of(max(limit, 0))))"
+        } else {
+            sql += " ORDER BY created_at, id"
+        }
         let runs = try pool.withConnection { conn in try conn.execute(sql, parameters).all.map(Self.runRecord) }
-        let matching = runs.filter { run in filter.labels.allSatisfy { run.labels[$0.key] == $0.value } }
-        if let limit = filter.limit { return Array(matching.suffix(limit)) }
-        return matching
+        return filter.limit == nil ? runs : runs.reversed()
     }
 
     public func claimRun(_ id: String, owner: OwnerIdentity, lease: Double) throws -> Bool {

@@ -220,6 +220,50 @@ enum SQLiteSchema {
                 CREATE INDEX watch_handoffs_run ON watch_handoffs(run_id) WHERE outcome = 'pending';
                 """)
         }
+        migrator.registerMigration("v12 a million runs") { db in
+            // What lists, `/metrics` and claims read stays the same size however many runs the
+            // store holds (bench/scale/million.py): each reads through an index in the order it
+            // returns, up to its limit, and counts come from `run_counts`, not from the runs.
+            try db.execute(sql: """
+                -- Lists, newest first: all runs, of some statuses, of one workflow.
+                CREATE INDEX runs_created ON runs(created_at, id);
+                DROP INDEX runs_status;
+                CREATE INDEX runs_status_created ON runs(status, created_at, id);
+                CREATE INDEX runs_workflow ON runs(workflow_name, created_at, id);
+                -- The queue in claim order (`claimNextRuns` reads the runs it takes, no more), and
+                -- each queue's oldest queued run (`/metrics`).
+                CREATE INDEX runs_queued_order ON runs(run_now DESC, priority DESC, queue_order, created_at)
+                    WHERE status = 'queued';
+                CREATE INDEX runs_queued_age ON runs(queue, created_at) WHERE status = 'queued';
+                -- Held steps (`/metrics`): few, counted through an index of those alone.
+                CREATE INDEX steps_held ON steps(run_id) WHERE status = 'held';
+
+                -- Runs per queue and status, kept by triggers on every write of `runs` (creation,
+                -- journal commits, queue verbs, retry, deletion, pruning), so a count never reads
+                -- the runs. A row at 0 stays (it is read as no runs).
+                CREATE TABLE run_counts (
+                    queue TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    n INTEGER NOT NULL,
+                    PRIMARY KEY (queue, status)
+                ) WITHOUT ROWID;
+                INSERT INTO run_counts (queue, status, n) SELECT queue, status, COUNT(*) FROM runs GROUP BY queue, status;
+                CREATE TRIGGER run_counts_insert AFTER INSERT ON runs BEGIN
+                    INSERT INTO run_counts (queue, status, n) VALUES (new.queue, new.status, 1)
+                        ON CONFLICT (queue, status) DO UPDATE SET n = n + 1;
+                END;
+                CREATE TRIGGER run_counts_update AFTER UPDATE OF status, queue ON runs
+                    WHEN old.status IS NOT new.status OR old.queue IS NOT new.queue
+                BEGIN
+                    UPDATE run_counts SET n = n - 1 WHERE queue = old.queue AND status = old.status;
+                    INSERT INTO run_counts (queue, status, n) VALUES (new.queue, new.status, 1)
+                        ON CONFLICT (queue, status) DO UPDATE SET n = n + 1;
+                END;
+                CREATE TRIGGER run_counts_delete AFTER DELETE ON runs BEGIN
+                    UPDATE run_counts SET n = n - 1 WHERE queue = old.queue AND status = old.status;
+                END;
+                """)
+        }
         return migrator
     }
 

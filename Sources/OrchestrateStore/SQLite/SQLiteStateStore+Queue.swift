@@ -6,19 +6,14 @@ import GRDB
 extension SQLiteStateStore {
     public func claimNextRuns(owner: OwnerIdentity, queues: [String], limit: Int, lease: Double) throws -> [RunRecord] {
         guard limit > 0, !queues.isEmpty else { return [] }
+        let inQueues = "queue IN (\(queues.map { _ in "?" }.joined(separator: ",")))"
         return try write { db in
             let leaseUntil = try now() + lease
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT \(Self.runColumns) FROM runs WHERE status IN (?, ?, ?) AND queue IN (\(queues.map { _ in "?" }.joined(separator: ",")))
-                ORDER BY CASE WHEN status = ? THEN 1 ELSE 0 END, run_now DESC, priority DESC, queue_order, created_at
-                """, arguments: StatementArguments([RunStatus.queued.rawValue, RunStatus.running.rawValue,
-                                                    RunStatus.compensating.rawValue] + queues + [RunStatus.queued.rawValue]))
             var claimed: [RunRecord] = []
-            for row in rows {
-                guard claimed.count < limit else { break }
+            func take(_ row: Row) throws -> Bool {
                 let run = Self.runRecord(row)
                 // Ours already (executing), or a live process's: not to be taken.
-                if run.owner == owner || run.ownerIsLive { continue }
+                if run.owner == owner || run.ownerIsLive { return false }
                 try db.execute(sql: """
                     UPDATE runs SET owner_host = ?, owner_pid = ?, owner_start = ?, lease_until = ?, run_now = 0 WHERE id = ?
                     """, arguments: [owner.node, owner.pid, owner.startTime, leaseUntil, run.id])
@@ -29,6 +24,34 @@ extension SQLiteStateStore {
                 taken.runNow = false
                 taken.ownerIsLive = true
                 claimed.append(taken)
+                return true
+            }
+            // Runs a dead owner left unfinished first: at most the runs in progress.
+            for row in try Row.fetchAll(db, sql: """
+                SELECT \(Self.runColumns) FROM runs WHERE status IN ('running', 'compensating') AND \(inQueues)
+                ORDER BY run_now DESC, priority DESC, queue_order, created_at
+                """, arguments: StatementArguments(queues)) where claimed.count < limit
+            {
+                _ = try take(row)
+            }
+            // Then the queue in its order, read through `runs_queued_order` one row at a time:
+            // a claim reads the runs it takes and those claimed by live workers but not yet
+            // started (at most their free slots), not the whole queue.
+            func free(_ wanted: Int) throws -> [Row] {
+                let queued = try Row.fetchCursor(db.makeStatement(sql: """
+                    SELECT \(Self.runColumns) FROM runs INDEXED BY runs_queued_order WHERE status = 'queued' AND \(inQueues)
+                    ORDER BY run_now DESC, priority DESC, queue_order, created_at
+                    """), arguments: StatementArguments(queues))
+                var found: [Row] = []
+                while found.count < wanted, let row = try queued.next() {
+                    let run = Self.runRecord(row)
+                    if run.owner == owner || run.ownerIsLive { continue }
+                    found.append(row.copy())
+                }
+                return found
+            }
+            if claimed.count < limit {
+                for row in try free(limit - claimed.count) { _ = try take(row) }
             }
             return claimed
         }
@@ -137,17 +160,22 @@ extension SQLiteStateStore {
         }
     }
 
+    /// Counts from `run_counts` (kept by triggers, schema v12), not from the runs.
     public func queueFigures() throws -> QueueFigures {
         try read { db in
             var counts: [QueueFigures.Count] = []
             var oldest: [String: Double] = [:]
-            for row in try Row.fetchAll(db, sql: QueueFigures.countSQL) {
+            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT queue, status, n FROM run_counts WHERE n > 0")) {
                 guard let status = RunStatus(rawValue: row["status"]) else { continue }
                 let queue: String = row["queue"]
                 counts.append(QueueFigures.Count(queue: queue, status: status, runs: row["n"]))
-                if let time: Double = row["oldest"] { oldest[queue] = time }
+                if status == .queued,
+                   let time = try Double.fetchOne(db.cachedStatement(sql: QueueFigures.oldestQueuedSQL + "?"), arguments: [queue])
+                {
+                    oldest[queue] = time
+                }
             }
-            let held = try Int.fetchOne(db, sql: QueueFigures.heldSQL) ?? 0
+            let held = try Int.fetchOne(db.cachedStatement(sql: QueueFigures.heldSQL)) ?? 0
             return QueueFigures(runs: counts, oldestQueued: oldest, heldSteps: held)
         }
     }

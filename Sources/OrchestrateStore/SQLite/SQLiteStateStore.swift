@@ -176,10 +176,24 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         }
     }
 
+    /// Every filter is in the query, newest first through an index by creation (of all runs,
+    /// of a status, of a workflow), so a `limit` reads about that many rows (schema v12).
     public func listRuns(_ filter: RunFilter) throws -> [RunRecord] {
-        var sql = "SELECT \(Self.runColumns) FROM runs WHERE 1"
+        // The index to read by: SQLite would rather walk `runs_created` in the order asked for
+        // (reading every run to find a few running ones) than sort the few it finds by status.
+        // `run-now` runs waiting (a worker at its limit asks every round): the queue's own index,
+        // which leads with run_now.
+        let index = filter.runNowOnly && filter.statuses == [.queued] ? " INDEXED BY runs_queued_order"
+            : filter.statuses?.isEmpty == false ? " INDEXED BY runs_status_created"
+            : filter.workflow != nil ? " INDEXED BY runs_workflow" : ""
+        var sql = "SELECT \(Self.runColumns) FROM runs\(index) WHERE 1"
         var arguments: StatementArguments = []
-        if let statuses = filter.statuses, !statuses.isEmpty {
+        // Statements whose shape depends on the names given are not cached (any number of any
+        // names: one statement each would grow the cache without bound).
+        var cached = true
+        if filter.runNowOnly && filter.statuses == [.queued] {
+            sql += " AND status = 'queued'"  // a literal: what lets SQLite use the partial index
+        } else if let statuses = filter.statuses, !statuses.isEmpty {
             sql += " AND status IN (\(statuses.map { _ in "?" }.joined(separator: ",")))"
             for s in statuses.sorted(by: { $0.rawValue < $1.rawValue }) { arguments += [s.rawValue] }
         }
@@ -187,18 +201,41 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         if let queues = filter.queues, !queues.isEmpty {
             sql += " AND queue IN (\(queues.map { _ in "?" }.joined(separator: ",")))"
             for q in queues.sorted() { arguments += [q] }
+            cached = false
         }
-        sql += " ORDER BY created_at, id"
-        // Prepared once per connection, as the API's frequent reads are, unless it names queues
-        // (any number of any names: one statement each would grow the cache without bound).
-        let cached = filter.queues?.isEmpty ?? true
+        if let workflow = filter.workflow {
+            sql += " AND workflow_name = ?"
+            arguments += [workflow]
+        }
+        if !filter.idPrefixes.isEmpty {
+            sql += " AND (" + filter.idPrefixes.map { _ in "substr(id, 1, length(?)) = ?" }.joined(separator: " OR ") + ")"
+            for prefix in filter.idPrefixes { arguments += [prefix, prefix] }
+            cached = false
+        }
+        for (key, value) in filter.labels.sorted(by: { $0.key < $1.key }) {
+            sql += " AND EXISTS (SELECT 1 FROM json_each(labels_json) WHERE key = ? AND value = ?)"
+            arguments += [key, value]
+            cached = false
+        }
+        if let text = filter.text {
+            // SQLite's lower() folds ASCII letters only.
+            sql += """
+                 AND (instr(lower(id), ?) > 0 OR instr(lower(workflow_name), ?) > 0 OR instr(lower(workflow_file), ?) > 0
+                      OR EXISTS (SELECT 1 FROM json_each(labels_json) WHERE instr(lower(key), ?) > 0 OR instr(lower(value), ?) > 0))
+                """
+            arguments += StatementArguments(Array(repeating: text, count: 5))
+        }
+        if let limit = filter.limit {
+            sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+            arguments += [max(limit, 0)]
+        } else {
+            sql += " ORDER BY created_at, id"
+        }
         let rows = try read { db in
             try Row.fetchAll(cached ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql), arguments: arguments)
                 .map(Self.runRecord)
         }
-        let matching = rows.filter { run in filter.labels.allSatisfy { run.labels[$0.key] == $0.value } }
-        if let limit = filter.limit { return Array(matching.suffix(limit)) }
-        return matching
+        return filter.limit == nil ? rows : rows.reversed()
     }
 
     public func claimRun(_ id: String, owner: OwnerIdentity, lease: Double) throws -> Bool {
