@@ -132,7 +132,8 @@ def main():
         return timed_usage([orch, "run", workflow(f"{work}/wf.yaml", step), "--state", state], env)
 
     s5 = [f"{bindir}/s5cmd", "--endpoint-url", endpoint]
-    rc = [f"{bindir}/rclone", "--config", "/dev/null"]
+    # --ignore-times: rclone would skip a destination of the same size and time (the next round's).
+    rc = [f"{bindir}/rclone", "--config", "/dev/null", "--ignore-times"]
     aws = [f"{bindir}/aws", "--endpoint-url", endpoint]
     results = {}
     try:
