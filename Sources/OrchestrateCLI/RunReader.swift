@@ -37,8 +37,8 @@ struct RemoteOptions: ParsableArguments {
 protocol RunReader {
     /// Where the runs are, for messages ("no run X in …").
     var location: String { get }
-    /// `RunDocument.detail`, or nil when there is no such run.
-    func detail(_ id: String) throws -> JSONValue?
+    /// `RunDocument.detail` with that window of the run's items, or nil when there is no such run.
+    func detail(_ id: String, items: ItemWindow) throws -> JSONValue?
     /// The runs (oldest first) of these queues with these labels; with `transfer`, as
     /// `RunDocument.summaries` (else `RunDocument.json`: a remote reader always gives summaries).
     func runs(labels: [String: String], queues: Set<String>?, transfer: Bool) throws -> [JSONValue]
@@ -51,6 +51,9 @@ protocol RunReader {
 }
 
 extension RunReader {
+    /// `detail(id, items:)` with the first page of items.
+    func detail(_ id: String) throws -> JSONValue? { try detail(id, items: .first) }
+
     func isFinished(_ id: String) throws -> Bool {
         guard let status = try detail(id)?["status"]?.stringValue else { return false }
         return RunStatus(rawValue: status)?.isFinished ?? false
@@ -61,7 +64,7 @@ struct LocalRunReader: RunReader {
     let store: any StateStore
     let location: String
 
-    func detail(_ id: String) throws -> JSONValue? { try RunDocument.detail(ofRun: id, store: store) }
+    func detail(_ id: String, items: ItemWindow) throws -> JSONValue? { try RunDocument.detail(ofRun: id, store: store, items: items) }
 
     func runs(labels: [String: String], queues: Set<String>?, transfer: Bool) throws -> [JSONValue] {
         let runs = try store.listRuns(RunFilter(labels: labels, queues: queues))
@@ -82,8 +85,10 @@ struct RemoteRunReader: RunReader {
     let client: APIClient
     var location: String { client.server }
 
-    func detail(_ id: String) throws -> JSONValue? {
-        guard var detail = try client.get("/api/runs/\(APIClient.encode(id))", missingIsNil: true)?.objectValue else { return nil }
+    func detail(_ id: String, items: ItemWindow) throws -> JSONValue? {
+        var query = "?items_limit=\(max(1, items.limit))"
+        if items.last { query += "&items_last=true" } else if let after = items.after { query += "&items_after=" + APIClient.encode(after.text) }
+        guard var detail = try client.get("/api/runs/\(APIClient.encode(id))" + query, missingIsNil: true)?.objectValue else { return nil }
         detail["graph"] = nil  // for the dashboard; not part of `status --json`
         return .object(detail)
     }

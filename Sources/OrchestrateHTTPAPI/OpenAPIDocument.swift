@@ -57,7 +57,11 @@ enum OpenAPIDocument {
         },
         "/api/runs/{id}": {
           "parameters": [{"$ref": "#/components/parameters/RunID"}],
-          "get": {"summary": "A run with its steps, session items and transfer figures", "operationId": "getRun",
+          "get": {"summary": "A run with its steps, a page of its session items and transfer figures", "operationId": "getRun",
+                  "parameters": [
+                    {"name": "items_limit", "in": "query", "description": "items in the page", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
+                    {"name": "items_after", "in": "query", "description": "the page after this cursor (items_next of the page before)", "schema": {"type": "string", "pattern": "^[0-9]+:.+$"}},
+                    {"name": "items_last", "in": "query", "description": "true: the last items_limit items instead of the first", "schema": {"type": "boolean", "default": false}}],
                   "responses": {"200": {"description": "The run", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}}},
                                 "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"}}},
           "delete": {"summary": "Delete a finished run", "operationId": "deleteRun",
@@ -217,7 +221,10 @@ enum OpenAPIDocument {
               "id": {"type": "string"}, "status": {"type": "string"}, "attempt": {"type": "integer"}, "kind": {"type": "string"},
               "error_kind": {"type": "string"}, "error": {"type": "string"}, "outputs": {}, "idempotency_key": {"type": "string"},
               "started_at": {"type": "number"}, "finished_at": {"type": "number"}, "node": {"type": "string"}}}},
-            "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "step": {"type": "string"}, "status": {"type": "string"}, "item": {}, "error": {"type": "string"}}}},
+            "items": {"type": "array", "description": "one page of the items, by step then in the order added (items_limit, items_after, items_last)", "items": {"type": "object", "properties": {"id": {"type": "string"}, "step": {"type": "string"}, "status": {"type": "string"}, "item": {}, "error": {"type": "string"}}}},
+            "items_next": {"type": "string", "description": "the cursor of the next page (items_after), when more items follow this one"},
+            "items_total": {"type": "integer", "description": "all the run's items"},
+            "item_counts": {"type": "object", "description": "per step, how many items are queued, running, done and failed", "additionalProperties": {"type": "object", "additionalProperties": {"type": "integer"}}},
             "progress": {"type": "array", "description": "the latest step.progress event of each step that reported progress", "items": {"$ref": "#/components/schemas/Event"}},
             "graph": {"type": "array", "description": "the declared steps (from the workflow stored with the run) and what each needs",
                       "items": {"type": "object", "required": ["id", "uses", "needs", "for_each"], "properties": {
