@@ -128,7 +128,7 @@ def checkpoint_done(state):
     the checkpoint's size; (0, 0) before the first."""
     try:
         rows = query(state, "SELECT data FROM checkpoints")
-    except sqlite3.Error:
+    except (sqlite3.Error, SystemExit):  # no database yet, or busy
         return 0, 0
     best = (0, 0)
     for (data,) in rows:
@@ -407,7 +407,7 @@ steps:
         def items_done(state):
             try:
                 return query(state, "SELECT COUNT(*) FROM items WHERE status = 'done'")[0][0]
-            except sqlite3.Error:
+            except (sqlite3.Error, SystemExit):
                 return 0
 
         if "session" in cases and "small" in trees:
