@@ -49,8 +49,8 @@ struct RunSelection {
 protocol RunReader {
     /// Where the runs are, for messages ("no run X in …").
     var location: String { get }
-    /// `RunDocument.detail`, or nil when there is no such run.
-    func detail(_ id: String) throws -> JSONValue?
+    /// `RunDocument.detail` with that window of the run's items, or nil when there is no such run.
+    func detail(_ id: String, items: ItemWindow) throws -> JSONValue?
     /// The runs `selection` picks, oldest first; with `transfer`, as `RunDocument.summaries`
     /// (else `RunDocument.json`: a remote reader always gives summaries).
     func runs(_ selection: RunSelection, transfer: Bool) throws -> [JSONValue]
@@ -63,6 +63,9 @@ protocol RunReader {
 }
 
 extension RunReader {
+    /// `detail(id, items:)` with the first page of items.
+    func detail(_ id: String) throws -> JSONValue? { try detail(id, items: .first) }
+
     func isFinished(_ id: String) throws -> Bool {
         guard let status = try detail(id)?["status"]?.stringValue else { return false }
         return RunStatus(rawValue: status)?.isFinished ?? false
@@ -73,7 +76,7 @@ struct LocalRunReader: RunReader {
     let store: any StateStore
     let location: String
 
-    func detail(_ id: String) throws -> JSONValue? { try RunDocument.detail(ofRun: id, store: store) }
+    func detail(_ id: String, items: ItemWindow) throws -> JSONValue? { try RunDocument.detail(ofRun: id, store: store, items: items) }
 
     func runs(_ selection: RunSelection, transfer: Bool) throws -> [JSONValue] {
         var filter = RunFilter(labels: selection.labels, queues: selection.queues, workflow: selection.workflow, limit: selection.limit)
@@ -96,8 +99,10 @@ struct RemoteRunReader: RunReader {
     let client: APIClient
     var location: String { client.server }
 
-    func detail(_ id: String) throws -> JSONValue? {
-        guard var detail = try client.get("/api/runs/\(APIClient.encode(id))", missingIsNil: true)?.objectValue else { return nil }
+    func detail(_ id: String, items: ItemWindow) throws -> JSONValue? {
+        var query = "?items_limit=\(max(1, items.limit))"
+        if items.last { query += "&items_last=true" } else if let after = items.after { query += "&items_after=" + APIClient.encode(after.text) }
+        guard var detail = try client.get("/api/runs/\(APIClient.encode(id))" + query, missingIsNil: true)?.objectValue else { return nil }
         detail["graph"] = nil  // for the dashboard; not part of `status --json`
         return .object(detail)
     }

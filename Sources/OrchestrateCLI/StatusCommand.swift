@@ -11,6 +11,8 @@ struct StatusCommand: ParsableCommand {
         abstract: "Show a run: its state, each step's state and attempts, errors and outputs.",
         discussion: """
             A run whose process died shows as `interrupted`: continue it with `orchestrate resume RUN`. \
+            The files of a persistent session are counted by state, and the last --items of them \
+            (20) are listed; --items-after CURSOR lists those after a cursor, page by page. \
             With --watch the status is redrawn every second, with a progress bar per step that \
             reports progress, until the run finishes (Ctrl-C to stop watching). With --server URL \
             --token-file FILE it reads a remote `serve --http` instead of the store.
@@ -27,8 +29,29 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "Redraw every second until the run finishes.")
     var watch = false
 
+    @Option(help: ArgumentHelp("List this many files of persistent sessions (0 to \(ItemWindow.maxLimit); 0: the counts only).",
+                               valueName: "n"))
+    var items = 20
+
+    @Option(name: .customLong("items-after"), help: ArgumentHelp(
+        "List the files after this cursor (a page's `next page` line, or `items_next` in --json), not the last ones.",
+        valueName: "cursor"))
+    var itemsAfter: String?
+
     @OptionGroup var global: GlobalOptions
     @OptionGroup var remote: RemoteOptions
+
+    func validate() throws {
+        guard (0...ItemWindow.maxLimit).contains(items) else { throw ValidationError("--items must be 0 to \(ItemWindow.maxLimit)") }
+        if let itemsAfter, ItemCursor(text: itemsAfter) == nil {
+            throw ValidationError("--items-after takes a cursor as status prints it (SEQ:STEP), not '\(itemsAfter)'")
+        }
+    }
+
+    /// The files listed: those after --items-after, else the last --items.
+    private var window: ItemWindow {
+        itemsAfter.flatMap(ItemCursor.init(text:)).map { ItemWindow(limit: items, after: $0) } ?? ItemWindow(limit: items, last: true)
+    }
 
     func run() throws {
         let reader = try remote.reader(global)
@@ -46,7 +69,7 @@ struct StatusCommand: ParsableCommand {
 
     /// Prints the run from its detail document (`RunDocument.detail`, which the API serves too).
     private func show(_ reader: any RunReader) throws {
-        guard let run = try reader.detail(runID) else { throw CLIFailure.usage("run \(runID) was deleted") }
+        guard let run = try reader.detail(runID, items: window) else { throw CLIFailure.usage("run \(runID) was deleted") }
         if global.json { return Terminal.line(run.jsonText) }
         let status = run["status"]?.stringValue ?? "?"
         Terminal.line(Terminal.styled("run \(runID)", .bold) + "  \(status)")
@@ -77,17 +100,14 @@ struct StatusCommand: ParsableCommand {
             Terminal.line(line)
             if let partial = step["partial"]?.stringValue { Terminal.line("  \("".padding(24)) partial file \(partial) (kept for a resume)") }
         }
-        let items = run["items"]?.arrayValue ?? []  // by step, in the order added
-        var groups: [(step: String, items: [JSONValue])] = []
-        for item in items {
-            let step = item["step"]?.stringValue ?? ""
-            if groups.last?.step == step { groups[groups.count - 1].items.append(item) } else { groups.append((step, [item])) }
-        }
-        for group in groups {
-            let counts = Dictionary(grouping: group.items, by: { $0["status"]?.stringValue ?? "" }).mapValues(\.count)
+        // Every step's counts, then the window's files under their step (by step, in the order added).
+        let listed = run["items"]?.arrayValue ?? []
+        let counts = run["item_counts"]?.objectValue ?? [:]
+        for step in Set(counts.keys).union(listed.compactMap { $0["step"]?.stringValue }).sorted() {
+            let stepCounts = counts[step]?.objectValue ?? [:]
             let states = ["queued", "running"] + ItemRecord.Status.allCases.map(\.rawValue).filter { $0 != "queued" }
-            Terminal.line("\nfiles of \(group.step): " + states.map { "\(counts[$0] ?? 0) \($0)" }.joined(separator: ", "))
-            for item in group.items {
+            Terminal.line("\nfiles of \(step): " + states.map { "\(stepCounts[$0]?.intValue ?? 0) \($0)" }.joined(separator: ", "))
+            for item in listed where item["step"]?.stringValue == step {
                 let value = item["item"]
                 let source = value?["source"]?.stringValue ?? value?.stringValue ?? value?.jsonText ?? ""
                 var line = "  \((item["id"]?.stringValue ?? "").padding(16)) \((item["status"]?.stringValue ?? "").padding(7)) \(source)"
@@ -100,6 +120,12 @@ struct StatusCommand: ParsableCommand {
                 }
                 Terminal.line(line)
             }
+        }
+        let total = run["items_total"]?.intValue ?? 0
+        if let next = run["items_next"]?.stringValue {
+            Terminal.line("  next page: orchestrate status \(runID) --items \(max(1, items)) --items-after \(next)")
+        } else if itemsAfter == nil && total > Int64(listed.count) {
+            Terminal.line("  (the last \(listed.count) of \(total) files; page through them with --items N --items-after 0:\(counts.keys.sorted().first ?? "STEP"))")
         }
         if watch && status == RunStatus.running.rawValue {  // no bars (nor ETAs) for a run not running
             let running = Set(steps.filter { $0["status"]?.stringValue == StepStatus.running.rawValue }.compactMap { $0["id"]?.stringValue })

@@ -22,9 +22,10 @@ enum RunRoutes {
 
         router.get("/api/runs/{id}") { request, context in
             let id = try context.parameters.runID()
+            let window = try ItemWindowQuery.window(request)
             return try await services.readCache.jsonBytes(ReadCache.key(request)) {
                 let detail = try await services.blocking { () -> [UInt8]? in
-                    guard let record = try services.store.runDetail(id) else { return nil }
+                    guard let record = try services.store.runDetail(id, items: window) else { return nil }
                     let graph = services.graphs.graphText(record.run)
                     return RunDocument.detailBytes(record, adding: graph.map { ["graph": $0] } ?? [:])
                 }

@@ -285,15 +285,79 @@ public struct ItemRecord: Sendable {
 public struct RunDetailRecord: Sendable {
     public var run: RunRecord
     public var steps: [StepRecord]
-    /// Every item of the run, by step then in the order they were added (`items(runID:)`).
+    /// The run's items in the window asked for (`ItemWindow`), by step then in the order they
+    /// were added: a session may hold 100,000 of them, so a detail carries a page.
     public var items: [ItemRecord]
     /// The latest `step.progress` event of each step, in seq order (`latestProgress`).
     public var progress: [EventRecord]
+    /// How many items each step holds in each state, all of them (not only the window's).
+    public var itemCounts: [ItemCount]
+    /// Where the next page starts, when items follow the window (a window from the start or a
+    /// cursor); nil at the end, and for a window of the last items.
+    public var itemsNext: ItemCursor?
 
-    public init(run: RunRecord, steps: [StepRecord], items: [ItemRecord], progress: [EventRecord]) {
+    public init(run: RunRecord, steps: [StepRecord], items: [ItemRecord], progress: [EventRecord],
+                itemCounts: [ItemCount] = [], itemsNext: ItemCursor? = nil)
+    {
         self.run = run
         self.steps = steps
         self.items = items
         self.progress = progress
+        self.itemCounts = itemCounts
+        self.itemsNext = itemsNext
+    }
+}
+
+/// Which of a run's items a detail carries, in their order (by step, then as added): up to
+/// `limit` after `after` (from the start without it), or, with `last`, the last `limit`.
+public struct ItemWindow: Sendable, Equatable {
+    public var limit: Int
+    public var after: ItemCursor?
+    public var last: Bool
+
+    /// The detail's page when none is asked for, and the most one may ask for.
+    public static let defaultLimit = 100
+    public static let maxLimit = 1000
+    /// The first `defaultLimit` items.
+    public static let first = ItemWindow(limit: defaultLimit)
+
+    public init(limit: Int, after: ItemCursor? = nil, last: Bool = false) {
+        self.limit = max(0, limit)
+        self.after = after
+        self.last = last
+    }
+}
+
+/// A position in a run's items (step, then the order added): a page starts after it. Its
+/// text, `SEQ:STEP`, is what the API and `status` hand out and take back.
+public struct ItemCursor: Sendable, Hashable {
+    public var stepID: String
+    public var seq: Int64
+
+    public init(stepID: String, seq: Int64) {
+        self.stepID = stepID
+        self.seq = seq
+    }
+
+    public init?(text: String) {
+        guard let colon = text.firstIndex(of: ":"), let seq = Int64(text[..<colon]), seq >= 0 else { return nil }
+        let step = String(text[text.index(after: colon)...])
+        guard !step.isEmpty else { return nil }
+        self.init(stepID: step, seq: seq)
+    }
+
+    public var text: String { "\(seq):\(stepID)" }
+}
+
+/// How many items of a step are in one state.
+public struct ItemCount: Sendable, Equatable {
+    public var stepID: String
+    public var status: ItemRecord.Status
+    public var count: Int
+
+    public init(stepID: String, status: ItemRecord.Status, count: Int) {
+        self.stepID = stepID
+        self.status = status
+        self.count = count
     }
 }

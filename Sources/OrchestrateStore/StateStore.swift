@@ -118,12 +118,13 @@ public protocol RunStore: AnyObject, Sendable {
     func run(_ id: String) throws -> RunRecord?
     /// The runs matching `filter`, oldest first.
     func listRuns(_ filter: RunFilter) throws -> [RunRecord]
-    /// The run with its steps, its items and the latest progress of each step, or nil: what
-    /// `run`, `steps(ofRun:)`, `items(runID:)` and `latestProgress` return, read together from
-    /// one snapshot (so the parts agree) and in one trip to the store. A run's detail is the
-    /// HTTP API's most frequent read (a dashboard polls it), and four trips cost four hand-overs
-    /// to a reader connection (bench/api).
-    func runDetail(_ id: String) throws -> RunDetailRecord?
+    /// The run with its steps, the window of its items, how many items each step holds in
+    /// each state, and the latest progress of each step, or nil: what `run`, `steps(ofRun:)`,
+    /// a page of `items(runID:)` and `latestProgress` return, read together from one snapshot
+    /// (so the parts agree) and in one trip to the store. A run's detail is the HTTP API's most
+    /// frequent read (a dashboard polls it), and four trips cost four hand-overs to a reader
+    /// connection (bench/api). A window, not every item: a session may hold 100,000.
+    func runDetail(_ id: String, items: ItemWindow) throws -> RunDetailRecord?
 
     /// Makes `owner` the owner of run `id` for `lease` seconds, unless another live owner holds
     /// it. Returns false if one does (or there is no such run).
@@ -328,6 +329,9 @@ extension EventStore {
 }
 
 extension RunStore {
+    /// `runDetail(id, items:)` with the first page of items (`ItemWindow.first`).
+    public func runDetail(_ id: String) throws -> RunDetailRecord? { try runDetail(id, items: .first) }
+
     /// Journals one new run with its first events (see `createRuns`).
     public func createRun(_ run: RunRecord, events: [EventRecord]) throws {
         try createRuns([(run, events)])

@@ -558,6 +558,42 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try t.store.items(runID: "other").isEmpty)
     }
 
+    /// A run's detail carries a window of its items (by step, then as added) with every
+    /// step's counts by state and the cursor of the next page: a session of 100,000 items is
+    /// read a page at a time.
+    @Test(arguments: StoreKind.allCases)
+    func runDetailPagesItemsWithCountsAndACursor(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        try t.makeRun("r2")
+        for (step, id) in [("b", "b1"), ("a", "a1"), ("b", "b2"), ("a", "a2"), ("b", "b3")] {
+            try t.store.addItem(runID: "r1", stepID: step, id: id, json: "{}", event: nil)
+        }
+        try t.store.addItem(runID: "r2", stepID: "a", id: "x", json: "{}", event: nil)
+        try t.store.finishItem(runID: "r1", stepID: "b", id: "b1", error: nil, event: nil, fence: nil)
+        try t.store.finishItem(runID: "r1", stepID: "a", id: "a2", error: "gone", event: nil, fence: nil)
+
+        var window = ItemWindow(limit: 2)
+        var seen: [String] = [], pages = 0
+        while pages < 5 {
+            let detail = try #require(try t.store.runDetail("r1", items: window))
+            #expect(detail.items.count <= 2)
+            seen += detail.items.map { "\($0.stepID)/\($0.id)" }
+            pages += 1
+            guard let next = detail.itemsNext else { break }
+            #expect(ItemCursor(text: next.text) == next)
+            window.after = next
+        }
+        #expect(seen == ["a/a1", "a/a2", "b/b1", "b/b2", "b/b3"])
+        #expect(pages == 3)
+        let last = try #require(try t.store.runDetail("r1", items: ItemWindow(limit: 2, last: true)))
+        #expect(last.items.map(\.id) == ["b2", "b3"] && last.itemsNext == nil)
+        let counts = Set(last.itemCounts.map { "\($0.stepID) \($0.status.rawValue) \($0.count)" })
+        #expect(counts == ["a queued 1", "a failed 1", "b done 1", "b queued 2"])
+        let none = try #require(try t.store.runDetail("r1", items: ItemWindow(limit: 0)))
+        #expect(none.items.isEmpty && none.itemCounts.count == 4)
+    }
+
     /// `runDetail` is `run`, `steps(ofRun:)`, `items(runID:)` and `latestProgress` in one read:
     /// the same records, of that run only; nil for a run that does not exist.
     @Test(arguments: StoreKind.allCases)

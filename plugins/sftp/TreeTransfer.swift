@@ -6,11 +6,16 @@ import OrchestratePluginKit
 /// one round trip after another); then the big files, one at a time, each split into ranges. A
 /// file alone (a single-file transfer) goes the one-at-a-time way, with its own checkpoint.
 ///
-/// The step checkpoint is `{"order": f, "done": k, "also": [i…], "file": <range state>,
-/// "file_at": j}` over that processing order: the first k files and those listed in `also` are
-/// in place (a resume skips them), and file j is a ranged file in progress. `f` fingerprints the
-/// order (paths and sizes, in order): if the tree or the inputs changed since, the order may have
-/// too, and the checkpoint is ignored (files already there are sent again).
+/// The step checkpoint is `{"order": f, "done": k, "ranges": [[a, b]…], "file": <range state>,
+/// "file_at": j}` over that processing order: the first k files and those from a to b (both
+/// included) of each range are in place (a resume skips them), and file j is a ranged file in
+/// progress. `f` fingerprints the order (paths and sizes, in order): if the tree or the inputs
+/// changed since, the order may have too, and the checkpoint is ignored (files already there are
+/// sent again). The checkpoint is rewritten as each file lands, so its size must not grow with
+/// the files done: the files done beyond k go as ranges, at most one per file still in flight
+/// (one slow file holding k back while the others finish thousands is a few ranges, not a list
+/// of thousands rewritten at every file). Checkpoints that list them one by one (`"also": [i…]`)
+/// are read too.
 struct TreeTransfer {
     let step: StepContext
     let session: Session
@@ -141,6 +146,10 @@ private final class TreeState: @unchecked Sendable {
         let k = min(Int(saved?["done"]?.intValue ?? 0), order.count)
         for i in 0 ..< k { done[i] = true }
         for i in saved?["also"]?.arrayValue?.compactMap(\.intValue) ?? [] where Int(i) >= 0 && Int(i) < order.count { done[Int(i)] = true }
+        for range in saved?["ranges"]?.arrayValue ?? [] {
+            guard let a = range[0]?.intValue, let b = range[1]?.intValue, a >= 0, a <= b, b < Int64(order.count) else { continue }
+            for i in Int(a) ... Int(b) { done[i] = true }
+        }
         savedFile = saved?["file"]
         savedFileAt = Int(saved?["file_at"]?.intValue ?? Int64(k))
         for i in done.indices where done[i] {
@@ -195,7 +204,7 @@ private final class TreeState: @unchecked Sendable {
 
     private func checkpointLocked(file: JSONValue?, at index: Int?) -> JSONValue {
         var object: [String: JSONValue] = ["order": .string(fingerprint), "done": .int(Int64(prefix))]
-        if !beyond.isEmpty { object["also"] = .array(beyond.sorted().map { .int(Int64($0)) }) }
+        if !beyond.isEmpty { object["ranges"] = .array(TreeState.ranges(beyond.sorted()).map { .array([.int(Int64($0.lowerBound)), .int(Int64($0.upperBound))]) }) }
         if let file, let index {
             object["file"] = file
             object["file_at"] = .int(Int64(index))
@@ -203,6 +212,15 @@ private final class TreeState: @unchecked Sendable {
             if let partial = file["partial"] { object["partial"] = partial }
         }
         return .object(object)
+    }
+
+    /// Sorted indices as runs of consecutive ones.
+    static func ranges(_ sorted: [Int]) -> [ClosedRange<Int>] {
+        var out: [ClosedRange<Int>] = []
+        for i in sorted {
+            if let last = out.last, last.upperBound + 1 == i { out[out.count - 1] = last.lowerBound ... i } else { out.append(i ... i) }
+        }
+        return out
     }
 
     private func advancePrefix() {

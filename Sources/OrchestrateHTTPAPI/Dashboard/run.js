@@ -6,6 +6,7 @@ import { h, fill, badge, labels, progressBar, time, duration, throttle, flash } 
 
 const FINISHED = ['succeeded', 'failed', 'cancelled'];
 const MAX_LOG_LINES = 1000;
+const FILES_PAGE = 100;
 
 /** Verbs, the statuses each applies to, and what the button says. */
 const VERBS = [
@@ -21,7 +22,10 @@ const VERBS = [
 
 export function mount(container, route) {
   const id = route.id;
-  const state = { run: null, progress: new Map(), files: new Map(), attempts: new Map(), logs: [], open: new Set() };
+  // `files`: the live state of the files being moved (those that ended are dropped: the page's
+  // stored state has them). `page`: the cursor of the files page shown, and those before it.
+  const state = { run: null, progress: new Map(), files: new Map(), attempts: new Map(), logs: [], open: new Set(),
+    page: { after: null, before: [] } };
   const sections = {
     head: h('div', {}), verbs: h('div', { className: 'verbs' }), meta: h('div', {}), graph: h('div', {}),
     steps: h('div', {}), files: h('div', {}), log: h('ol', { className: 'log' }),
@@ -33,7 +37,10 @@ export function mount(container, route) {
   const render = throttle(() => draw(state, sections, act), 250);
   async function load() {
     try {
-      state.run = await api('/api/runs/' + encodeURIComponent(id));
+      // A session may hold 100,000 files: the detail carries one page of them (items_next: more follow).
+      const query = new URLSearchParams({ items_limit: String(FILES_PAGE) });
+      if (state.page.after) query.set('items_after', state.page.after);
+      state.run = await api('/api/runs/' + encodeURIComponent(id) + '?' + query);
       render();
     } catch (error) {
       if (error.status === 404) fill(sections.head, h('h1', {}, 'No run ' + id));
@@ -52,6 +59,18 @@ export function mount(container, route) {
       else reload();
     } catch (error) { flash(error.message); }
   }
+
+  state.turnPage = (direction) => {
+    if (direction === 'next' && state.run && state.run.items_next) {
+      state.page.before.push(state.page.after);
+      state.page.after = state.run.items_next;
+    } else if (direction === 'previous' && state.page.before.length) {
+      state.page.after = state.page.before.pop();
+    } else if (direction === 'first') {
+      state.page = { after: null, before: [] };
+    }
+    load();
+  };
 
   load();
   return subscribe('/api/runs/' + encodeURIComponent(id) + '/events', (event) => {
@@ -108,7 +127,9 @@ function record(state, event, logList) {
       state.files.set(data.item, { ...(state.files.get(data.item) || { step }), status: 'queued', error: '', rate: 0 });
       break;
     case 'item.finished':
-      state.files.set(data.item, { ...(state.files.get(data.item) || { step }), status: data.ok ? 'done' : 'failed', error: data.error, rate: 0 });
+      // Its stored state says the rest (the page reloads on this event): the live map keeps
+      // only the files still moving, not one entry per file the session ever took.
+      state.files.delete(data.item);
       break;
     case 'step.log':
       state.logs.push(event);
@@ -206,23 +227,38 @@ function stepsTable(run, state) {
     }))));
 }
 
-/** Files added to persistent sessions (the run's items), with their live progress. */
+/** Files added to persistent sessions (the run's items): the counts, the files moving now with
+ * their live progress, and one page of the files in the order added, with a pager. */
 function filesTable(run, state) {
-  // A running item carries the server's figures (a page opened mid-transfer has seen no event of it yet).
-  const items = new Map((run.items || []).map((i) => [i.id, { step: i.step, value: i.item, status: i.status, error: i.error,
-    ...(i.bytes_done !== undefined ? { done: i.bytes_done, total: i.bytes_total, rate: i.rate } : {}) }]));
-  for (const [id, f] of state.files) {
-    // The stored status is final once done or failed; before that the journal's is newer.
-    const stored = items.get(id) || {};
-    const settled = stored.status === 'done' || stored.status === 'failed';
-    items.set(id, { ...stored, ...f, value: stored.value || f.value, status: settled ? stored.status : f.status, error: stored.error || f.error });
-  }
-  if (items.size === 0) return null;
+  const counts = run.item_counts || {};
+  if (!run.items_total && state.files.size === 0) return null;
   const name = (value, id) => value && typeof value === 'object' && value.source ? value.source + ' → ' + (value.destination || '') : id;
-  return [h('h2', {}, 'Files'), h('div', { className: 'table-wrap' }, h('table', { className: 'files' },
-    h('thead', {}, h('tr', {}, ['File', 'Step', 'Status', 'Progress', 'Error'].map((t) => h('th', {}, t)))),
-    h('tbody', {}, [...items].map(([id, f]) => h('tr', {},
-      h('td', { className: 'file' }, name(f.value, id)), h('td', {}, f.step || ''), h('td', {}, badge(f.status || 'queued')),
-      h('td', {}, f.done !== undefined ? progressBar(f.done, f.total, f.status === 'running' ? f.rate : 0) : ''),
-      h('td', { className: 'error' }, f.error || ''))))))];
+  const row = (id, f) => h('tr', {},
+    h('td', { className: 'file' }, name(f.value, id)), h('td', {}, f.step || ''), h('td', {}, badge(f.status || 'queued')),
+    h('td', {}, f.done !== undefined ? progressBar(f.done, f.total, f.status === 'running' ? f.rate : 0) : ''),
+    h('td', { className: 'error' }, f.error || ''));
+  const table = (rows) => h('div', { className: 'table-wrap' }, h('table', { className: 'files' },
+    h('thead', {}, h('tr', {}, ['File', 'Step', 'Status', 'Progress', 'Error'].map((t) => h('th', {}, t)))), h('tbody', {}, rows)));
+  // The page's files; a running one carries the server's figures (a page opened mid-transfer has
+  // seen no event of it yet), and the journal's live state is newer for those still moving.
+  const page = (run.items || []).map((i) => {
+    const stored = { step: i.step, value: i.item, status: i.status, error: i.error,
+      ...(i.bytes_done !== undefined ? { done: i.bytes_done, total: i.bytes_total, rate: i.rate } : {}) };
+    const live = state.files.get(i.id);
+    const settled = stored.status === 'done' || stored.status === 'failed';
+    return [i.id, live && !settled ? { ...stored, ...live, value: stored.value || live.value, error: stored.error || live.error } : stored];
+  });
+  const moving = [...state.files].filter(([, f]) => f.status === 'running' || f.status === 'held' || f.status === 'retrying');
+  const summary = Object.keys(counts).sort().map((step) => step + ': ' +
+    ['queued', 'running', 'done', 'failed'].map((k) => (counts[step][k] || 0).toLocaleString() + ' ' + k).join(' · '));
+  const first = page.length ? (state.page.before.length * FILES_PAGE + 1) : 0;
+  const pager = h('div', { className: 'pager' },
+    h('button', { type: 'button', disabled: !state.page.after, dataset: { page: 'first' }, onclick: () => state.turnPage('first') }, 'First'),
+    h('button', { type: 'button', disabled: !state.page.before.length, dataset: { page: 'previous' }, onclick: () => state.turnPage('previous') }, 'Previous'),
+    ' ' + (page.length ? first.toLocaleString() + '–' + (first + page.length - 1).toLocaleString() : '0') + ' of ' +
+      (run.items_total || 0).toLocaleString() + ' ',
+    h('button', { type: 'button', disabled: !run.items_next, dataset: { page: 'next' }, onclick: () => state.turnPage('next') }, 'Next'));
+  return [h('h2', {}, 'Files'), h('p', { className: 'file-counts' }, summary.join('; ')),
+    moving.length ? [h('h3', {}, 'Moving now'), table(moving.map(([id, f]) => row(id, f)))] : null,
+    h('h3', {}, 'All files, in the order added'), pager, table(page.map(([id, f]) => row(id, f)))];
 }

@@ -102,8 +102,8 @@ public enum RunDocument {
     /// as `status` does). One store read (`StateStore.runDetail`), and one checkpoint read per
     /// step that made an attempt and can still resume: such a step shows where its partial file
     /// is (`partial`, see `PartialFiles`).
-    public static func detail(ofRun id: String, store: any StateStore) throws -> JSONValue? {
-        guard let record = try store.runDetail(id) else { return nil }
+    public static func detail(ofRun id: String, store: any StateStore, items window: ItemWindow = .first) throws -> JSONValue? {
+        guard let record = try store.runDetail(id, items: window) else { return nil }
         var object = detail(record).objectValue ?? [:]
         let resumable: Set<StepStatus> = [.pending, .running, .waitingRetry, .held]
         if !record.run.status.isFinished, let steps = object["steps"]?.arrayValue {
@@ -120,7 +120,7 @@ public enum RunDocument {
 
     public static func detail(_ record: RunDetailRecord) -> JSONValue {
         var object = json(record.run, steps: record.steps).objectValue ?? [:]
-        if let items = itemsJSON(record) { object["items"] = items }
+        for (key, value) in itemsMembers(record) { object[key] = value }
         object["transfer"] = TransferStatistics.of(record.run, progress: record.progress).json
         object["progress"] = .array(record.progress.map(\.json))
         return .object(object)
@@ -133,7 +133,7 @@ public enum RunDocument {
         var object = detail(RunDetailRecord(run: record.run, steps: [], items: record.items, progress: record.progress))
             .objectValue ?? [:]
         object["steps"] = nil
-        object["items"] = itemsJSON(record)  // an item's state needs the steps'
+        for (key, value) in itemsMembers(record) { object[key] = value }  // an item's state needs the steps'
         // Room for the whole text at once (about 150 bytes a step), not regrown as it is written.
         var writer = JSONObjectText(capacity: 4096 + 192 * record.steps.count + texts.values.reduce(0) { $0 + $1.utf8.count })
         for key in Set(object.keys).union(texts.keys).union(["steps"]).sorted() {
@@ -166,11 +166,34 @@ public enum RunDocument {
         step.add("status", .string(s.status.rawValue))
     }
 
-    /// The run's items; those a session step is moving are `running`, with their `bytes_done`,
-    /// `bytes_total` (-1 when unknown) and `rate`.
-    static func itemsJSON(_ record: RunDetailRecord) -> JSONValue? {
-        guard !record.items.isEmpty else { return nil }
+    /// The members a run with items gets (none without): `items`, the window of them the record
+    /// holds; `items_next`, the cursor of the next page when more follow; `items_total`; and
+    /// `item_counts`, per step how many are `queued`, `running`, `done` and `failed`.
+    static func itemsMembers(_ record: RunDetailRecord) -> [String: JSONValue] {
+        let total = record.itemCounts.isEmpty ? record.items.count : record.itemCounts.reduce(0) { $0 + $1.count }
+        guard total > 0 || !record.items.isEmpty else { return [:] }
         let moving = movingItems(record)
+        var counts: [String: [String: JSONValue]] = [:]
+        for count in record.itemCounts {
+            var step = counts[count.stepID] ?? ["queued": 0, "running": 0, "done": 0, "failed": 0]
+            step[count.status.rawValue] = .int(Int64(count.count))
+            counts[count.stepID] = step
+        }
+        for (stepID, items) in moving where counts[stepID] != nil {
+            // The store keeps a moving item `queued` until it ends (see `movingItems`).
+            let queued = counts[stepID]?["queued"]?.intValue ?? 0, running = min(Int64(items.count), queued)
+            counts[stepID]?["queued"] = .int(queued - running)
+            counts[stepID]?["running"] = .int(running)
+        }
+        var members: [String: JSONValue] = ["items": itemsJSON(record, moving: moving), "items_total": .int(Int64(total)),
+                                            "item_counts": .object(counts.mapValues { .object($0) })]
+        if let next = record.itemsNext { members["items_next"] = .string(next.text) }
+        return members
+    }
+
+    /// The window's items; those a session step is moving are `running`, with their
+    /// `bytes_done`, `bytes_total` (-1 when unknown) and `rate`.
+    private static func itemsJSON(_ record: RunDetailRecord, moving: [String: [String: JSONValue]]) -> JSONValue {
         return .array(record.items.map { item in
             guard item.status == .queued, let progress = moving[item.stepID]?[item.id] else { return json(item) }
             var object = json(item).objectValue ?? [:]

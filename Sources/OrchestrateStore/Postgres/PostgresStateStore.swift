@@ -113,6 +113,7 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
     private static let runByID = "SELECT *, \(leaseValid) FROM runs WHERE id = $1"
     private static let stepsOfRun = "SELECT * FROM steps WHERE run_id = $1"
     private static let itemsOfRun = "SELECT * FROM items WHERE run_id = $1 ORDER BY step_id, seq"
+    private static let itemCountsOfRun = "SELECT step_id, status, COUNT(*) AS count FROM items WHERE run_id = $1 GROUP BY step_id, status ORDER BY step_id"
     /// Each step's newest `step.progress` of the runs in $1 (a text array), in seq order.
     private static let latestProgressOfRuns = """
         SELECT * FROM (SELECT DISTINCT ON (run_id, step) * FROM events WHERE run_id = ANY($1::text[]) AND type = $2
@@ -122,21 +123,37 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
 
     /// The four reads in one round trip (a pipeline), in a REPEATABLE READ transaction so they
     /// see one snapshot, as SQLite's single read transaction does.
-    public func runDetail(_ id: String) throws -> RunDetailRecord? {
+    public func runDetail(_ id: String, items window: ItemWindow) throws -> RunDetailRecord? {
+        // A window of the items, one more than asked for to tell whether others follow.
+        var itemsSQL = "SELECT * FROM items WHERE run_id = $1"
+        var itemParameters: [String?] = [id]
+        if let after = window.after, !window.last {
+            itemsSQL += " AND (step_id, seq) > ($2, $3)"
+            itemParameters += [after.stepID, PGText.of(after.seq)]
+        }
+        itemsSQL += (window.last ? " ORDER BY step_id DESC, seq DESC" : " ORDER BY step_id, seq") + " LIMIT $\(itemParameters.count + 1)"
+        itemParameters.append(PGText.of(Int64(window.limit + 1)))
         let results = try pool.withConnection { conn in
             try conn.executePipeline([
                 PGStatement("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
                 PGStatement(Self.runByID, [id]),
                 PGStatement(Self.stepsOfRun, [id]),
-                PGStatement(Self.itemsOfRun, [id]),
+                PGStatement(itemsSQL, itemParameters),
                 PGStatement(Self.latestProgressOfRuns, [PGText.array([id]), EventType.stepProgress.rawValue]),
+                PGStatement(Self.itemCountsOfRun, [id]),
                 PGStatement("COMMIT"),
             ])
         }
-        guard results.count == 6, results[1].count == 1 else { return nil }
+        guard results.count == 7, results[1].count == 1 else { return nil }
+        var items = results[3].all.map(Self.itemRecord)
+        let next = ItemPage.cut(&items, window)
+        let counts = results[5].all.map { row in
+            ItemCount(stepID: row.string("step_id") ?? "", status: row.string("status").flatMap(ItemRecord.Status.init(rawValue:)) ?? .queued,
+                      count: row.int("count") ?? 0)
+        }
         return RunDetailRecord(run: Self.runRecord(results[1][0]),
                                steps: UnstartedItems.adding(to: results[2].all.map(Self.stepRecord)),
-                               items: results[3].all.map(Self.itemRecord), progress: results[4].all.map(Self.eventRecord))
+                               items: items, progress: results[4].all.map(Self.eventRecord), itemCounts: counts, itemsNext: next)
     }
 
     /// Every filter is in the query, newest first through an index by creation (of all runs,

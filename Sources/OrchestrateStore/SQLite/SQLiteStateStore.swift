@@ -168,12 +168,36 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     }
 
     /// One read transaction (one WAL snapshot) for the four parts.
-    public func runDetail(_ id: String) throws -> RunDetailRecord? {
+    public func runDetail(_ id: String, items window: ItemWindow) throws -> RunDetailRecord? {
         try read { db in
             guard let run = try Self.run(id, db) else { return nil }
-            return RunDetailRecord(run: run, steps: try Self.steps(ofRun: id, db), items: try Self.items(runID: id, db),
-                                   progress: try Self.latestProgress(runIDs: [id], db))
+            let (items, next) = try Self.items(runID: id, window: window, db)
+            return RunDetailRecord(run: run, steps: try Self.steps(ofRun: id, db), items: items,
+                                   progress: try Self.latestProgress(runIDs: [id], db),
+                                   itemCounts: try Self.itemCounts(runID: id, db), itemsNext: next)
         }
+    }
+
+    /// A window of a run's items (one more is read to tell whether others follow) and where
+    /// the next page starts.
+    private static func items(runID: String, window: ItemWindow, _ db: Database) throws -> ([ItemRecord], ItemCursor?) {
+        var sql = "SELECT \(Self.itemColumns) FROM items WHERE run_id = ?"
+        var arguments: StatementArguments = [runID]
+        if let after = window.after, !window.last {
+            sql += " AND (step_id > ? OR (step_id = ? AND seq > ?))"
+            arguments += [after.stepID, after.stepID, after.seq]
+        }
+        sql += window.last ? " ORDER BY step_id DESC, seq DESC LIMIT ?" : " ORDER BY step_id, seq LIMIT ?"
+        arguments += [window.limit + 1]
+        var items = try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(itemRecord)
+        let next = ItemPage.cut(&items, window)
+        return (items, next)
+    }
+
+    private static func itemCounts(runID: String, _ db: Database) throws -> [ItemCount] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT step_id, status, COUNT(*) FROM items WHERE run_id = ? GROUP BY step_id, status ORDER BY step_id"),
+                         arguments: [runID])
+            .map { ItemCount(stepID: $0[0], status: ItemRecord.Status(rawValue: $0[1]) ?? .queued, count: $0[2]) }
     }
 
     /// Every filter is in the query, newest first through an index by creation (of all runs,
