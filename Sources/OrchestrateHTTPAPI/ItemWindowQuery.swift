@@ -3,7 +3,7 @@ import OrchestrateStore
 
 /// The window of a run's items that `GET /api/runs/{id}` carries: `items_limit` (1 to 1000,
 /// default 100), then either `items_after` (the `items_next` cursor of the page before) or
-/// `items_last=true` (the last ones). A session may hold 100,000 items: a detail is a page.
+/// `items_last=true` (the last ones; an `items_after` beside it is ignored). A session may hold 100,000 items: a detail is a page.
 enum ItemWindowQuery {
     static func window(_ request: Request) throws -> ItemWindow {
         let parameters = request.uri.queryParameters
@@ -24,7 +24,9 @@ enum ItemWindowQuery {
             guard value == "true" || value == "false" else { throw Problem(.badRequest, "items_last must be true or false, not '\(value)'") }
             window.last = value == "true"
         }
-        if window.last && window.after != nil { throw Problem(.badRequest, "give items_after or items_last=true, not both") }
+        // The last page has no "after": items_last wins, as the document says (a query's
+        // parameters cannot depend on each other in OpenAPI, so "not both" is not refused).
+        if window.last { window.after = nil }
         return window
     }
 }

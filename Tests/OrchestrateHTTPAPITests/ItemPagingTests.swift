@@ -58,9 +58,11 @@ import Testing
         let last = try serve.get("/api/runs/\(id)?items_last=true&items_limit=10").json
         #expect(Self.sources(last) == (Self.count - 10 ..< Self.count).map(Self.source))
         #expect(last["items_next"] == nil)
+        // items_last wins over a cursor beside it (the document cannot forbid the pair).
+        let lastWithCursor = try serve.get("/api/runs/\(id)?items_last=true&items_limit=10&items_after=1:accept").json
+        #expect(Self.sources(lastWithCursor) == Self.sources(last))
 
-        for bad in ["items_limit=0", "items_limit=1001", "items_limit=x", "items_after=nope", "items_last=yes",
-                    "items_last=true&items_after=1:accept"] {
+        for bad in ["items_limit=0", "items_limit=1001", "items_limit=x", "items_after=nope", "items_last=yes"] {
             let reply = try serve.get("/api/runs/\(id)?\(bad)")
             #expect(reply.status == 400, "\(bad): \(reply.status) \(reply.body)")
         }

@@ -35,8 +35,10 @@ final class Harness: @unchecked Sendable {
         Harness.events(try orchestrate(["list", "--json"])).compactMap { $0["id"]?.stringValue }
     }
 
+    /// `status --json` with up to 1,000 of the run's session items (status pages them; the
+    /// tests here count every one).
     func status(_ runID: String) throws -> JSONValue {
-        try JSONValue(parsing: try orchestrate(["status", runID, "--json"]).stdout)
+        try JSONValue(parsing: try orchestrate(["status", runID, "--json", "--items", "1000"]).stdout)
     }
 
     static func events(_ result: ProcessResult) -> [JSONValue] {
