@@ -141,7 +141,7 @@ let package = Package(
         // S3 and compatibles: the plugin, and its SigV4 signer and credential chain as a module
         // of their own (no I/O beyond reading ~/.aws), unit-tested against botocore.
         .target(name: "OrchestrateS3Auth", dependencies: ["CLibCrypto"], path: "plugins/s3/Auth"),
-        .target(name: "OrchestrateS3Plugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "CLibCrypto",
+        .target(name: "OrchestrateS3Plugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl", "CLibCrypto",
                                                            "OrchestrateS3Auth", "OrchestrateDigest"],
                 path: "plugins/s3", exclude: ["README.md", "Auth"]),
         // FTPS (and plain FTP only when asked for by name) on libcurl.

@@ -39,23 +39,50 @@ public final class CurlMulti {
         return result
     }
 
+    /// What `runAll` does with the requests in flight when one fails.
+    public enum AfterFailure: Sendable {
+        /// Abandons them at once (their connections are closed).
+        case abandonInFlight
+        /// Hands out no more, but waits for those in flight (each ends, or its stall timeout
+        /// ends it) and gives their results to `done` too: a request the server took is known,
+        /// not sent again by a retry that would race it. A cancel still abandons them at once.
+        case finishInFlight
+    }
+
     /// Runs the requests `next` hands out (nil: no more), at most `maxInFlight` at once, and
     /// gives each one's result to `done` as it completes. The first error (`next`'s, `done`'s,
-    /// or the step's cancel) stops everything: the requests in flight are abandoned, and it is
-    /// thrown. `next` and `done` run on this thread.
-    public func runAll<Request: CurlRequest>(maxInFlight: Int, step: StepContext, next: () throws(StepError) -> Request?,
+    /// or the step's cancel) stops handing out more; the requests in flight are abandoned or
+    /// finished (`afterFailure`), and then it is thrown (a cancel's at once). `next` and `done`
+    /// run on this thread.
+    public func runAll<Request: CurlRequest>(maxInFlight: Int, step: StepContext, afterFailure: AfterFailure = .abandonInFlight,
+                                             next: () throws(StepError) -> Request?,
                                              done: (Request, CURLcode) throws(StepError) -> Void) throws(StepError)
     {
         var inFlight: [UnsafeMutableRawPointer: Request] = [:]
         defer { for easy in inFlight.keys { curl_multi_remove_handle(multi, easy) } }
         var exhausted = false
+        var failure: StepError?
+        func failed(_ error: StepError) throws(StepError) {
+            guard failure == nil else { return }
+            guard afterFailure == .finishInFlight, !inFlight.isEmpty else { throw error }
+            failure = error
+            step.log(.info, "\(error.message); waiting for the \(inFlight.count) request(s) in flight to end before this attempt does")
+        }
         while true {
-            while !exhausted, inFlight.count < maxInFlight {
-                guard let request = try next() else { exhausted = true; break }
+            while failure == nil, !exhausted, inFlight.count < maxInFlight {
+                let request: Request?
+                do { request = try next() } catch {
+                    try failed(error)
+                    break
+                }
+                guard let request else { exhausted = true; break }
                 inFlight[request.curl.handle] = request
                 curl_multi_add_handle(multi, request.curl.handle)
             }
-            if inFlight.isEmpty { return }
+            if inFlight.isEmpty {
+                if let failure { throw failure }
+                return
+            }
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             var left: Int32 = 0
@@ -67,7 +94,7 @@ public final class CurlMulti {
             for (request, code) in finished {
                 curl_multi_remove_handle(multi, request.curl.handle)
                 inFlight[request.curl.handle] = nil
-                try done(request, code)
+                do { try done(request, code) } catch { try failed(error) }
             }
             if !finished.isEmpty { continue }
             let cancelFD = step.cancelFD

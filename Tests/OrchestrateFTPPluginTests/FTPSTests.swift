@@ -36,6 +36,13 @@ import Testing
     /// An output as a number (an expression's result may come back as text).
     static func number(_ value: JSONValue?) -> Int64? { value?.intValue ?? value?.stringValue.flatMap { Int64($0) } }
 
+    /// The outputs of the step `move` in the run whose events `result` printed.
+    static func stepOutputs(_ runner: Runner, _ result: ProcessResult) throws -> JSONValue? {
+        let runs = Runner.events(result.stdout).compactMap { $0["run"]?.stringValue }
+        let run = try #require(runs.first)
+        return try runner.status(run)["steps"]?.arrayValue?.last { $0["id"]?.stringValue == "move" }?["outputs"]
+    }
+
     static func failure(_ result: ProcessResult) -> JSONValue? {
         Runner.events(result.stdout).ofType("step.failed", step: "move").last?["data"]
     }
@@ -80,6 +87,7 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: back + "/d/empty"))
         let downloaded = Runner.events(down.stdout).runOutputs
         #expect(FTPSTests.number(downloaded?["files"]) == Int64(Trees.files(tree).count), "\(String(describing: downloaded))")
+        #expect(try FTPSTests.stepOutputs(runner, down)?.objectValue?.keys.sorted() == ["bytes", "files", "path", "resumed_bytes"])
 
         let oneBack = runner.path("one-back.bin")
         let downOne = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.download",
@@ -87,6 +95,10 @@ import Testing
                                                         name: "down-one.yaml"))
         #expect(downOne.status == 0, "\(downOne.stdout)")
         #expect(try Tools.sha256(oneBack) == sha)
+        // sha256 is an output only where the input asked for it.
+        let oneOutputs = try FTPSTests.stepOutputs(runner, downOne)
+        #expect(oneOutputs?.objectValue?.keys.sorted() == ["bytes", "files", "path", "resumed_bytes", "sha256"])
+        #expect(oneOutputs?["sha256"]?.stringValue == sha)
     }
 
     /// A tree moves `concurrency` files at a time, each worker over a login of its own (the

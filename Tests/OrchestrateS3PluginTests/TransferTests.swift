@@ -55,6 +55,8 @@ import Testing
         let bigOutputs = try runner.stepOutputs("big")
         #expect(bigOutputs?["parts"]?.intValue == 5, "\(String(describing: bigOutputs))")
         #expect(bigOutputs?["etag"]?.stringValue?.hasSuffix("-5") == true)
+        // A file's outputs, and none of a folder's.
+        #expect(bigOutputs?.objectValue?.keys.sorted() == ["bucket", "etag", "key", "parts", "parts_resumed", "sha256", "size", "uri"])
 
         // The AWS CLI reads the multipart object back byte for byte, with its SHA-256 metadata.
         let readBack = runner.path("cli-big.bin")
@@ -69,6 +71,8 @@ import Testing
         #expect(Tools.sameBytes(runner.path("back/big.bin"), big))
         let getOutputs = try runner.stepOutputs("get")
         #expect(getOutputs?["verified"]?.stringValue == "sha256")
+        #expect(getOutputs?.objectValue?.keys.sorted() == ["etag", "path", "ranges_resumed", "sha256", "size", "uri", "verified"])
+        #expect(try runner.stepOutputs("drop")?.objectValue?.keys.sorted() == ["deleted", "uri"])
         // The small one went up in one PUT and was deleted.
         let gone = try peer.aws(["s3api", "head-object", "--bucket", "orc-bucket", "--key", "\(key).small"])
         #expect(gone.status != 0)

@@ -55,6 +55,8 @@ import Testing
         #expect(up?["bytes"]?.intValue == Int64(1000 + 70_000 + 12 + 7 * Self.mib))
         #expect(up?["uri"]?.stringValue == "s3://orc-bucket/in/tree/")
         #expect(up?["skipped"]?.intValue == 1)
+        // A folder's outputs, and none of a file's.
+        #expect(up?.objectValue?.keys.sorted() == ["bucket", "bytes", "files", "files_resumed", "prefix", "skipped", "uri"])
         let logs = S3Runner.events(result.stdout).ofType("step.log", step: "up").compactMap { $0["data"]?["message"]?.stringValue }
         #expect(logs.contains { $0.contains("link-to-etc: a symbolic link") }, "\(logs)")
         // The CLI reads each back byte for byte.
@@ -67,6 +69,7 @@ import Testing
         // The download (listed 2 keys a page) put every file in place, and nothing else.
         let get = try runner.stepOutputs("get")
         #expect(get?["files"]?.intValue == 5, "\(String(describing: get))")
+        #expect(get?.objectValue?.keys.sorted() == ["bytes", "files", "files_resumed", "path", "skipped", "uri"])
         for (relative, path) in files { #expect(Tools.sameBytes(back + "/" + relative, path), "\(relative)") }
         let landed = (FileManager.default.enumerator(atPath: back)?.allObjects as? [String] ?? []).filter {
             var isDir: ObjCBool = false

@@ -22,10 +22,13 @@ struct DownloadStep: StepDefinition {
         var server = ServerInputs()
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{"path":{"type":"string"},"files":{"type":"integer"},"bytes":{"type":"integer"},
-          "resumed_bytes":{"type":"integer"},"sha256":{"type":"string"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "the local file or folder written (destination)") var path: String
+        var tree = TreeOutputs()
+        @Output(help: "a single file with the sha256 input: that SHA-256 (hex), which the file was checked to have",
+                pattern: LocalFile.sha256Pattern) var sha256: String?
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -62,11 +65,11 @@ struct DownloadStep: StepDefinition {
             if single != nil { digest = sha }
             return resumed
         }
-        step.setOutput("path", .string(destination))
-        step.setOutput("files", .int(Int64(entries.count)))
-        step.setOutput("bytes", .int(result.bytes))
-        step.setOutput("resumed_bytes", .int(result.resumed))
-        if single != nil, let digest { step.setOutput("sha256", .string(digest)) }
+        var outputs = Outputs()
+        outputs.path = destination
+        outputs.tree = TreeOutputs(files: entries.count, result)
+        if single != nil { outputs.sha256 = digest }
+        try step.setOutputs(outputs)
     }
 
     /// Receives one file into `local` through its partial; returns the bytes the partial already

@@ -28,10 +28,11 @@ struct UploadStep: StepDefinition {
         var server = ServerInputs()
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{"path":{"type":"string"},"files":{"type":"integer"},"bytes":{"type":"integer"},
-          "resumed_bytes":{"type":"integer"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "the remote path written (remote_root joined with destination)") var path: String
+        var tree = TreeOutputs()
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -68,10 +69,10 @@ struct UploadStep: StepDefinition {
             client.onProgress = progress
             return try upload(local, to: destination + entry.relative, client: client, temporaryName: inputs.temporaryName, start: start, step: step)
         }
-        step.setOutput("path", .string(root.display(destination)))
-        step.setOutput("files", .int(Int64(entries.count)))
-        step.setOutput("bytes", .int(result.bytes))
-        step.setOutput("resumed_bytes", .int(result.resumed))
+        var outputs = Outputs()
+        outputs.path = root.display(destination)
+        outputs.tree = TreeOutputs(files: entries.count, result)
+        try step.setOutputs(outputs)
     }
 
     /// Sends one file; returns the bytes that were already on the server.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import OrchestrateCurl
 import OrchestratePluginKit
 import OrchestrateS3Auth
 
@@ -72,7 +73,7 @@ final class S3Client {
 
     /// A signed exchange on the bucket (`key` nil: the bucket itself).
     func exchange(_ method: String, key: String?, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
-                  body: Exchange.Body = .none, payloadHash: String = SigV4.emptyPayloadHash, label: String, tag: Int = 0,
+                  body: CurlBody = .none, payloadHash: String = SigV4.emptyPayloadHash, label: String, tag: Int = 0,
                   cancellable: Bool = true) throws(StepError) -> Exchange
     {
         let (host, path) = endpoint.location(bucket: bucket, key: key)
@@ -85,7 +86,7 @@ final class S3Client {
 
     /// Sends one request; a status outside `accept` is an error that says what to do.
     func send(_ method: String, key: String?, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
-              body: Exchange.Body = .none, payloadHash: String = SigV4.emptyPayloadHash, label: String,
+              body: CurlBody = .none, payloadHash: String = SigV4.emptyPayloadHash, label: String,
               accept: Set<Int> = [200, 204, 206], cancellable: Bool = true) throws(StepError) -> Exchange.Response
     {
         let response = try pool.run(try exchange(method, key: key, query: query, headers: headers, body: body, payloadHash: payloadHash,

@@ -22,10 +22,11 @@ struct DeleteStep: StepDefinition {
         @Input(help: "keys listed (and deleted) per request, with prefix", minimum: 1, maximum: 1000) var pageSize = 1000
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{"uri":{"type":"string"},
-          "deleted":{"type":"integer","description":"objects deleted under the prefix (1 for a key, deleted or already gone)"}}}
-        """#
+    struct Outputs: StepOutputs {
+        @Output(help: "s3://bucket/key or s3://bucket/prefix") var uri: String
+        @Output(help: "objects deleted under the prefix (1 for a key, deleted or already gone)", minimum: 0) var deleted: Int64
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -34,12 +35,13 @@ struct DeleteStep: StepDefinition {
             throw StepError.invalidInput("prefix \"\" names every object of the bucket: add whole_bucket: true to delete them all", code: "invalid_input")
         }
         let client = try S3Client(inputs.connection, step: step)
+        var outputs = Outputs()
         switch target {
         case .key(let key):
             _ = try client.send("DELETE", key: key, label: "DELETE \(client.uri(key))", accept: [200, 204])
             step.log(.info, "deleted \(client.uri(key))")
-            step.setOutput("uri", .string(client.uri(key)))
-            step.setOutput("deleted", .int(1))
+            outputs.uri = client.uri(key)
+            outputs.deleted = 1
         case .prefix(let prefix):
             var deleted: Int64 = 0
             try ObjectListing.each(client, prefix: prefix, pageSize: inputs.pageSize) { objects throws(StepError) in
@@ -48,9 +50,10 @@ struct DeleteStep: StepDefinition {
                 step.progress(filesDone: deleted)
             }
             step.log(.info, "deleted \(deleted) objects under \(client.uri(prefix))")
-            step.setOutput("uri", .string(client.uri(prefix)))
-            step.setOutput("deleted", .int(deleted))
+            outputs.uri = client.uri(prefix)
+            outputs.deleted = deleted
         }
+        try step.setOutputs(outputs)
     }
 
     /// DeleteObjects of up to 1,000 keys (quiet: the answer lists failures only); a key XML 1.0

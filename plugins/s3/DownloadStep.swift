@@ -28,17 +28,22 @@ struct DownloadStep: StepDefinition {
         @Input(help: "keys asked per ListObjectsV2 page (with prefix)", minimum: 1, maximum: 1000) var pageSize = 1000
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{
-          "path":{"type":"string"},"uri":{"type":"string","description":"s3://bucket/key or s3://bucket/prefix"},
-          "size":{"type":"integer","description":"an object's size"},"etag":{"type":"string"},"sha256":{"type":"string"},
-          "verified":{"type":"string","description":"sha256 (the uploader's metadata), md5 (the ETag) or none"},
-          "ranges_resumed":{"type":"integer","description":"ranges an earlier attempt had written, kept"},
-          "files":{"type":"integer","description":"a prefix's objects downloaded (those an earlier attempt fetched included)"},
-          "bytes":{"type":"integer","description":"a prefix's bytes"},
-          "files_resumed":{"type":"integer","description":"a prefix's files an earlier attempt had fetched, not fetched again"},
-          "skipped":{"type":"integer","description":"keys under the prefix skipped: unsafe as a local path, or clashing with another"}}}
-        """#
+    /// What an object's download writes (`size` … `ranges_resumed`) or a prefix's (`files` …
+    /// `skipped`), and both `path` and `uri`.
+    struct Outputs: StepOutputs {
+        @Output(help: "the file or folder written (destination)") var path: String
+        @Output(help: "s3://bucket/key or s3://bucket/prefix") var uri: String
+        @Output(help: "an object's size", minimum: 0) var size: Int64?
+        @Output(help: "an object's ETag (without quotes)") var etag: String?
+        @Output(help: "an object's SHA-256 (hex), computed from the file written", pattern: LocalFile.sha256Pattern) var sha256: String?
+        @Output(help: "sha256 (the uploader's metadata), md5 (the ETag) or none", schema: ["enum": ["sha256", "md5", "none"]]) var verified: String?
+        @Output(help: "an object's ranges an earlier attempt had written, kept", minimum: 0) var rangesResumed: Int64?
+        @Output(help: "a prefix's objects downloaded (those an earlier attempt fetched included)", minimum: 0) var files: Int64?
+        @Output(help: "a prefix's bytes", minimum: 0) var bytes: Int64?
+        @Output(help: "a prefix's files an earlier attempt had fetched, not fetched again", minimum: 0) var filesResumed: Int64?
+        @Output(help: "keys under the prefix skipped: unsafe as a local path, or clashing with another", minimum: 0) var skipped: Int64?
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -60,12 +65,14 @@ struct DownloadStep: StepDefinition {
         }
         step.progress(bytesDone: result.size, bytesTotal: result.size)
         step.log(.info, "downloaded \(client.uri(key)) → \(destination) (\(result.size) bytes, verified: \(result.verified))")
-        step.setOutput("path", .string(destination))
-        step.setOutput("uri", .string(client.uri(key)))
-        step.setOutput("size", .int(result.size))
-        step.setOutput("etag", .string(result.etag))
-        step.setOutput("sha256", .string(result.sha256))
-        step.setOutput("verified", .string(result.verified))
-        step.setOutput("ranges_resumed", .int(Int64(result.rangesResumed)))
+        var outputs = Outputs()
+        outputs.path = destination
+        outputs.uri = client.uri(key)
+        outputs.size = result.size
+        outputs.etag = result.etag
+        outputs.sha256 = result.sha256
+        outputs.verified = result.verified
+        outputs.rangesResumed = Int64(result.rangesResumed)
+        try step.setOutputs(outputs)
     }
 }

@@ -109,12 +109,14 @@ struct DownloadTree {
         }
         step.log(.info, "downloaded \(order.count) files (\(total) bytes) from \(client.uri(prefix)) to \(destination)"
             + (resumedFiles > 0 ? ", \(resumedFiles) of them before the restart" : "") + (skipped > 0 ? "; \(skipped) keys skipped" : ""))
-        step.setOutput("uri", .string(client.uri(prefix)))
-        step.setOutput("path", .string(destination))
-        step.setOutput("files", .int(Int64(order.count)))
-        step.setOutput("bytes", .int(total))
-        step.setOutput("files_resumed", .int(Int64(resumedFiles)))
-        step.setOutput("skipped", .int(Int64(skipped)))
+        var outputs = DownloadStep.Outputs()
+        outputs.path = destination
+        outputs.uri = client.uri(prefix)
+        outputs.files = Int64(order.count)
+        outputs.bytes = total
+        outputs.filesResumed = Int64(resumedFiles)
+        outputs.skipped = Int64(skipped)
+        try step.setOutputs(outputs)
     }
 
     /// The objects under the prefix whose keys make safe local paths, sorted by key; the others

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CCurl
+import OrchestrateCurl
 import OrchestratePluginKit
 
 /// S3 answers as errors that say what to do. The XML error document is read (`Code`,
@@ -71,19 +72,8 @@ enum S3Errors {
 
     /// A libcurl failure as a step error.
     static func transport(_ code: CURLcode, label: String, detail: String) -> StepError {
-        let text = detail.isEmpty ? Curl.describe(code) : detail
-        switch code {
-        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR:
-            return .permanent("\(label): TLS certificate verification failed: \(text); trust the server's CA with ca_file",
-                              code: "tls_verification_failed")
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
-            return .invalidInput("\(label): \(text)", code: "curl_\(code.rawValue)")
-        case CURLE_OPERATION_TIMEDOUT:
-            return StepError(kind: .timeout, code: "timeout", message: "\(label): \(text) (too slow or no answer)")
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY:
-            return .retryable("\(label): \(text) (the host does not answer)", code: "unreachable")
-        default:
-            return .retryable("\(label): \(text)", code: "curl_\(code.rawValue)")
+        CurlFailure.stepError(code, detail: detail, place: label) { text in
+            "\(label): TLS certificate verification failed: \(text); trust the server's CA with ca_file"
         }
     }
 

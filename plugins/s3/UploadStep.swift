@@ -36,19 +36,24 @@ struct UploadStep: StepDefinition {
         @Input(help: "the objects' Content-Type") var contentType = "application/octet-stream"
     }
     static let inputSchema = Inputs.schemaText
-    static let outputSchema = #"""
-        {"type":"object","properties":{
-          "uri":{"type":"string","description":"s3://bucket/key, or s3://bucket/prefix for a folder"},
-          "bucket":{"type":"string"},"key":{"type":"string","description":"a file's key"},
-          "prefix":{"type":"string","description":"a folder's prefix"},
-          "size":{"type":"integer","description":"a file's size"},"etag":{"type":"string"},"sha256":{"type":"string"},
-          "parts":{"type":"integer","description":"0 for a single PUT"},
-          "parts_resumed":{"type":"integer","description":"parts an earlier attempt had sent, kept"},
-          "files":{"type":"integer","description":"a folder's files uploaded (those an earlier attempt sent included)"},
-          "bytes":{"type":"integer","description":"a folder's bytes"},
-          "files_resumed":{"type":"integer","description":"a folder's files an earlier attempt had sent, not sent again"},
-          "skipped":{"type":"integer","description":"entries of a folder skipped: symbolic links, special files, names not UTF-8"}}}
-        """#
+    /// What a file's upload writes (`key` … `parts_resumed`) or a folder's (`prefix` … `skipped`),
+    /// and both `uri` and `bucket`.
+    struct Outputs: StepOutputs {
+        @Output(help: "s3://bucket/key, or s3://bucket/prefix for a folder") var uri: String
+        @Output(help: "the bucket") var bucket: String
+        @Output(help: "a file's key") var key: String?
+        @Output(help: "a folder's prefix") var prefix: String?
+        @Output(help: "a file's size", minimum: 0) var size: Int64?
+        @Output(help: "a file's ETag (without quotes)") var etag: String?
+        @Output(help: "a file's SHA-256 (hex), also in the object's x-amz-meta-sha256", pattern: LocalFile.sha256Pattern) var sha256: String?
+        @Output(help: "a file's parts: 0 for a single PUT", minimum: 0) var parts: Int64?
+        @Output(help: "a file's parts an earlier attempt had sent, kept", minimum: 0) var partsResumed: Int64?
+        @Output(help: "a folder's files uploaded (those an earlier attempt sent included)", minimum: 0) var files: Int64?
+        @Output(help: "a folder's bytes", minimum: 0) var bytes: Int64?
+        @Output(help: "a folder's files an earlier attempt had sent, not sent again", minimum: 0) var filesResumed: Int64?
+        @Output(help: "entries of a folder skipped: symbolic links, special files, names not UTF-8", minimum: 0) var skipped: Int64?
+    }
+    static let outputSchema = Outputs.schemaText
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
@@ -87,14 +92,16 @@ struct UploadStep: StepDefinition {
         step.progress(bytesDone: source.size, bytesTotal: source.size)
         step.log(.info, "uploaded \(inputs.source) (\(source.size) bytes) to \(client.uri(key))"
             + (result.parts > 0 ? " in \(result.parts) parts" : "") + (result.partsResumed > 0 ? ", \(result.partsResumed) kept from before" : ""))
-        step.setOutput("uri", .string(client.uri(key)))
-        step.setOutput("bucket", .string(client.bucket))
-        step.setOutput("key", .string(key))
-        step.setOutput("size", .int(source.size))
-        step.setOutput("etag", .string(result.etag))
-        step.setOutput("sha256", .string(result.sha256))
-        step.setOutput("parts", .int(Int64(result.parts)))
-        step.setOutput("parts_resumed", .int(Int64(result.partsResumed)))
+        var outputs = Outputs()
+        outputs.uri = client.uri(key)
+        outputs.bucket = client.bucket
+        outputs.key = key
+        outputs.size = source.size
+        outputs.etag = result.etag
+        outputs.sha256 = result.sha256
+        outputs.parts = Int64(result.parts)
+        outputs.partsResumed = Int64(result.partsResumed)
+        try step.setOutputs(outputs)
     }
 
     /// One PUT with the whole file: SHA-256 signed, Content-MD5 sent, the ETag compared.

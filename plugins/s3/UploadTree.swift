@@ -71,13 +71,15 @@ struct UploadTree {
         }
         step.log(.info, "uploaded \(order.count) files (\(total) bytes) from \(root) to \(client.uri(prefix))"
             + (resumedFiles > 0 ? ", \(resumedFiles) of them before the restart" : "") + (skipped > 0 ? "; \(skipped) entries skipped" : ""))
-        step.setOutput("uri", .string(client.uri(prefix)))
-        step.setOutput("bucket", .string(client.bucket))
-        step.setOutput("prefix", .string(prefix))
-        step.setOutput("files", .int(Int64(order.count)))
-        step.setOutput("bytes", .int(total))
-        step.setOutput("files_resumed", .int(Int64(resumedFiles)))
-        step.setOutput("skipped", .int(Int64(skipped)))
+        var outputs = UploadStep.Outputs()
+        outputs.uri = client.uri(prefix)
+        outputs.bucket = client.bucket
+        outputs.prefix = prefix
+        outputs.files = Int64(order.count)
+        outputs.bytes = total
+        outputs.filesResumed = Int64(resumedFiles)
+        outputs.skipped = Int64(skipped)
+        try step.setOutputs(outputs)
     }
 
     /// The file at `relative`, opened without following a symbolic link put there since the walk.
