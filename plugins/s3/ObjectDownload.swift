@@ -73,16 +73,16 @@ enum ObjectDownload {
         let plainETag = ETag.unquoted(etag)
         let hash = PrefixHash(file: partial.file, md5: expectedSHA == nil && ETag.isMD5(plainETag), step: step)
         defer { hash.stop() }
-        let syncer = RangeSync(file: partial.file)
+        // Journals on its own thread as each fsync returns; the owner touches `done` again only
+        // after `drain`.
+        let syncer = RangeSync(file: partial.file) { durable in
+            done.formUnion(durable)
+            save()
+        }
+        defer { syncer.drain() }
         func advance() {
             while written.contains(prefix) { prefix += 1 }
             hash.advance(to: min(size, Int64(prefix) * rangeSize))
-        }
-        func journalDurable() throws(StepError) {
-            let durable = try syncer.takeDurable()
-            guard !durable.isEmpty else { return }
-            done.formUnion(durable)
-            save()
         }
         advance()
         do throws(StepError) {
@@ -128,11 +128,11 @@ enum ObjectDownload {
                 guard exchange.bytesMoved == length else {
                     throw .retryable("\(exchange.label): got \(exchange.bytesMoved) of \(length) bytes", code: "short_body")
                 }
-                // Journaled once an fsync has it on disk (a later answer's turn, or the end's).
+                // Journaled once an fsync has it on disk.
+                try syncer.check()
                 syncer.wrote(index)
                 written.insert(index)
                 advance()
-                try journalDurable()
                 doneBytes += length
                 onProgress(doneBytes, size)
             })
@@ -142,16 +142,15 @@ enum ObjectDownload {
                 try? partial.discard()
                 slot.save([:])
             } else {
-                // The ranges that landed before the failure are not fetched again by the next attempt.
+                // The ranges that landed before the failure are journaled: not fetched again.
                 syncer.drain()
-                try? journalDurable()
             }
             throw error
         }
 
         // Every range journaled (a kill from here on refetches nothing), and no fsync left running.
         syncer.drain()
-        try journalDurable()
+        try syncer.check()
         // Verified before it takes the destination's name: only the tail is left to hash.
         let (md5, sha256) = try hash.finish(at: size)
         let sha = S3Crypto.hex(sha256)

@@ -4,20 +4,26 @@ import OrchestratePluginKit
 
 /// The fsyncs that make a download's ranges durable before the checkpoint lists them, on a
 /// thread of their own: the thread that drives the transfers only says which ranges are
-/// written and takes the ones an fsync has covered since. A range counts as durable once an
-/// fsync that began after it was written has returned; ranges written while one runs wait for
-/// the next (one at a time, each covering everything written before it began).
+/// written. A range is durable once an fsync that began after it was written has returned;
+/// `onDurable` is then told, on this type's thread (one call at a time), and journals it.
+/// Ranges written while an fsync runs wait for the next (one at a time, each covering
+/// everything written before it began).
 final class RangeSync: @unchecked Sendable {
     private let file: LocalFile
+    private let onDurable: ([Int]) -> Void
     private let queue = DispatchQueue(label: "orchestrate.s3.range-sync")
     // Under `lock`.
     private let lock = Lock()
     private var written: [Int] = []
-    private var durable: [Int] = []
     private var running = false
     private var failure: StepError?
 
-    init(file: LocalFile) { self.file = file }
+    /// `onDurable` runs on this type's thread, never beside the owner's use of what it touches
+    /// once `drain` has returned.
+    init(file: LocalFile, onDurable: @escaping ([Int]) -> Void) {
+        self.file = file
+        self.onDurable = onDurable
+    }
 
     /// Range `index` is wholly written: it is made durable soon.
     func wrote(_ index: Int) {
@@ -30,17 +36,13 @@ final class RangeSync: @unchecked Sendable {
         if start { queue.async { [self] in syncLoop() } }
     }
 
-    /// The ranges made durable since the last call; an fsync that failed is the error.
-    func takeDurable() throws(StepError) -> [Int] {
-        let (taken, failed) = lock.withLock { () -> ([Int], StepError?) in
-            defer { durable = [] }
-            return (durable, failure)
-        }
-        if let failed { throw failed }
-        return taken
+    /// Throws the error of an fsync that failed (the disk is gone or full).
+    func check() throws(StepError) {
+        if let failed = lock.withLock({ failure }) { throw failed }
     }
 
-    /// Waits for the fsync running, if any (and the ones it chains).
+    /// Waits until no fsync runs and every range written is durable and journaled (or an fsync
+    /// failed: `check` says).
     func drain() { queue.sync {} }
 
     private func syncLoop() {
@@ -56,7 +58,7 @@ final class RangeSync: @unchecked Sendable {
             guard let batch else { return }
             do throws(StepError) {
                 try file.sync()
-                lock.withLock { durable.append(contentsOf: batch) }
+                onDurable(batch)
             } catch {
                 lock.withLock { failure = error }
             }
