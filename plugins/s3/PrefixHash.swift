@@ -13,6 +13,8 @@ final class PrefixHash: @unchecked Sendable {
     // On `queue` only.
     private let digests: Digests
     private var hashed: Int64 = 0
+    /// One read buffer for the whole file (one per read would stay in the thread's heap).
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LocalFile.chunkSize, alignment: 4096)
     // Under `lock`.
     private let lock = Lock()
     private var failure: StepError?
@@ -27,6 +29,8 @@ final class PrefixHash: @unchecked Sendable {
         self.step = step
         digests = Digests(md5: md5)
     }
+
+    deinit { buffer.deallocate() }
 
     /// The file now holds the object's bytes from 0 to `offset`: hash them, later.
     func advance(to offset: Int64) {
@@ -58,9 +62,13 @@ final class PrefixHash: @unchecked Sendable {
         queue.async { [self] in
             guard lock.withLock({ !stopped && failure == nil }), hashed < offset else { return }
             do throws(StepError) {
-                hashed = try file.readChunks(from: hashed, to: offset) { bytes, _ throws(StepError) in
+                while hashed < offset {
                     if lock.withLock({ stopped }) { throw .cancelled("hashing stopped") }
-                    digests.update(bytes)
+                    let want = Int(min(Int64(buffer.count), offset - hashed))
+                    let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< want]), at: hashed)
+                    if n == 0 { break }  // shorter than said: finish reports it
+                    digests.update(UnsafeRawBufferPointer(rebasing: buffer[0 ..< n]))
+                    hashed += Int64(n)
                 }
             } catch {
                 lock.withLock { failure = failure ?? error }
