@@ -31,7 +31,7 @@ final class S3TakeoverTests: XCTestCase {
             steps:
               up:
                 uses: s3.upload
-                with: { endpoint: "\(s3.endpoint)", bucket: orc-bucket, key: movie.bin, file: "\(source)",
+                with: { endpoint: "\(s3.endpoint)", bucket: orc-bucket, key: movie.bin, source: "\(source)",
                         multipart_threshold: 5242880, part_size: 5242880, concurrency: 2, max_rate: 6291456 }
             """).path
         let environment = LANS3.environment.merging(["ORCHESTRATE_LEASE_SECONDS": "3"]) { $1 }

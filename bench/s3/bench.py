@@ -152,14 +152,14 @@ def main():
         commands = {}
         if "up" in cases:
             commands["up"] = {
-                "orchestrate": lambda: o(f"    uses: s3.upload\n    with: {{ {common}, key: orch.bin, file: \"{src}\" }}\n"),
+                "orchestrate": lambda: o(f"    uses: s3.upload\n    with: {{ {common}, key: orch.bin, source: \"{src}\" }}\n"),
                 "s5cmd": lambda: timed_usage(s5 + ["cp", src, f"s3://{BUCKET}/s5cmd.bin"], env),
                 "rclone": lambda: timed_usage(rc + ["copyto", src, f"bench:{BUCKET}/rclone.bin"], env),
                 "aws": lambda: timed_usage(aws + ["s3", "cp", src, f"s3://{BUCKET}/aws.bin", "--only-show-errors"], env),
             }
         if "down" in cases:
             if "up" not in cases:
-                o(f"    uses: s3.upload\n    with: {{ {common}, key: orch.bin, file: \"{src}\" }}\n")
+                o(f"    uses: s3.upload\n    with: {{ {common}, key: orch.bin, source: \"{src}\" }}\n")
             commands["down"] = {
                 "orchestrate": lambda: o(f"    uses: s3.download\n    with: {{ {common}, key: orch.bin, destination: \"{down}\" }}\n"),
                 "s5cmd": lambda: timed_usage(s5 + ["cp", f"s3://{BUCKET}/orch.bin", down], env),

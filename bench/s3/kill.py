@@ -95,7 +95,7 @@ name: s3-kill
 steps:
   up:
     uses: s3.upload
-    with: {{ endpoint: "{proxied}", bucket: {BUCKET}, key: big.bin, file: "{src}",
+    with: {{ endpoint: "{proxied}", bucket: {BUCKET}, key: big.bin, source: "{src}",
             part_size: {part}, concurrency: {a.concurrency} }}
 """)
         targets = sorted(rng.sample(range(1, count), min(a.kills, count - 1)))

@@ -4,13 +4,15 @@ import OrchestratePluginKit
 import OrchestrateS3Auth
 
 /// MD5 and SHA-256 of the same bytes in one pass: a part's Content-MD5 and signed payload hash,
-/// a whole file's ETag check and end-to-end SHA-256.
+/// a whole file's ETag check and end-to-end SHA-256. The MD5 (the slower of the two) can be
+/// left out when nothing will compare it.
 final class Digests {
-    private let md5 = EVP_MD_CTX_new()
+    private let md5: OpaquePointer?
     private let sha = EVP_MD_CTX_new()
 
-    init() {
-        EVP_DigestInit_ex(md5, EVP_md5(), nil)
+    init(md5 withMD5: Bool = true) {
+        md5 = withMD5 ? EVP_MD_CTX_new() : nil
+        if let md5 { EVP_DigestInit_ex(md5, EVP_md5(), nil) }
         EVP_DigestInit_ex(sha, EVP_sha256(), nil)
     }
 
@@ -21,13 +23,14 @@ final class Digests {
 
     func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        EVP_DigestUpdate(md5, base, bytes.count)
+        if let md5 { EVP_DigestUpdate(md5, base, bytes.count) }
         EVP_DigestUpdate(sha, base, bytes.count)
     }
 
-    /// (MD5, SHA-256) as raw bytes. Call once.
+    /// (MD5, SHA-256) as raw bytes (the MD5 empty when left out). Call once.
     func finish() -> (md5: [UInt8], sha256: [UInt8]) {
         func final(_ context: OpaquePointer?) -> [UInt8] {
+            guard context != nil else { return [] }
             var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
             var length: UInt32 = 0
             EVP_DigestFinal_ex(context, &out, &length)

@@ -69,9 +69,21 @@ struct MultipartUpload {
     }
 
     func run() throws(StepError) -> Result {
-        var state = try loadOrStart()
+        let saved = loadSaved()
+        // The parts' digests are computed on a thread of their own from the start (those the
+        // checkpoint does not list first: they are sent), beside the whole file's SHA-256.
+        let partSize = saved?.partSize ?? self.partSize
+        let count = Int((source.size + partSize - 1) / partSize)
+        let listed = Set(saved?.parts.keys.map { $0 } ?? [])
+        let hasher = PartHasher(file: source.file, step: step, order: (1 ... count).filter { !listed.contains($0) } + listed.sorted()) { n in
+            let offset = Int64(n - 1) * partSize
+            return (offset, min(partSize, source.size - offset))
+        }
+        defer { hasher.stop() }
+        var state: State
+        if let saved { state = saved } else { state = try start() }
         do {
-            return try upload(&state)
+            return try upload(&state, count: count, hasher: hasher)
         } catch {
             // A retryable failure keeps the upload for the next attempt, unless there is none
             // (an unreachable server is held and tried again without spending an attempt).
@@ -83,21 +95,24 @@ struct MultipartUpload {
         }
     }
 
-    /// The checkpoint of this file's upload, or a new state (after hashing the whole file).
-    private func loadOrStart() throws(StepError) -> State {
-        if let saved = slot.load(), saved["v"]?.intValue == 1, saved["bucket"]?.stringValue == client.bucket,
-           saved["key"]?.stringValue == key, saved["size"]?.intValue == source.size, saved["mtime"]?.intValue == source.mtime,
-           let size = saved["part_size"]?.intValue, let sha = saved["sha256"]?.stringValue
-        {
-            var state = State(partSize: size, sha256: sha, uploadID: saved["upload_id"]?.stringValue)
-            for entry in saved["parts"]?.arrayValue ?? [] {
-                guard let n = entry[0]?.intValue, let etag = entry[1]?.stringValue else { continue }
-                let md5 = entry[2]?.stringValue.flatMap(S3Crypto.unhex) ?? S3Crypto.unhex(etag) ?? []
-                state.parts[Int(n)] = Part(etag: etag, md5: md5)
-            }
-            state.completeETag = saved["complete"]?.stringValue
-            return state
+    /// The checkpoint of this version of the file's upload, if there is one.
+    private func loadSaved() -> State? {
+        guard let saved = slot.load(), saved["v"]?.intValue == 1, saved["bucket"]?.stringValue == client.bucket,
+              saved["key"]?.stringValue == key, saved["size"]?.intValue == source.size, saved["mtime"]?.intValue == source.mtime,
+              let size = saved["part_size"]?.intValue, size > 0, let sha = saved["sha256"]?.stringValue else { return nil }
+        var state = State(partSize: size, sha256: sha, uploadID: saved["upload_id"]?.stringValue)
+        for entry in saved["parts"]?.arrayValue ?? [] {
+            guard let n = entry[0]?.intValue, let etag = entry[1]?.stringValue else { continue }
+            let md5 = entry[2]?.stringValue.flatMap(S3Crypto.unhex) ?? S3Crypto.unhex(etag) ?? []
+            state.parts[Int(n)] = Part(etag: etag, md5: md5)
         }
+        state.completeETag = saved["complete"]?.stringValue
+        return state
+    }
+
+    /// A new state, after hashing the whole file (its SHA-256 goes in the object's metadata,
+    /// which only CreateMultipartUpload can set).
+    private func start() throws(StepError) -> State {
         step.log(.info, "hashing \(source.file.path) (SHA-256, stored in the object's metadata)")
         let sha = try source.file.sha256(upTo: source.size) { _ throws(StepError) in try step.checkCancellation() }.digest
         let state = State(partSize: partSize, sha256: sha)
@@ -105,8 +120,7 @@ struct MultipartUpload {
         return state
     }
 
-    private func upload(_ state: inout State) throws(StepError) -> Result {
-        let count = Int((source.size + state.partSize - 1) / state.partSize)
+    private func upload(_ state: inout State, count: Int, hasher: PartHasher) throws(StepError) -> Result {
         var resumed = 0
         if let uploadID = state.uploadID {
             if let etag = state.completeETag ?? (state.parts.count == count ? expectedETag(state, count) : nil),
@@ -116,7 +130,7 @@ struct MultipartUpload {
                 return Result(etag: etag, sha256: state.sha256, parts: count, partsResumed: count)
             }
             if let server = try listParts(uploadID) {
-                resumed = try reconcile(&state, server: server, count: count)
+                resumed = try reconcile(&state, server: server, count: count, hasher: hasher)
                 step.log(.info, "resuming the multipart upload of \(client.uri(key)): \(resumed) of \(count) parts are on the server")
             } else {
                 step.log(.warn, "the multipart upload \(uploadID) is gone from the server; starting a new one")
@@ -128,8 +142,8 @@ struct MultipartUpload {
             state.uploadID = try create(state)
             save(state)
         }
-        try sendParts(&state, count: count)
-        let etag = try complete(&state, count: count)
+        try sendParts(&state, count: count, hasher: hasher)
+        let etag = try complete(&state, count: count, hasher: hasher)
         return Result(etag: etag, sha256: state.sha256, parts: count, partsResumed: resumed)
     }
 
@@ -174,16 +188,17 @@ struct MultipartUpload {
     }
 
     /// Keeps the parts the server has right; returns how many.
-    private func reconcile(_ state: inout State, server: [Int: (etag: String, size: Int64)], count: Int) throws(StepError) -> Int {
+    private func reconcile(_ state: inout State, server: [Int: (etag: String, size: Int64)], count: Int,
+                           hasher: PartHasher) throws(StepError) -> Int
+    {
         var kept: [Int: Part] = [:]
         for (n, held) in server where n >= 1 && n <= count {
-            let (offset, length) = range(of: n, state)
-            guard held.size == length else { continue }
+            guard held.size == range(of: n, state).length else { continue }
             if let confirmed = state.parts[n], confirmed.etag == held.etag {
                 kept[n] = confirmed
             } else if ETag.isMD5(held.etag) {
                 // Sent before the kill but not yet in the checkpoint: kept if it is this file's part.
-                let (md5, sha256) = try Digests.of(source.file, offset: offset, length: length, step: step)
+                let (md5, sha256) = try hasher.digests(of: n)
                 if S3Crypto.hex(md5) == held.etag.lowercased() { kept[n] = Part(etag: held.etag, md5: md5, sha256: sha256) }
             }
         }
@@ -194,9 +209,10 @@ struct MultipartUpload {
         return kept.count
     }
 
-    /// Sends the parts not on the server yet, `concurrency` at a time; each one confirmed goes
-    /// into the checkpoint before the next is handed out.
-    private func sendParts(_ state: inout State, count: Int) throws(StepError) {
+    /// Sends the parts not on the server yet, `concurrency` at a time, with the digests the
+    /// hasher computed ahead; each one confirmed goes into the checkpoint before the next is
+    /// handed out.
+    private func sendParts(_ state: inout State, count: Int, hasher: PartHasher) throws(StepError) {
         guard let uploadID = state.uploadID else { return }
         var missing = (1 ... count).filter { state.parts[$0] == nil }.makeIterator()
         var inFlight: [Int: (md5: [UInt8], sha256: [UInt8])] = [:]
@@ -209,7 +225,7 @@ struct MultipartUpload {
         try client.pool.runAll(maxInFlight: concurrency, next: { () throws(StepError) -> Exchange? in
             guard let n = missing.next() else { return nil }
             let (offset, length) = range(of: n, snapshot)
-            let (md5, sha256) = try Digests.of(source.file, offset: offset, length: length, step: step)
+            let (md5, sha256) = try hasher.digests(of: n)
             inFlight[n] = (md5, sha256)
             return try client.exchange("PUT", key: key, query: [("partNumber", "\(n)"), ("uploadId", uploadID)],
                                        headers: [("Content-MD5", S3Crypto.base64(md5)), ("x-amz-checksum-sha256", S3Crypto.base64(sha256))],
@@ -238,17 +254,14 @@ struct MultipartUpload {
     }
 
     /// CompleteMultipartUpload, then the object checked: ETag, size and the SHA-256 metadata.
-    private func complete(_ state: inout State, count: Int) throws(StepError) -> String {
+    private func complete(_ state: inout State, count: Int, hasher: PartHasher) throws(StepError) -> String {
         guard let uploadID = state.uploadID else { throw .retryable("no upload to complete", code: "s3_protocol") }
         let expected = expectedETag(state, count)
         // Each part's SHA-256 (the upload was created with x-amz-checksum-algorithm SHA256); those
-        // of parts an earlier attempt sent are read again from the file.
+        // of parts an earlier attempt sent come from the hasher (read again from the file).
         var partSHA: [[UInt8]] = []
         for n in 1 ... count {
-            if let sha = state.parts[n]?.sha256 { partSHA.append(sha); continue }
-            let (offset, length) = range(of: n, state)
-            let (_, sha) = try Digests.of(source.file, offset: offset, length: length, step: step)
-            partSHA.append(sha)
+            if let sha = state.parts[n]?.sha256 { partSHA.append(sha) } else { partSHA.append(try hasher.digests(of: n).sha256) }
         }
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for n in 1 ... count {

@@ -8,10 +8,12 @@ import OrchestrateS3Auth
 /// renamed into place once verified.
 ///
 /// The checkpoint `{"v":1, "bucket", "key", "etag", "size", "range_size", "done": [i...],
-/// "partial"}` lists the ranges on disk (fsynced before they are listed): a resume fetches the
-/// others. An object that changed since (another ETag, 412 on If-Match) starts the download
-/// over. Verification: the SHA-256 against the object's `x-amz-meta-sha256` (written by
-/// s3.upload), else the MD5 against a single-part ETag.
+/// "partial"}` lists the ranges on disk (fsynced before they are listed, on a thread of their
+/// own: RangeSync): a resume fetches the others. The SHA-256 follows the written prefix on
+/// another thread (PrefixHash), so the end only hashes the tail. An object that changed since
+/// (another ETag, 412 on If-Match) starts the download over. Verification: the SHA-256 against
+/// the object's `x-amz-meta-sha256` (written by s3.upload), else the MD5 against a single-part
+/// ETag.
 enum ObjectDownload {
     struct Result {
         var size: Int64
@@ -64,6 +66,25 @@ enum ObjectDownload {
         var missing = (0 ..< count).filter { !done.contains($0) }.makeIterator()
         var doneBytes = done.reduce(Int64(0)) { $0 + min(rangeSize, size - Int64($1) * rangeSize) }
         onProgress(doneBytes, size)
+        // The ranges on disk (journaled or not): the hash follows their contiguous prefix, and
+        // the fsyncs that let the checkpoint list them run beside the transfers.
+        var written = done
+        var prefix = 0
+        let plainETag = ETag.unquoted(etag)
+        let hash = PrefixHash(file: partial.file, md5: expectedSHA == nil && ETag.isMD5(plainETag), step: step)
+        defer { hash.stop() }
+        // Journals on its own thread as each fsync returns; the owner touches `done` again only
+        // after `drain`.
+        let syncer = RangeSync(file: partial.file) { durable in
+            done.formUnion(durable)
+            save()
+        }
+        defer { syncer.drain() }
+        func advance() {
+            while written.contains(prefix) { prefix += 1 }
+            hash.advance(to: min(size, Int64(prefix) * rangeSize))
+        }
+        advance()
         do throws(StepError) {
             try client.pool.runAll(maxInFlight: concurrency, next: { () throws(StepError) -> Exchange? in
                 guard let index = missing.next() else { return nil }
@@ -107,25 +128,32 @@ enum ObjectDownload {
                 guard exchange.bytesMoved == length else {
                     throw .retryable("\(exchange.label): got \(exchange.bytesMoved) of \(length) bytes", code: "short_body")
                 }
-                // On disk before the checkpoint says so.
-                try partial.sync()
-                done.insert(index)
-                save()
+                // Journaled once an fsync has it on disk.
+                try syncer.check()
+                syncer.wrote(index)
+                written.insert(index)
+                advance()
                 doneBytes += length
                 onProgress(doneBytes, size)
             })
         } catch {
             if error.code == "object_changed" {
+                syncer.drain()
                 try? partial.discard()
                 slot.save([:])
+            } else {
+                // The ranges that landed before the failure are journaled: not fetched again.
+                syncer.drain()
             }
             throw error
         }
 
-        // Verified before it takes the destination's name.
-        let (md5, sha256) = try Digests.of(partial.file, offset: 0, length: size, step: step)
+        // Every range journaled (a kill from here on refetches nothing), and no fsync left running.
+        syncer.drain()
+        try syncer.check()
+        // Verified before it takes the destination's name: only the tail is left to hash.
+        let (md5, sha256) = try hash.finish(at: size)
         let sha = S3Crypto.hex(sha256)
-        let plainETag = ETag.unquoted(etag)
         var verified = "none"
         if let expectedSHA {
             guard expectedSHA == sha else {

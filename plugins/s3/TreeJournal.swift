@@ -12,7 +12,8 @@ import OrchestratePluginKit
 /// `file` is the state of file j, a big one moved in parts or ranges (a multipart upload's
 /// parts, a download's ranges), and `partial` its local partial file (where the engine looks
 /// for it). `f` fingerprints the order (paths and sizes): a tree that changed since is started
-/// over. One thread uses it (the step's, which runs the CurlPool).
+/// over. One thread at a time changes it: the step's, which runs the CurlPool, or, for the
+/// big download in progress, its fsync thread saving `file` (RangeSync).
 final class TreeJournal {
     private let step: StepContext
     private let fingerprint: String
