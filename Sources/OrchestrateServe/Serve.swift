@@ -72,23 +72,17 @@ public final class Serve: @unchecked Sendable {
         public let description: String
     }
 
-    private let configuration: Configuration
-    private let store: any StateStore
-    private let registry: PluginRegistry
     private let messages: Messages
     private let worker: QueueWorker
     private let watchers: [FolderWatcher]
-    private var firer: ScheduleFirer?
-    private var pruner: RetentionPruner?
+    private let firer: ScheduleFirer?
+    private let pruner: RetentionPruner?
 
     /// Checks the watched folders, then starts the HTTP API (their errors are the caller's to
     /// show before anything runs); the worker, firer, watchers and pruner start in `run()`.
     public init(_ configuration: Configuration, store: any StateStore, registry: PluginRegistry,
                 observer: any RunObserver, messages: Messages) throws
     {
-        self.configuration = configuration
-        self.store = store
-        self.registry = registry
         self.messages = messages
         // The worker's events feed the counters of `/metrics`.
         let metrics = configuration.http == nil ? nil : ServeMetrics()
@@ -104,6 +98,8 @@ public final class Serve: @unchecked Sendable {
             var options = ScheduleFirer.Options()
             options.warn = messages.warn
             firer = ScheduleFirer(store: store, clock: ScheduleClock(store: store), options: options, observer: observer)
+        } else {
+            firer = nil
         }
         if configuration.prune {
             var options = RetentionPruner.Options()
@@ -112,6 +108,8 @@ public final class Serve: @unchecked Sendable {
             options.log = messages.info
             options.warn = messages.warn
             pruner = RetentionPruner(store: store, options: options)
+        } else {
+            pruner = nil
         }
     }
 
