@@ -5,6 +5,6 @@ import OrchestratePluginHost
 enum OrchestrateVersion {
     static let number = "0.1.0"
 
-    /// What `--version` prints: `0.1.0 (plugin ABI 1.1)`.
+    /// What `--version` prints: `0.1.0 (plugin ABI 1.2)`.
     static var description: String { "\(number) (plugin ABI \(PluginLoader.abiMajor).\(PluginLoader.abiMinor))" }
 }

@@ -112,6 +112,14 @@ private let hostABI = "\(PluginLoader.abiMajor).\(PluginLoader.abiMinor)"
         #expect(r.reason == "built for plugin ABI 1.99; this orchestrate speaks \(hostABI) (needs major 1, minor <= \(PluginLoader.abiMinor))")
     }
 
+    /// A plugin built against an older minor of the header loads: 1.0 and 1.1 plugins in this host.
+    @Test(arguments: [0, 1]) func olderMinorLoads(minor: Int) throws {
+        #expect(PluginLoader.abiMinor > UInt32(minor))
+        let plugin = try PluginLoader.load(path: try Fixtures.path("abi_minor_new", flags: ["-DABI_MINOR=\(minor)"]))
+        #expect(plugin.abiMajor == 1 && plugin.abiMinor == UInt32(minor))
+        #expect(plugin.stepTypes.map(\.id) == ["future.step"])
+    }
+
     /// bad_descriptor.c variants and the reason each must produce.
     @Test(arguments: [
         (1, "step_types[0].id is NULL"),

@@ -1,8 +1,10 @@
 /*
- * orchestrate/plugin.h — the orchestrate step-plugin ABI, version 1.1.
+ * orchestrate/plugin.h — the orchestrate step-plugin ABI, version 1.2.
  *
  * History: 1.0 the first version. 1.1 adds session steps (ORC_STEP_OPENS_SESSION and
- * orc_step_type.close_session); a 1.0 plugin loads unchanged in a 1.1 host.
+ * orc_step_type.close_session); a 1.0 plugin loads unchanged in a 1.1 host. 1.2 gives the
+ * reserved field of orc_step_call its meaning, orc_step_call.flags (ORC_CALL_LAST_ATTEMPT); a
+ * plugin that relies on a flag checks orc_host_api.abi_minor >= 2, since an older host sends 0.
  * Extensions (found with orc_host_api.get_extension; a host without one answers NULL):
  * "orchestrate.bandwidth.v1" (orc_bandwidth_v1), the run's and the host's bandwidth caps;
  * "orchestrate.item-failure.v1" (orc_item_failure_v1), an item's failure with its error kind.
@@ -71,7 +73,7 @@ extern "C" {
 /* The ABI version this header describes. The host accepts a plugin whose major equals its own
  * and whose minor is no newer than its own; anything else is refused with the reason. */
 #define ORC_ABI_VERSION_MAJOR 1
-#define ORC_ABI_VERSION_MINOR 1
+#define ORC_ABI_VERSION_MINOR 2
 
 /* The name of the one exported function, for dlsym. */
 #define ORC_PLUGIN_ENTRY_SYMBOL "orchestrate_plugin_entry_v1"
@@ -347,8 +349,8 @@ typedef struct orc_step_call {
     const char *run_dir;
     /* 1 for the first attempt, then 2, 3, ... (counts across resumes). */
     uint32_t attempt;
-    /* ORC_CALL_* facts about this attempt. A host older than the flag leaves it 0 (the field
-     * was reserved), so a flag's absence must be the safe reading. */
+    /* Since 1.2. ORC_CALL_* facts about this attempt. A host older than 1.2 leaves it 0 (the
+     * field was reserved), so a flag's absence must be the safe reading. */
     uint32_t flags;
     /* The attempt's time limit in milliseconds, or -1 for none. The host cancels the step when
      * it expires (is_cancelled turns 1); this figure is informational. */
