@@ -43,6 +43,10 @@ public struct EngineOptions: Sendable {
     /// How often a step held on a host that does not answer says it still waits (`step.still_held`;
     /// `ORCHESTRATE_HOLD_REPORT_SECONDS`, mainly for tests).
     public var holdReportInterval: Double = 60
+    /// Attempt threads shared by every run this process executes (a `serve` worker's): a run
+    /// of one quick step would otherwise make a thread and see it exit, which cost a busy
+    /// worker more than the run's journal. Nil: each run has its own, stopped when it ends.
+    package var sharedAttemptThreads: AttemptThreads?
 
     public init() {}
 }
@@ -167,7 +171,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         self.unreachable = UnreachableHosts(reportInterval: options.holdReportInterval)
         self.runDirectory = try run.localRunDirectory(stateDirectory: options.stateDirectory)
         self.bandwidth = BandwidthCaps([run.rateCap.map { TokenBucket(timetable: $0) }, options.bandwidth])
-        self.threads = AttemptThreads(name: "steps of \(run.id)", spins: options.briefSpin)
+        self.threads = options.sharedAttemptThreads ?? AttemptThreads(name: "steps of \(run.id)", spins: options.briefSpin)
         guard !run.status.isFinished else { throw ExecutionError.alreadyFinished(run.id, run.status) }
         // A run this process has just claimed from the queue (`claimNextRuns`) is held already:
         // claiming it again would cost a transaction per run for nothing.
@@ -266,7 +270,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         heartbeat.start()
         defer {
             closeAllSessions()  // normally done by `finish`; this covers a store failure
-            threads.stop()
+            if options.sharedAttemptThreads == nil { threads.stop() }
             heartbeat.stop()
             if !released { try? store.releaseRun(run.id, owner: owner) }
         }

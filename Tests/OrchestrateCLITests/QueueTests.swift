@@ -210,6 +210,47 @@ import Testing
         }
     }
 
+    /// A serve killed (`kill -9`) in the middle of a burst of one-step runs, whose journal
+    /// commits it groups into shared transactions: every run it printed as succeeded (printed
+    /// only once committed) is succeeded in the store, and the next serve finishes the rest.
+    /// A step runs again only where its success was not journaled.
+    @Test func aServeKilledMidBurstLosesNoRunItReportedDone() throws {
+        let log = h.path("log")
+        let file = h.workflow("""
+            version: 1
+            name: quick
+            steps:
+              only: { uses: test.append, with: { file: "\(log)", line: "${{ run.id }}" } }
+            """, name: "quick.yaml")
+        let runs = 1000
+        let batch = h.dir.write("runs.jsonl", String(repeating: "{}\n", count: runs)).path
+        #expect(try h.orchestrate(["submit", file, "--batch", batch]).status == 0)
+        let worker = try SpawnedChild([TestPaths.orchestrate.path, "serve", "--max-parallel", "32"] + h.baseArguments,
+                                      stdout: h.path("serve.out"), stderr: h.path("serve.err"))
+        /// The runs the serve printed as succeeded ("DATE TIME RUN succeeded").
+        func reported() -> [String] {
+            h.lines("serve.out").compactMap { line in
+                let words = line.split(separator: " ")
+                return words.count == 4 && words[3] == "succeeded" ? String(words[2]) : nil
+            }
+        }
+        #expect(h.waitFor(60) { reported().count >= 50 })
+        kill(worker.pid, SIGKILL)
+        #expect(worker.wait(timeout: 10) != nil)
+        let done = reported()
+        #expect(done.count < runs, "killed mid-burst")
+        let store = try h.openStore()
+        for id in done { #expect(try store.run(id)?.status == .succeeded, "\(id) was reported done") }
+        let ids = try h.runIDs()
+        #expect(ids.count == runs)
+        let next = try serve(32)
+        defer { stopServe(next) }
+        #expect(h.waitFor(180) { (try? store.listRuns(RunFilter(statuses: [.succeeded])).count) == runs })
+        let appended = Dictionary(grouping: h.lines("log"), by: { $0 })
+        for id in ids { #expect((1...2).contains(appended[id]?.count ?? 0), "\(id) ran \(appended[id]?.count ?? 0) times") }
+        for id in done { #expect(appended[id]?.count == 1, "\(id), reported done, ran again") }
+    }
+
     @Test func serveSaysWhenItAdoptsAForegroundRunWhoseProcessDied() throws {
         let file = workflow(ms: 30_000)
         let foreground = try SpawnedChild([TestPaths.orchestrate.path, "run", file] + h.baseArguments,

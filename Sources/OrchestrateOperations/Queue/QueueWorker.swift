@@ -53,6 +53,8 @@ public final class QueueWorker: @unchecked Sendable {
     /// The threads executors run on, kept for the next run rather than made for each (creating
     /// a thread costs a busy worker more than the run's own bookkeeping).
     private let runThreads = AttemptThreads(name: "runs", stackSize: 8 << 20, spins: false)
+    /// The threads every run's attempts run on (`EngineOptions.sharedAttemptThreads`).
+    private let attemptThreads: AttemptThreads
     private var shuttingDown = false
     private var finished: [String] = []
     private var strandedByStore: [String] = []
@@ -87,6 +89,8 @@ public final class QueueWorker: @unchecked Sendable {
         // Many runs share the cores: a thread spinning for one run's hand-over takes CPU from
         // the others, and a run's next attempt waits for a group commit, far longer than a spin.
         if options.maxRuns > 1 { options.engine.briefSpin = false }
+        attemptThreads = AttemptThreads(name: "attempts", spins: options.engine.briefSpin)
+        options.engine.sharedAttemptThreads = attemptThreads
         self.options = options
         self.observer = observer
         activeQueues = options.queues
@@ -113,6 +117,7 @@ public final class QueueWorker: @unchecked Sendable {
         defer {
             watch?.cancel()
             runThreads.stop()
+            attemptThreads.stop()
         }
         let pollInterval = watch == nil ? options.pollInterval : options.wokenPollInterval
         // Who the worker is (node, pid, start time), so `StateStore.nodes()` can pair a start with
@@ -121,10 +126,12 @@ public final class QueueWorker: @unchecked Sendable {
                                         "queues": .array(options.queues.map { .string($0) }),
                                         "max_parallel": .int(Int64(options.maxRuns))])
         // Whether the next round looks at everything (controls, queue rate and passivity, paused
-        // runs) or only fills the slots runs just freed. With a store that wakes the worker,
-        // everything else changes with a wake-up, so a round that only follows finished runs
-        // (many a second under load) costs one claim, not five statements. A busy worker still
-        // makes a full round every `pollInterval` (held paused runs' leases need renewing).
+        // runs) or only fills the slots runs just freed. A round that only follows finished runs
+        // (many a second under load) costs one claim, not six statements (three of them write
+        // transactions). With a store that wakes the worker, everything else changes with a
+        // wake-up; with one that cannot (SQLite), it is seen at the next full round, at most
+        // `pollInterval` later, as for an idle worker. A busy worker still makes a full round
+        // every `pollInterval` (held paused runs' leases need renewing).
         var fullRound = true
         var lastFullRound = -Double.infinity
         while true {
@@ -148,7 +155,7 @@ public final class QueueWorker: @unchecked Sendable {
                 do {
                     try releaseAfterFailures()
                     let now = MonotonicClock.nowSeconds()
-                    if fullRound || watch == nil || storeFailing || now - lastFullRound >= pollInterval {
+                    if fullRound || storeFailing || now - lastFullRound >= pollInterval {
                         lastFullRound = now
                         try applyQueueRate()
                         try applyControls()

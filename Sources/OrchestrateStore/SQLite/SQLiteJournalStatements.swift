@@ -13,6 +13,10 @@ final class SQLiteJournalStatements {
     private let connection: ObjectIdentifier
     let begin: Statement
     let commit: Statement
+    /// Around each batch of a group commit (`SQLiteStateStore.writeGroup`).
+    let savepoint: Statement
+    let releaseSavepoint: Statement
+    let rollbackToSavepoint: Statement
     /// The run's owner, for the fence check.
     let runOwner: Statement
     let updateRun: Statement
@@ -24,6 +28,9 @@ final class SQLiteJournalStatements {
         connection = ObjectIdentifier(db)
         begin = try db.makeStatement(sql: "BEGIN IMMEDIATE TRANSACTION")
         commit = try db.makeStatement(sql: "COMMIT TRANSACTION")
+        savepoint = try db.makeStatement(sql: "SAVEPOINT journal_batch")
+        releaseSavepoint = try db.makeStatement(sql: "RELEASE SAVEPOINT journal_batch")
+        rollbackToSavepoint = try db.makeStatement(sql: "ROLLBACK TO SAVEPOINT journal_batch")
         runOwner = try db.makeStatement(sql: "SELECT owner_host, owner_pid, owner_start FROM runs WHERE id = ?")
         updateRun = try db.makeStatement(sql: """
             UPDATE runs SET status = ?, ending = ?, started_at = ?, finished_at = ?, error = ?, outputs_json = ?,

@@ -10,13 +10,12 @@ extension SQLiteStateStore {
         return try write { db in
             let leaseUntil = try now() + lease
             var claimed: [RunRecord] = []
-            func take(_ row: Row) throws -> Bool {
+            let update = try db.cachedStatement(sql: """
+                UPDATE runs SET owner_host = ?, owner_pid = ?, owner_start = ?, lease_until = ?, run_now = 0 WHERE id = ?
+                """)
+            func take(_ row: Row) throws {
                 let run = Self.runRecord(row)
-                // Ours already (executing), or a live process's: not to be taken.
-                if run.owner == owner || run.ownerIsLive { return false }
-                try db.execute(sql: """
-                    UPDATE runs SET owner_host = ?, owner_pid = ?, owner_start = ?, lease_until = ?, run_now = 0 WHERE id = ?
-                    """, arguments: [owner.node, owner.pid, owner.startTime, leaseUntil, run.id])
+                try update.execute(arguments: [owner.node, owner.pid, owner.startTime, leaseUntil, run.id])
                 var taken = run
                 taken.takenFrom = run.owner
                 taken.owner = owner
@@ -24,37 +23,50 @@ extension SQLiteStateStore {
                 taken.runNow = false
                 taken.ownerIsLive = true
                 claimed.append(taken)
-                return true
             }
-            // Runs a dead owner left unfinished first: at most the runs in progress.
-            for row in try Row.fetchAll(db, sql: """
-                SELECT \(Self.runColumns) FROM runs WHERE status IN ('running', 'compensating') AND \(inQueues)
-                ORDER BY run_now DESC, priority DESC, queue_order, created_at
-                """, arguments: StatementArguments(queues)) where claimed.count < limit
-            {
-                _ = try take(row)
+            // Runs a dead owner left unfinished first: at most the runs in progress. Ours and
+            // live processes' are told from the owner columns, without decoding the run.
+            func orphans() throws -> [Row] {
+                let unfinished = try Row.fetchCursor(db.cachedStatement(sql: """
+                    SELECT \(Self.runColumns) FROM runs WHERE status IN ('running', 'compensating') AND \(inQueues)
+                    ORDER BY run_now DESC, priority DESC, queue_order, created_at
+                    """), arguments: StatementArguments(queues))
+                var found: [Row] = []
+                while found.count < limit, let row = try unfinished.next() {
+                    if Self.isTakeable(row, by: owner) { found.append(row.copy()) }
+                }
+                return found
             }
+            for row in try orphans() { try take(row) }
             // Then the queue in its order, read through `runs_queued_order` one row at a time:
             // a claim reads the runs it takes and those claimed by live workers but not yet
             // started (at most their free slots), not the whole queue.
             func free(_ wanted: Int) throws -> [Row] {
-                let queued = try Row.fetchCursor(db.makeStatement(sql: """
+                let queued = try Row.fetchCursor(db.cachedStatement(sql: """
                     SELECT \(Self.runColumns) FROM runs INDEXED BY runs_queued_order WHERE status = 'queued' AND \(inQueues)
                     ORDER BY run_now DESC, priority DESC, queue_order, created_at
                     """), arguments: StatementArguments(queues))
                 var found: [Row] = []
                 while found.count < wanted, let row = try queued.next() {
-                    let run = Self.runRecord(row)
-                    if run.owner == owner || run.ownerIsLive { continue }
-                    found.append(row.copy())
+                    if Self.isTakeable(row, by: owner) { found.append(row.copy()) }
                 }
                 return found
             }
             if claimed.count < limit {
-                for row in try free(limit - claimed.count) { _ = try take(row) }
+                for row in try free(limit - claimed.count) { try take(row) }
             }
             return claimed
         }
+    }
+
+    /// Whether the run in `row` (of `SELECT runColumns`) may be taken by `owner`: neither its
+    /// own already nor a live process's (as `runRecord` judges `ownerIsLive`). Read from the
+    /// owner columns alone: decoding a run (its inputs and labels are JSON) for each run a claim
+    /// passes over cost a busy worker more than the claim.
+    static func isTakeable(_ row: Row, by owner: OwnerIdentity) -> Bool {
+        guard let node = row[22] as String? else { return true }
+        let current = OwnerIdentity(node: node, pid: row[23], startTime: row[24])
+        return current != owner && !ownerIsLive(current, leaseUntil: row[21])
     }
 
     public func claimPausedRuns(owner: OwnerIdentity, queues: [String], lease: Double) throws -> [RunRecord] {

@@ -15,6 +15,10 @@ import OrchestrateJSON
 /// uploads verify their offset with the server, so that is safe. `synchronous: .full` fsyncs
 /// every commit (`ORCHESTRATE_SYNC=full`).
 ///
+/// Group commit: the journal commits of one process's run threads that arrive together share
+/// one transaction (`CommitGroup`), each batch under its own savepoint; each caller still
+/// returns only once its own batch is committed, and gets its own error.
+///
 /// Several processes may share the directory: writes take the database's write lock
 /// (`BEGIN IMMEDIATE`) and wait for it up to `busyTimeout`. They are on one machine, so the
 /// store's clock is this machine's clock, and they are one node: a lease is never the only
@@ -31,6 +35,8 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     /// The writer connection's prepared statements; only touched inside the pool's writer
     /// access (`write`), which serializes it.
     private var journal: SQLiteJournalStatements?
+    /// Gathers the journal commits of this process's run threads into shared transactions.
+    private var commitGroup: CommitGroup<JournalBatch>!
 
     /// Opens (creating if needed) the store in `directory`. The directory is created 0700 and
     /// the database 0600: state may hold inputs and outputs that are nobody else's business.
@@ -81,6 +87,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         } catch {
             throw StoreError.cannotOpen(path: path, reason: "\(error)")
         }
+        commitGroup = CommitGroup { [unowned self] batches in writeGroup(batches) }
     }
 
     /// Runs `body` in an immediate write transaction. BEGIN and COMMIT are prepared once
@@ -310,25 +317,61 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     public func commit(_ batch: JournalBatch) throws {
         guard !batch.isEmpty else { return }
-        try write { db in
-            let statements = try journalStatements(db)
-            if let (runID, owner) = batch.fence { try checkFence(runID, owner, db) }
-            for run in batch.runUpdates { try Self.updateRun(run, statements.updateRun) }
-            try statements.upsertSteps.write(batch.stepUpserts) { row, s in
-                row.add(s.runID); row.add(s.id); row.add(s.step); row.add(s.kind.rawValue); row.add(s.itemIndex)
-                row.add(json: s.item); row.add(s.status.rawValue); row.add(s.attempt); row.add(s.failures)
-                row.add(s.nextAttemptAt); row.add(s.idempotencyKey); row.add(json: s.outputs)
-                row.add(s.errorKind); row.add(s.errorCode); row.add(s.errorMessage); row.add(s.startedAt)
-                row.add(s.finishedAt); row.add(s.completionSeq); row.add(s.node)
+        try commitGroup.commit(batch)
+    }
+
+    /// Writes what `CommitGroup` gathered in one transaction. With several batches, each is
+    /// written under its own savepoint: one that fails (its fence, a constraint) is rolled back
+    /// alone and the others commit. An error that ends the transaction itself (SQLite rolls it
+    /// back on a full disk or an I/O error), or a failed COMMIT, fails them all: nothing of
+    /// theirs was written.
+    func writeGroup(_ batches: [JournalBatch]) -> [Result<Void, any Error>] {
+        do {
+            return try write { db in
+                let statements = try journalStatements(db)
+                guard batches.count > 1 else {
+                    try writeJournal(batches[0], statements, db)
+                    return [.success(())]
+                }
+                var outcomes: [Result<Void, any Error>] = []
+                for batch in batches {
+                    try statements.savepoint.execute()
+                    do {
+                        try writeJournal(batch, statements, db)
+                        try statements.releaseSavepoint.execute()
+                        outcomes.append(.success(()))
+                    } catch {
+                        guard db.isInsideTransaction else { throw error }
+                        try statements.rollbackToSavepoint.execute()
+                        try statements.releaseSavepoint.execute()
+                        outcomes.append(.failure(error))
+                    }
+                }
+                return outcomes
             }
-            for (runID, id) in batch.deletedSteps {
-                try db.execute(sql: "DELETE FROM steps WHERE run_id = ? AND id = ?", arguments: [runID, id])
-                try db.execute(sql: "DELETE FROM checkpoints WHERE run_id = ? AND step_id = ?", arguments: [runID, id])
-            }
-            try statements.insertEvents.write(batch.events, bind: Self.bindEvent)
-            for holder in batch.releasedLeases { try statements.deleteLease.run { $0.add(holder) } }
-            if batch.releasesRun, let (runID, owner) = batch.fence { try Self.release(runID, owner, db) }
+        } catch {
+            return batches.map { _ in .failure(error) }
         }
+    }
+
+    /// One batch's writes, inside the caller's transaction.
+    private func writeJournal(_ batch: JournalBatch, _ statements: SQLiteJournalStatements, _ db: Database) throws {
+        if let (runID, owner) = batch.fence { try checkFence(runID, owner, db) }
+        for run in batch.runUpdates { try Self.updateRun(run, statements.updateRun) }
+        try statements.upsertSteps.write(batch.stepUpserts) { row, s in
+            row.add(s.runID); row.add(s.id); row.add(s.step); row.add(s.kind.rawValue); row.add(s.itemIndex)
+            row.add(json: s.item); row.add(s.status.rawValue); row.add(s.attempt); row.add(s.failures)
+            row.add(s.nextAttemptAt); row.add(s.idempotencyKey); row.add(json: s.outputs)
+            row.add(s.errorKind); row.add(s.errorCode); row.add(s.errorMessage); row.add(s.startedAt)
+            row.add(s.finishedAt); row.add(s.completionSeq); row.add(s.node)
+        }
+        for (runID, id) in batch.deletedSteps {
+            try db.execute(sql: "DELETE FROM steps WHERE run_id = ? AND id = ?", arguments: [runID, id])
+            try db.execute(sql: "DELETE FROM checkpoints WHERE run_id = ? AND step_id = ?", arguments: [runID, id])
+        }
+        try statements.insertEvents.write(batch.events, bind: Self.bindEvent)
+        for holder in batch.releasedLeases { try statements.deleteLease.run { $0.add(holder) } }
+        if batch.releasesRun, let (runID, owner) = batch.fence { try Self.release(runID, owner, db) }
     }
 
     public func steps(ofRun runID: String) throws -> [StepRecord] {

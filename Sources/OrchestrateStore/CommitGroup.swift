@@ -5,7 +5,8 @@ import Foundation
 ///
 /// Every run executor commits its round and waits for it to be durable before acting on it.
 /// Thirty-two runs on one worker would otherwise be thirty-two transactions, each with its own
-/// round trips, WAL flush and turn at the event-order lock. Here the first caller becomes the
+/// WAL write (and fsync, where the store asks for one), and on PostgreSQL its round trips and
+/// turn at the event-order lock. Both stores use it. Here the first caller becomes the
 /// *leader*: it takes every batch waiting (its own first) and writes them with `write`, while
 /// the batches that arrive in the meantime wait for the next group. When a group is written,
 /// the oldest waiting caller leads the next one, so no caller serves others for long.
@@ -18,12 +19,16 @@ final class CommitGroup<Work>: @unchecked Sendable {
 
     private final class Entry {
         let work: Work
+        /// Set (under `lock`) before `woken` is signalled.
         var outcome: Result<Void, any Error>?
         var leads = false
+        /// Signalled once, when the entry's outcome is known or it is to lead: each caller is
+        /// woken for its own news only, not every waiting caller at each group's end.
+        let woken = DispatchSemaphore(value: 0)
         init(_ work: Work) { self.work = work }
     }
 
-    private let condition = NSCondition()
+    private let lock = NSLock()
     private var waiting: [Entry] = []
     private var leaderActive = false
     private let maxBatches: Int
@@ -40,30 +45,37 @@ final class CommitGroup<Work>: @unchecked Sendable {
     /// when it is durable, throws its own error.
     func commit(_ work: Work) throws {
         let entry = Entry(work)
-        condition.lock()
-        waiting.append(entry)
-        if leaderActive {
-            while entry.outcome == nil && !entry.leads { condition.wait() }
-        } else {
+        let leads = lock.withLock {
+            waiting.append(entry)
+            if leaderActive { return false }
             leaderActive = true
             entry.leads = true
+            return true
         }
-        if let outcome = entry.outcome {
-            condition.unlock()
-            return try outcome.get()
+        if !leads {
+            entry.woken.wait()
+            if let outcome = lock.withLock({ entry.outcome }) { return try outcome.get() }
         }
         // Leading: this entry is the oldest waiting one, so it is in the group.
-        let group = Array(waiting.prefix(maxBatches))
-        waiting.removeFirst(group.count)
-        condition.unlock()
+        let group = lock.withLock {
+            let group = Array(waiting.prefix(maxBatches))
+            waiting.removeFirst(group.count)
+            return group
+        }
 
         let outcomes = write(group.map(\.work))
 
-        condition.lock()
-        for (member, outcome) in zip(group, outcomes) { member.outcome = outcome }
-        if let next = waiting.first { next.leads = true } else { leaderActive = false }
-        condition.broadcast()
-        condition.unlock()
+        let next: Entry? = lock.withLock {
+            for (member, outcome) in zip(group, outcomes) { member.outcome = outcome }
+            if let next = waiting.first {
+                next.leads = true
+                return next
+            }
+            leaderActive = false
+            return nil
+        }
+        next?.woken.signal()
+        for member in group where member !== entry { member.woken.signal() }
         return try entry.outcome!.get()
     }
 }
