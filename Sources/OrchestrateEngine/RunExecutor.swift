@@ -277,10 +277,14 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             // A failure (permissions, a full disk, a file where a directory should be) fails the
             // run at once, with the reason: handed back, it would be claimed and refused again,
             // in a loop.
+            // The store is named in the runs folder before its first directory there: another
+            // store's sweep then leaves the folder alone (RunsFolderOwners).
+            let storeID = try store.storeIdentity()
             do {
+                try RunsFolderOwners.register(storeID, stateDirectory: options.stateDirectory)
                 try Self.makeRunDirectory(runDirectory)
             } catch {
-                try failBeforeStarting(error.description)
+                try failBeforeStarting("\(error)")
                 loopCommittedAll = true
                 return run
             }

@@ -31,6 +31,8 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     /// The writer connection's prepared statements; only touched inside the pool's writer
     /// access (`write`), which serializes it.
     private var journal: SQLiteJournalStatements?
+    /// `storeIdentity()`, once read.
+    let identity = StoreIdentityCache()
 
     /// Opens (creating if needed) the store in `directory`. The directory is created 0700 and
     /// the database 0600: state may hold inputs and outputs that are nobody else's business.
