@@ -57,7 +57,7 @@ import Testing
 
         // pruned: a deep directory of many files, with a link to `outside` inside it.
         try run("pruned", in: store, state: state)
-        for i in 0..<2_500 { FileManager.default.createFile(atPath: runs + "/pruned/out/f\(i)", contents: Data([1])) }
+        for i in 0..<2_500 { _ = FileManager.default.createFile(atPath: runs + "/pruned/out/f\(i)", contents: Data([1])) }
         try FileManager.default.createDirectory(atPath: runs + "/pruned/a/b/c/d", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: runs + "/pruned/a/b/c/d/escape", withDestinationPath: outside)
         try FileManager.default.createSymbolicLink(atPath: runs + "/pruned/escape-file", withDestinationPath: outside + "/keep.txt")
