@@ -281,8 +281,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             // store's sweep then leaves the folder alone (RunsFolderOwners).
             let storeID = try store.storeIdentity()
             do {
-                try RunsFolderOwners.register(storeID, stateDirectory: options.stateDirectory)
+                let registered = Result { try RunsFolderOwners.register(storeID, stateDirectory: options.stateDirectory) }
+                // A runs folder that cannot be made is said best by the run directory's error.
                 try Self.makeRunDirectory(runDirectory)
+                try registered.get()
             } catch {
                 try failBeforeStarting("\(error)")
                 loopCommittedAll = true
