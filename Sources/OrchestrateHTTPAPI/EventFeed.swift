@@ -21,8 +21,9 @@ final class EventFeed: @unchecked Sendable {
     struct Entry {
         let seq: Int64
         let runID: String?
-        /// An `item.*` event (a session's files: left out of a run's stream with `items=live`).
-        let isItem: Bool
+        /// An event about one file (`StoredEvent.isFileEvent`: left out of a run's stream with
+        /// `items=live`).
+        let isFile: Bool
         /// The page's buffer (shared storage: one per refresh, not per event).
         let page: ByteBuffer
         /// Which refresh read it: entries of one page are contiguous in `page`.
@@ -105,7 +106,7 @@ final class EventFeed: @unchecked Sendable {
             }
             pages += 1
             for (event, bound) in zip(fresh, bounds) {
-                entries.append(Entry(seq: event.seq, runID: event.runID, isItem: event.isItemEvent, page: buffer, pageNumber: pages,
+                entries.append(Entry(seq: event.seq, runID: event.runID, isFile: event.isFileEvent, page: buffer, pageNumber: pages,
                                      start: bound.start, end: bound.end))
             }
             lastSeq = max(lastSeq, fresh.last?.seq ?? lastSeq)
@@ -117,8 +118,8 @@ final class EventFeed: @unchecked Sendable {
         }
     }
 
-    /// The SSE text of the events after `after` (of run `runID`, when given, without its `item.*`
-    /// events up to `itemsThrough`), as slices of the pages' buffers to write in order, and the
+    /// The SSE text of the events after `after` (of run `runID`, when given, without its events
+    /// about one file up to `itemsThrough`), as slices of the pages' buffers to write in order, and the
     /// seq the stream is at afterwards; nil when the feed does not reach back to `after`.
     func entries(after: Int64, runID: String?, itemsThrough: Int64 = 0) -> (text: [ByteBuffer], last: Int64)? {
         lock.withLock {
@@ -145,7 +146,7 @@ final class EventFeed: @unchecked Sendable {
                 }
             } else {
                 var text = ByteBuffer()
-                for entry in entries[low...] where entry.runID == runID && !(entry.isItem && entry.seq <= itemsThrough) {
+                for entry in entries[low...] where entry.runID == runID && !(entry.isFile && entry.seq <= itemsThrough) {
                     var piece = entry.page.getSlice(at: entry.start, length: entry.end - entry.start)!
                     text.writeBuffer(&piece)
                 }
@@ -162,6 +163,7 @@ final class EventFeed: @unchecked Sendable {
 }
 
 extension StoredEvent {
-    /// One of a session's per-file events (`item.added`, `item.started`, `item.finished`, …).
-    var isItemEvent: Bool { type.rawValue.hasPrefix("item.") }
+    /// An event about one file of a session (`item.added`, `item.started`, `item.finished`, …)
+    /// or of the watch folder feeding it (`watch.handed_over`, `watch.finished`).
+    var isFileEvent: Bool { type.rawValue.hasPrefix("item.") || type.rawValue.hasPrefix("watch.") }
 }

@@ -27,8 +27,9 @@ enum EventStream {
             let after = try resumePoint(request)
             guard after != fromTheEnd else { throw Problem(.badRequest, "after=end is for /api/events; a run's stream starts at its beginning") }
             guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }
-            // `items=live`: the item events already journaled are left out (a session's files,
-            // up to hundreds of thousands: the run's detail pages them); new ones come.
+            // `items=live`: the events about one file already journaled are left out (a
+            // session's files, up to hundreds of thousands: the run's detail pages them); new
+            // ones come.
             var itemsThrough: Int64 = 0
             switch request.uri.queryParameters.get("items") {
             case nil: break
@@ -126,7 +127,7 @@ enum EventStream {
                     let mark = feed.mark()
                     let events = try await services.blocking { [last] in try services.store.storedEvents(runID: runID, afterSeq: last, limit: 500) }
                     var page = ByteBuffer()
-                    for event in events where !(event.isItemEvent && event.seq <= itemsThrough) { EventFeed.write(event, to: &page) }
+                    for event in events where !(event.isFileEvent && event.seq <= itemsThrough) { EventFeed.write(event, to: &page) }
                     text = [page]
                     last = events.last?.seq ?? last
                     more = events.count == 500
