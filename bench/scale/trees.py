@@ -168,7 +168,9 @@ class Timeline:
 
 def run_page(http_port, token, run_id, last_seq):
     """What the dashboard's run page loads: its detail (a page of 100 files) and its event
-    stream from the start, read until the stream reaches `last_seq` (the run's newest event).
+    stream from the start (`items=live`, as the page opens it: the item events already journaled
+    left out), read until the stream reaches `last_seq` (the run's newest event not about one
+    file).
     Returns (detail ms, detail bytes, stream s, stream bytes, stream events)."""
     headers = {"Authorization": f"Bearer {token}"}
     t0 = time.monotonic()
@@ -177,7 +179,7 @@ def run_page(http_port, token, run_id, last_seq):
     detail = (time.monotonic() - t0, len(body))
     t0 = time.monotonic()
     stream = urllib.request.urlopen(urllib.request.Request(
-        f"http://127.0.0.1:{http_port}/api/runs/{run_id}/events", headers=headers), timeout=120)
+        f"http://127.0.0.1:{http_port}/api/runs/{run_id}/events?items=live", headers=headers), timeout=120)
     size = events = 0
     seq = 0
     while seq < last_seq:
@@ -565,7 +567,7 @@ steps:
                     details.append((time.monotonic() - t0, len(body)))
                 time.sleep(0.5)
             elapsed = time.monotonic() - start
-            (last_seq,) = query(state, "SELECT max(seq) FROM events WHERE run_id = ?", (run_id,))[0]
+            (last_seq,) = query(state, "SELECT max(seq) FROM events WHERE run_id = ? AND type NOT LIKE 'item.%' AND type NOT LIKE 'watch.%'", (run_id,))[0]
             page = run_page(http_port, token, run_id, last_seq)
             proc.send_signal(signal.SIGTERM)
             proc.wait()
