@@ -57,7 +57,7 @@ struct AddPathCommand: ParsableCommand {
             throw CLIFailure.usage(refusal.description)
         }
         var added = 0
-        for (source, destination) in try pairs() {
+        func add(_ source: String, _ destination: String) throws {
             let item = try paths.add(runID: runID, step: target.step, source: try sourcePath(source, run: target.run),
                                      destination: destination)
             if !global.json { Terminal.line("\(item["id"]?.stringValue ?? "") \(source) -> \(destination)") } else {
@@ -65,32 +65,14 @@ struct AddPathCommand: ParsableCommand {
             }
             added += 1
         }
-        if added == 0 { throw CLIFailure.usage("no paths given") }
-    }
-
-    private func pairs() throws -> [(String, String)] {
-        guard let from else { return [(source!, destination!)] }
-        let text: String
-        if from == "-" {
-            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        if let from {
+            let lines = try PathLines(from: from)
+            try lines.check()
+            try lines.forEach(add)
         } else {
-            guard let contents = try? String(contentsOfFile: from, encoding: .utf8) else {
-                throw CLIFailure.usage("cannot read \(from)")
-            }
-            text = contents
+            try add(source!, destination!)
         }
-        var result: [(String, String)] = []
-        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { continue }
-            guard let value = try? JSONValue(parsing: trimmed), let source = value["source"]?.stringValue,
-                  let destination = value["destination"]?.stringValue
-            else {
-                throw CLIFailure.usage("\(from == "-" ? "stdin" : from):\(n + 1): expected {\"source\": …, \"destination\": …}")
-            }
-            result.append((source, destination))
-        }
-        return result
+        if added == 0 { throw CLIFailure.usage("no paths given") }
     }
 
     /// SOURCE as the node holding the run will read it: made absolute against this directory,

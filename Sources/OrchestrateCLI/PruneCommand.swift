@@ -12,7 +12,8 @@ struct PruneCommand: ParsableCommand {
         discussion: """
             Only finished runs (succeeded, failed, cancelled) are removed, never a run that is \
             queued, running, paused or interrupted. Each goes with its steps, attempts, events, \
-            items, checkpoints and its run directory on this node; schedules and watch-folder \
+            items, checkpoints and its run directory on this node (with the directories here of \
+            runs pruned or deleted by other nodes); schedules and watch-folder \
             hand-offs stay, so a schedule never fires a due time twice and a file is never handed \
             over twice. A `runs.pruned` event names the runs removed. Without --older-than, each \
             run's own retention applies (what `serve` prunes every minute: the workflow's \
@@ -72,8 +73,15 @@ struct PruneCommand: ParsableCommand {
         var rule = PruneRule(settings: try store.retentionSettings(), statuses: try chosenStatuses())
         rule.olderThan = try olderThan.map { try RetentionPeriod.seconds($0, allowOff: false) }
         let before = try sqlite?.databaseBytes()
-        let report = try RetentionPruner.prune(store: store, rule: rule, stateDirectory: global.resolvedStateDirectory(),
+        var report = try RetentionPruner.prune(store: store, rule: rule, stateDirectory: global.resolvedStateDirectory(),
                                                dryRun: dryRun)
+        if !dryRun {
+            // What other nodes pruned: their directories here go too.
+            let swept = try RunDirectorySweeper.sweep(store: store, stateDirectory: global.resolvedStateDirectory())
+            report.directoriesRemoved += swept.removed.count
+            report.failures += swept.failures
+            if let refused = swept.refused { Terminal.warning(refused) }
+        }
         if global.json {
             Terminal.line(JSONValue.object([
                 "dry_run": .bool(dryRun),

@@ -35,7 +35,9 @@ struct ServeCommand: ParsableCommand {
 
             Every minute it prunes finished runs past their retention (30 days unless `orchestrate \
             queue retention` or the workflow's `retention:` says otherwise), a hundred at a time; \
-            --no-prune leaves that to the others (see `orchestrate prune`).
+            --no-prune leaves that to the others (see `orchestrate prune`). Either way it then \
+            removes the run directories under its --state of runs that are gone from the store \
+            (pruned or deleted by any node).
 
             --watch FILE turns the workflow's watch folder (its `on: watch:` block) into work: each \
             file that has stopped changing for `settle` becomes a run, or an item of the workflow's \

@@ -281,10 +281,16 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             // A failure (permissions, a full disk, a file where a directory should be) fails the
             // run at once, with the reason: handed back, it would be claimed and refused again,
             // in a loop.
+            // The store is named in the runs folder before its first directory there: another
+            // store's sweep then leaves the folder alone (RunsFolderOwners).
+            let storeID = try store.storeIdentity()
             do {
+                let registered = Result { try RunsFolderOwners.register(storeID, stateDirectory: options.stateDirectory) }
+                // A runs folder that cannot be made is said best by the run directory's error.
                 try Self.makeRunDirectory(runDirectory)
+                try registered.get()
             } catch {
-                try failBeforeStarting(error.description)
+                try failBeforeStarting("\(error)")
                 loopCommittedAll = true
                 return run
             }

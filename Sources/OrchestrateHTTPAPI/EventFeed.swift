@@ -21,6 +21,9 @@ final class EventFeed: @unchecked Sendable {
     struct Entry {
         let seq: Int64
         let runID: String?
+        /// An event about one file (`StoredEvent.isFileEvent`: left out of a run's stream with
+        /// `items=live`).
+        let isFile: Bool
         /// The page's buffer (shared storage: one per refresh, not per event).
         let page: ByteBuffer
         /// Which refresh read it: entries of one page are contiguous in `page`.
@@ -103,7 +106,7 @@ final class EventFeed: @unchecked Sendable {
             }
             pages += 1
             for (event, bound) in zip(fresh, bounds) {
-                entries.append(Entry(seq: event.seq, runID: event.runID, page: buffer, pageNumber: pages,
+                entries.append(Entry(seq: event.seq, runID: event.runID, isFile: event.isFileEvent, page: buffer, pageNumber: pages,
                                      start: bound.start, end: bound.end))
             }
             lastSeq = max(lastSeq, fresh.last?.seq ?? lastSeq)
@@ -115,13 +118,13 @@ final class EventFeed: @unchecked Sendable {
         }
     }
 
-    /// The SSE text of the events after `after` (of run `runID`, when given), as slices of the
-    /// pages' buffers to write in order, and the seq the stream is at afterwards; nil when the
-    /// feed does not reach back to `after`.
-    func entries(after: Int64, runID: String?) -> (text: [ByteBuffer], last: Int64)? {
+    /// The SSE text of the events after `after` (of run `runID`, when given, without its events
+    /// about one file up to `itemsThrough`), as slices of the pages' buffers to write in order, and the
+    /// seq the stream is at afterwards; nil when the feed does not reach back to `after`.
+    func entries(after: Int64, runID: String?, itemsThrough: Int64 = 0) -> (text: [ByteBuffer], last: Int64)? {
         lock.withLock {
             guard let coveredFrom, after >= coveredFrom else { return nil }
-            if let answer = lastAnswer, answer.after == after, answer.runID == runID, answer.lastSeq == lastSeq {
+            if itemsThrough == 0, let answer = lastAnswer, answer.after == after, answer.runID == runID, answer.lastSeq == lastSeq {
                 return (answer.text, max(after, lastSeq))
             }
             // The first entry above `after` (entries are in seq order).
@@ -143,13 +146,13 @@ final class EventFeed: @unchecked Sendable {
                 }
             } else {
                 var text = ByteBuffer()
-                for entry in entries[low...] where entry.runID == runID {
+                for entry in entries[low...] where entry.runID == runID && !(entry.isFile && entry.seq <= itemsThrough) {
                     var piece = entry.page.getSlice(at: entry.start, length: entry.end - entry.start)!
                     text.writeBuffer(&piece)
                 }
                 if text.readableBytes > 0 { slices.append(text) }
             }
-            lastAnswer = (after, runID, lastSeq, slices)
+            if itemsThrough == 0 { lastAnswer = (after, runID, lastSeq, slices) }
             return (slices, max(after, lastSeq))
         }
     }
@@ -157,4 +160,10 @@ final class EventFeed: @unchecked Sendable {
     /// The seq a stream that read the store itself may move to: `seen` (taken with `mark()`
     /// before that read) when the read returned everything up to then and the feed covers it.
     func mark() -> Int64? { lock.withLock { coveredFrom == nil ? nil : lastSeq } }
+}
+
+extension StoredEvent {
+    /// An event about one file of a session (`item.added`, `item.started`, `item.finished`, …)
+    /// or of the watch folder feeding it (`watch.handed_over`, `watch.finished`).
+    var isFileEvent: Bool { type.rawValue.hasPrefix("item.") || type.rawValue.hasPrefix("watch.") }
 }

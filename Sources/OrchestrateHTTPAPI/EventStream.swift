@@ -27,7 +27,16 @@ enum EventStream {
             let after = try resumePoint(request)
             guard after != fromTheEnd else { throw Problem(.badRequest, "after=end is for /api/events; a run's stream starts at its beginning") }
             guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }
-            return try stream(runID: id, after: after, services: services, context: context)
+            // `items=live`: the events about one file already journaled are left out (a
+            // session's files, up to hundreds of thousands: the run's detail pages them); new
+            // ones come.
+            var itemsThrough: Int64 = 0
+            switch request.uri.queryParameters.get("items") {
+            case nil: break
+            case "live"?: itemsThrough = max(1, try await services.blocking { try latestSeq(services.store) })
+            case let other?: throw Problem(.badRequest, "items=\(other): the only choice is items=live")
+            }
+            return try stream(runID: id, after: after, itemsThrough: itemsThrough, services: services, context: context)
         }
     }
 
@@ -81,7 +90,9 @@ enum EventStream {
 
     /// The stream's response; it holds one of the `maxStreams` slots until its client is gone
     /// (its connection closes: `ConnectionGuard` closes it as soon as the client hangs up).
-    static func stream(runID: String?, after: Int64, services: APIServices, context: APIContext) throws -> Response {
+    static func stream(runID: String?, after: Int64, itemsThrough: Int64 = 0, services: APIServices,
+                       context: APIContext) throws -> Response
+    {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
@@ -108,7 +119,7 @@ enum EventStream {
                 try await feed.refresh(services, startingAfter: last)
                 var text: [ByteBuffer] = []
                 var more = false
-                if let shared = feed.entries(after: last, runID: runID) {
+                if let shared = feed.entries(after: last, runID: runID, itemsThrough: itemsThrough) {
                     text = shared.text
                     last = shared.last
                 } else {
@@ -116,7 +127,7 @@ enum EventStream {
                     let mark = feed.mark()
                     let events = try await services.blocking { [last] in try services.store.storedEvents(runID: runID, afterSeq: last, limit: 500) }
                     var page = ByteBuffer()
-                    for event in events { EventFeed.write(event, to: &page) }
+                    for event in events where !(event.isFileEvent && event.seq <= itemsThrough) { EventFeed.write(event, to: &page) }
                     text = [page]
                     last = events.last?.seq ?? last
                     more = events.count == 500

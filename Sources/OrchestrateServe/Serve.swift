@@ -76,7 +76,7 @@ public final class Serve: @unchecked Sendable {
     private let worker: QueueWorker
     private let watchers: [FolderWatcher]
     private let firer: ScheduleFirer?
-    private let pruner: RetentionPruner?
+    private let pruner: RetentionPruner
 
     /// Checks the watched folders, then starts the HTTP API (their errors are the caller's to
     /// show before anything runs); the worker, firer, watchers and pruner start in `run()`.
@@ -101,16 +101,14 @@ public final class Serve: @unchecked Sendable {
         } else {
             firer = nil
         }
-        if configuration.prune {
-            var options = RetentionPruner.Options()
-            options.stateDirectory = configuration.stateDirectory
-            if let interval = configuration.pruneInterval { options.interval = interval }
-            options.log = messages.info
-            options.warn = messages.warn
-            pruner = RetentionPruner(store: store, options: options)
-        } else {
-            pruner = nil
-        }
+        // With --no-prune too: the run directories of runs another node pruned are swept.
+        var options = RetentionPruner.Options()
+        options.stateDirectory = configuration.stateDirectory
+        options.prune = configuration.prune
+        if let interval = configuration.pruneInterval { options.interval = interval }
+        options.log = messages.info
+        options.warn = messages.warn
+        pruner = RetentionPruner(store: store, options: options)
     }
 
     /// Runs until `shutdown()`: the queue worker on this thread, the rest on threads of their
@@ -121,8 +119,8 @@ public final class Serve: @unchecked Sendable {
             watcher.start()
             messages.info("watching \(watcher.watched.folder) for \(watcher.watched.workflow.name)")
         }
-        pruner?.start()
-        defer { pruner?.shutdown() }
+        pruner.start()
+        defer { pruner.shutdown() }
         // The firer stops once the worker has: a run it starts meanwhile just stays queued.
         defer { firer?.shutdown() }
         try worker.run()

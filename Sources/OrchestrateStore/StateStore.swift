@@ -259,6 +259,13 @@ public protocol RetentionStore: AnyObject, Sendable {
     /// write; returns whether more remain. SQLite with `auto_vacuum = INCREMENTAL` does;
     /// PostgreSQL leaves it to autovacuum (returns false).
     func reclaimSpace(maxPages: Int) throws -> Bool
+    /// This store's identity: a random id made the first time any process asks, the same for
+    /// every node after. A node writes it beside its run directories, so it never removes a
+    /// directory that another store's run made (`RunDirectorySweeper`).
+    func storeIdentity() throws -> String
+    /// The runs removed by events after `afterSeq` (`runs.pruned`, `run.deleted`; at most
+    /// `limit` events read) that the store does not hold now.
+    func goneRuns(afterSeq: Int64, limit: Int) throws -> GoneRuns
 }
 
 /// Items of long-lived steps (fan-outs and persistent sessions). A role of `StateStore`.

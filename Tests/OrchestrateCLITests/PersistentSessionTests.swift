@@ -46,6 +46,55 @@ import Testing
         #expect(events.ofType("item.added").count == 3)
     }
 
+    /// `add-path --from` reads its lines one at a time, all checked before any is added: a file
+    /// of 300,000 paths (27 MB) whose last line is bad adds nothing, and the command's peak RSS
+    /// stays near that of a one-line file (50 MiB here; reading the whole file and its pairs
+    /// first peaked at 145 MiB).
+    @Test func addPathFromReadsALineAtATimeAndAddsNothingWhenALineIsBad() throws {
+        let process = try h.start(["run", sessionWorkflow()])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        #expect(h.waitFor { ((try? h.runIDs()) ?? []).count == 1 })
+        let runID = try #require(try h.runIDs().first)
+        let big = h.path("paths.jsonl")
+        _ = FileManager.default.createFile(atPath: big, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: big))
+        let count = 300_000
+        var chunk = ""
+        for i in 0..<count {
+            chunk += #"{"source": "/media/shot01/frame_\#(i).dpx", "destination": "incoming/shot01/frame_\#(i).dpx"}"# + "\n"
+            if i % 10_000 == 9_999 {
+                try handle.write(contentsOf: Data(chunk.utf8))
+                chunk = ""
+            }
+        }
+        try handle.write(contentsOf: Data("not json\n".utf8))
+        try handle.close()
+        let small = h.path("one.jsonl")
+        try Data("not json\n".utf8).write(to: URL(fileURLWithPath: small))
+
+        /// add-path's exit status, stderr and peak RSS (KiB), measured by a Python parent.
+        func addPath(_ file: String) throws -> (status: Int, stderr: String, rss: Int) {
+            let script = """
+                import json, resource, subprocess, sys
+                p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+                print(json.dumps({"status": p.returncode, "stderr": p.stderr,
+                                  "rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+                """
+            let result = try ChildProcess.run(try PythonVenv.python(), ["-c", script, TestPaths.orchestrate.path, "add-path", runID,
+                                                                        "--from", file] + h.baseArguments)
+            let answer = try JSONValue(parsing: result.stdout)
+            return (Int(answer["status"]?.intValue ?? -1), answer["stderr"]?.stringValue ?? "", Int(answer["rss"]?.intValue ?? 0))
+        }
+        let one = try addPath(small)
+        let many = try addPath(big)
+        #expect(one.status == 2 && many.status == 2, "\(many.stderr)")
+        #expect(many.stderr.contains("paths.jsonl:\(count + 1): expected"), "\(many.stderr)")
+        #expect(try h.status(runID)["items"]?.arrayValue?.isEmpty ?? true, "nothing added")
+        #expect(many.rss < one.rss + 40 * 1024, "peak RSS \(many.rss) KiB for 300,000 lines, \(one.rss) KiB for one")
+        #expect(try h.orchestrate(["close", runID]).status == 0)
+        process.waitUntilExit()
+    }
+
     /// An item's progress is shown live but journaled once a second from its first report and at
     /// its end: an item that takes half a second (ten reports) journals one `item.progress`, its
     /// last (the first report used to be journaled at once).

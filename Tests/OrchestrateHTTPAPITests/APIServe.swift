@@ -86,3 +86,21 @@ final class APIServe: @unchecked Sendable {
 struct StartFailure: Error, CustomStringConvertible {
     let description: String
 }
+
+extension APIServe {
+    /// The raw text of `GET path` on an event stream until `done` says it has enough (or 10 s).
+    func streamText(_ path: String, headers: [String: String] = [:], until done: (String) -> Bool) throws -> String {
+        let fd = try RawHTTP.connect(port: port)
+        defer { close(fd) }
+        RawHTTP.send(fd, Array(RawHTTP.head("GET", path, token: token, headers: headers, bodyLength: nil).utf8))
+        var text = ""
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !done(text) {
+            let n = Glibc.read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            text += String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+        return text
+    }
+}

@@ -28,6 +28,21 @@ import Testing
         detail["items"]?.arrayValue?.compactMap { $0["item"]?["source"]?.stringValue } ?? []
     }
 
+    /// The run page's stream (`items=live`) leaves out the item events journaled before it
+    /// opened: a session of 100,000 files replayed 600,000 of them (162 MB) before it was live.
+    /// The steps' events still come from the start, and item events after it opened come.
+    @Test func aRunStreamWithLiveItemsLeavesOutTheItemEventsAlreadyJournaled() throws {
+        let serve = try APIServe()
+        let id = try session(serve)
+        let whole = try serve.streamText("/api/runs/\(id)/events") { $0.contains("run.finished") }
+        #expect(whole.components(separatedBy: "\"item.added\"").count - 1 == Self.count, "\(whole.suffix(500))")
+        let live = try serve.streamText("/api/runs/\(id)/events?items=live") { $0.contains("run.finished") }
+        #expect(live.contains("step.started") && live.contains("run.finished"), "\(live.suffix(500))")
+        #expect(!live.contains("\"item."), "\(live.suffix(500))")
+        #expect(live.utf8.count * 10 < whole.utf8.count, "\(live.utf8.count) bytes against \(whole.utf8.count)")
+        #expect(try serve.get("/api/runs/\(id)/events?items=all").status == 400)
+    }
+
     @Test func theRunDetailCarriesAPageOfItemsWithCountsAndACursor() throws {
         let serve = try APIServe()
         let id = try session(serve)

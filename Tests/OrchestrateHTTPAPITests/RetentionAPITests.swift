@@ -6,22 +6,6 @@ import Testing
 /// A client resuming the journal from a seq that retention pruned is told so, on the event
 /// stream (`event: pruned`) and in `/api/journal` (`pruned_through`), never left with a silent gap.
 @Suite(.serialized) struct RetentionAPITests {
-    /// The raw text of `GET path` on the event stream until `done` says it has enough (or 10 s).
-    func streamText(_ serve: APIServe, _ path: String, headers: [String: String], until done: (String) -> Bool) throws -> String {
-        let fd = try RawHTTP.connect(port: serve.port)
-        defer { close(fd) }
-        RawHTTP.send(fd, Array(RawHTTP.head("GET", path, token: serve.token, headers: headers, bodyLength: nil).utf8))
-        var text = ""
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !done(text) {
-            let n = Glibc.read(fd, &buffer, buffer.count)
-            if n <= 0 { break }
-            text += String(decoding: buffer[0..<n], as: UTF8.self)
-        }
-        return text
-    }
-
     @Test func aStreamResumedFromAPrunedSeqIsToldFirst() throws {
         let serve = try APIServe(extra: ["--no-prune"])
         let file = serve.dir.write("wf.yaml", """
@@ -41,7 +25,7 @@ import Testing
 
         // Resuming before the pruned seqs: the notice comes first, then what remains, the
         // runs.pruned event among it.
-        let text = try streamText(serve, "/api/events", headers: ["Last-Event-ID": "\(firstSeq)"]) { $0.contains("runs.pruned") }
+        let text = try serve.streamText("/api/events", headers: ["Last-Event-ID": "\(firstSeq)"]) { $0.contains("runs.pruned") }
         let notice = try #require(text.range(of: "event: pruned\ndata: "))
         let line = text[notice.upperBound...].prefix { $0 != "\n" }
         let data = try JSONValue(parsing: String(line))
@@ -49,7 +33,7 @@ import Testing
         #expect(data["continue_after"]?.intValue == firstSeq)
         #expect(notice.lowerBound < text.range(of: "runs.pruned")!.lowerBound)
         // Resuming after them: no notice.
-        let later = try streamText(serve, "/api/events", headers: ["Last-Event-ID": "\(through)"]) { $0.contains("runs.pruned") }
+        let later = try serve.streamText("/api/events", headers: ["Last-Event-ID": "\(through)"]) { $0.contains("runs.pruned") }
         #expect(later.contains("runs.pruned") && !later.contains("event: pruned"))
     }
 }

@@ -17,9 +17,13 @@ Cases (--cases, comma-separated):
              done, then `orchestrate resume`: files re-sent (inode changed on the receiving side),
              time from `resume` to the first new file, and the whole resume
   session    workflows/sftp-persistent.yaml fed every small file with `add-path --from`, timed from
-             `add-path` until the last file is in place; `status` and its size meanwhile
+             `add-path` until the last file is in place; `status` and its size meanwhile and with
+             every file done; the time a file took in each tenth of them (a cost growing with
+             the files already in the run shows as a rising series)
   watch      `serve --http --watch` of a folder that receives every small file (hard links), with
-             `feed:` into the same session step; the API's run detail timed and sized meanwhile
+             `feed:` into the same session step; the API's run detail timed and sized meanwhile;
+             at the end the dashboard's run page: its detail (a page of 100 files) and its event
+             stream replayed from the start to the newest event; the time a file took by tenths
   scaling    the small upload by orchestrate alone at a tenth of --small-files and at all of them:
              time, peak RSS and journal per file at both sizes (flat memory, linear journal)
 
@@ -139,6 +143,55 @@ def checkpoint_done(state):
         if isinstance(c, dict) and "order" in c:
             best = max(best, (int(c.get("done", 0)) + len(c.get("also", [])), len(data)))
     return best
+
+
+class Timeline:
+    """Files done over time, sampled by the caller: the time each tenth of them took, to show
+    whether the cost of a file grows with the number already in the run."""
+
+    def __init__(self, files):
+        self.files, self.points = files, [(time.monotonic(), 0)]
+
+    def sample(self, done):
+        self.points.append((time.monotonic(), done))
+
+    def tenths(self):
+        """ms a file in each tenth of the files (n/a for a tenth the samples did not split)."""
+        out = []
+        for k in range(10):
+            lo, hi = self.files * k // 10, self.files * (k + 1) // 10
+            start = next((t for t, d in self.points if d >= lo), None)
+            end = next((t for t, d in self.points if d >= hi), None)
+            out.append(f"{(end - start) / max(1, hi - lo) * 1000:.2f}" if start is not None and end is not None else "n/a")
+        return "/".join(out)
+
+
+def run_page(http_port, token, run_id, last_seq):
+    """What the dashboard's run page loads: its detail (a page of 100 files) and its event
+    stream from the start (`items=live`, as the page opens it: the item events already journaled
+    left out), read until the stream reaches `last_seq` (the run's newest event not about one
+    file).
+    Returns (detail ms, detail bytes, stream s, stream bytes, stream events)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    t0 = time.monotonic()
+    body = urllib.request.urlopen(urllib.request.Request(
+        f"http://127.0.0.1:{http_port}/api/runs/{run_id}?items_limit=100", headers=headers), timeout=120).read()
+    detail = (time.monotonic() - t0, len(body))
+    t0 = time.monotonic()
+    stream = urllib.request.urlopen(urllib.request.Request(
+        f"http://127.0.0.1:{http_port}/api/runs/{run_id}/events?items=live", headers=headers), timeout=120)
+    size = events = 0
+    seq = 0
+    while seq < last_seq:
+        line = stream.readline()
+        if not line:
+            break
+        size += len(line)
+        if line.startswith(b"id:"):
+            seq = int(line[3:].strip())
+            events += 1
+    stream.close()
+    return detail[0] * 1000, detail[1], time.monotonic() - t0, size, events
 
 
 class Sampler:
@@ -430,7 +483,9 @@ steps:
             start = time.monotonic()
             added, add_rss = run_timed([orchestrate, "add-path", run_id, "--from", paths, "--state", state])
             statuses = []
-            while items_done(state) < files:
+            timeline = Timeline(files)
+            while (done := items_done(state)) < files:
+                timeline.sample(done)
                 if proc.poll() is not None:
                     raise SystemExit("the session ended early: " + open(f"{state}/run.log").read()[-2000:])
                 if len(statuses) < 3 and time.monotonic() - start > 5 * (len(statuses) + 1):
@@ -438,13 +493,19 @@ steps:
                     out = subprocess.run([orchestrate, "status", run_id, "--state", state], capture_output=True, check=True).stdout
                     statuses.append((time.monotonic() - t0, len(out)))
                 time.sleep(0.2)
+            timeline.sample(files)
             elapsed = time.monotonic() - start
+            # With every file done: the largest the run gets.
+            t0 = time.monotonic()
+            out = subprocess.run([orchestrate, "status", run_id, "--state", state], capture_output=True, check=True).stdout
+            statuses.append((time.monotonic() - t0, len(out)))
             subprocess.run([orchestrate, "close", run_id, "--state", state], check=True, stdout=subprocess.DEVNULL)
             proc.wait()
             rss = sampler.done()
             status_figures = ", ".join(f"{t * 1000:.0f}ms/{n}B" for t, n in statuses)
             report(f"session, {files} added paths", "orchestrate", time=f"{elapsed:.1f}s", add_path=f"{added:.1f}s",
-                   rss=f"{rss:.0f}MiB", add_path_rss=f"{add_rss:.0f}MiB", status=status_figures, **journal(state))
+                   rss=f"{rss:.0f}MiB", add_path_rss=f"{add_rss:.0f}MiB", status=status_figures,
+                   ms_per_file_by_tenth=timeline.tenths(), **journal(state))
 
         if "watch" in cases and "small" in trees:
             source, files, size = trees["small"]
@@ -487,10 +548,13 @@ steps:
             dropped = time.monotonic() - start
             details = []
             run_id = None
+            timeline = Timeline(files)
             while True:
                 if proc.poll() is not None:
                     raise SystemExit("serve ended: " + open(f"{state}/serve.log").read()[-2000:])
-                if items_done(state) >= files:
+                done = items_done(state)
+                timeline.sample(done)
+                if done >= files:
                     break
                 if run_id is None:
                     rows = query(state, "SELECT id FROM runs")
@@ -503,11 +567,15 @@ steps:
                     details.append((time.monotonic() - t0, len(body)))
                 time.sleep(0.5)
             elapsed = time.monotonic() - start
+            (last_seq,) = query(state, "SELECT max(seq) FROM events WHERE run_id = ? AND type NOT LIKE 'item.%' AND type NOT LIKE 'watch.%'", (run_id,))[0]
+            page = run_page(http_port, token, run_id, last_seq)
             proc.send_signal(signal.SIGTERM)
             proc.wait()
             rss = sampler.done()
             report(f"watch folder, {files} files", "orchestrate serve", time=f"{elapsed:.1f}s", drop=f"{dropped:.1f}s",
-                   rss=f"{rss:.0f}MiB", api_detail=", ".join(f"{t * 1000:.0f}ms/{n}B" for t, n in details), **journal(state))
+                   rss=f"{rss:.0f}MiB", api_detail=", ".join(f"{t * 1000:.0f}ms/{n}B" for t, n in details),
+                   run_page_detail=f"{page[0]:.0f}ms/{page[1]}B", run_page_stream=f"{page[2]:.1f}s/{page[3]}B/{page[4]}events",
+                   ms_per_file_by_tenth=timeline.tenths(), **journal(state))
 
         if "scaling" in cases and "small" in trees:
             source, files, size = trees["small"]

@@ -1,6 +1,7 @@
 // One run: its record, the verbs, the step graph, each step's attempts and progress, the
 // files of its sessions, its log. The run's event stream replays its journal from the start
-// (attempt history, logs, latest progress) and then follows it live.
+// (attempt history, logs, latest progress), without the item events (the files come from the
+// paged detail), and then follows it live.
 import { api, subscribe, liveState } from './api.js';
 import { h, fill, badge, labels, progressBar, time, duration, throttle, flash } from './dom.js';
 
@@ -73,7 +74,9 @@ export function mount(container, route) {
   };
 
   load();
-  return subscribe('/api/runs/' + encodeURIComponent(id) + '/events', (event) => {
+  // items=live: the item events already journaled (a session's 100,000 files) are not
+  // replayed; the detail pages the files, and the files moving now come as they move.
+  return subscribe('/api/runs/' + encodeURIComponent(id) + '/events?items=live', (event) => {
     record(state, event, sections.log);
     if (event.type === 'step.progress' || event.type === 'item.progress') render();
     else if (event.type !== 'step.log') reload();

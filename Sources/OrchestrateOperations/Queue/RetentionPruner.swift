@@ -91,6 +91,9 @@ public final class RetentionPruner: @unchecked Sendable {
         /// Between batches of one pass: other writers get the store in between.
         public var pause: Double = 0.05
         public var stateDirectory: String = "."
+        /// Prune runs past their retention (`serve --no-prune`: false). The run directories of
+        /// runs gone from the store are swept either way (`RunDirectorySweeper`).
+        public var prune = true
         public var log: @Sendable (String) -> Void = { _ in }
         public var warn: @Sendable (String) -> Void = { _ in }
         public init() {}
@@ -101,6 +104,8 @@ public final class RetentionPruner: @unchecked Sendable {
     private let state = NSCondition()
     private var stopping = false  // guarded by state
     private var running = false  // guarded by state
+    /// A refused runs folder is said once, not at every pass (only the pruner's thread).
+    private var refusalWarned = false
 
     public init(store: any StateStore, options: Options) {
         self.store = store
@@ -137,8 +142,14 @@ public final class RetentionPruner: @unchecked Sendable {
         }
     }
 
-    /// One pass: every run past its retention, by the settings the store holds now.
+    /// One pass: every run past its retention, by the settings the store holds now, then the
+    /// directories here of runs gone from the store.
     func pass() {
+        if options.prune { prunePass() }
+        if !isStopping { sweepPass() }
+    }
+
+    private func prunePass() {
         do {
             let rule = PruneRule(settings: try store.retentionSettings())
             let report = try Self.prune(store: store, rule: rule, stateDirectory: options.stateDirectory,
@@ -149,6 +160,28 @@ public final class RetentionPruner: @unchecked Sendable {
             for failure in report.failures { options.warn("retention: could not remove \(failure)") }
         } catch {
             options.warn("retention: pruning failed (tried again in \(Int(options.interval)) s): \(error)")
+        }
+    }
+
+    /// Names shown in the log line of a sweep; the rest are counted.
+    static let namesLogged = 20
+
+    private func sweepPass() {
+        do {
+            let report = try RunDirectorySweeper.sweep(store: store, stateDirectory: options.stateDirectory,
+                                                       pause: options.pause, shouldStop: { isStopping })
+            if let refused = report.refused {
+                if !refusalWarned { options.warn("retention: \(refused)") }
+                refusalWarned = true
+            }
+            if !report.removed.isEmpty {
+                let shown = report.removed.prefix(Self.namesLogged).joined(separator: ", ")
+                let more = report.removed.count > Self.namesLogged ? " and \(report.removed.count - Self.namesLogged) more" : ""
+                options.log("retention: removed \(report.removed.count) run directory(ies) of runs no longer in the store: \(shown)\(more)")
+            }
+            for failure in report.failures { options.warn("retention: could not remove \(failure)") }
+        } catch {
+            options.warn("retention: sweeping run directories failed (tried again in \(Int(options.interval)) s): \(error)")
         }
     }
 }

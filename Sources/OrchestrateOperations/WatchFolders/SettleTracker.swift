@@ -3,9 +3,19 @@
 /// (every write moves its mtime) is never due, and one that disappears is forgotten.
 ///
 /// Pure bookkeeping over times the caller passes in, so tests drive it without waiting.
+///
+/// The watcher asks `due` and `nextDue` at every wake-up (each batch of inotify events), while a
+/// folder receiving 100,000 files holds up to that many candidates: both cost what is due, not
+/// what is tracked. Candidates are kept in the order their wait started (`waits`, times the
+/// caller passes in only grow); a restarted or forgotten wait leaves a stale entry behind,
+/// skipped and dropped once it reaches the front.
 struct SettleTracker {
     let settle: Double
     private var candidates: [String: (signature: FileSignature, since: Double)] = [:]
+    /// (path, since) in the order of `since`; an entry whose path's wait is no longer that one
+    /// is stale. `head` is the first entry not yet dropped: the front is always a live one.
+    private var waits: [(path: String, since: Double)] = []
+    private var head = 0
 
     init(settle: Double) {
         self.settle = settle
@@ -16,23 +26,55 @@ struct SettleTracker {
     /// Records what `path` looks like at `now` (nil: gone or no longer a regular file).
     mutating func observe(_ path: String, _ signature: FileSignature?, now: Double) {
         guard let signature else {
-            candidates.removeValue(forKey: path)
+            forget(path)
             return
         }
-        if candidates[path]?.signature != signature { candidates[path] = (signature, now) }
+        guard candidates[path]?.signature != signature else { return }
+        candidates[path] = (signature, now)
+        if let last = waits.last, last.since > now {
+            // A time earlier than one already seen (only a test does that): kept in order.
+            let at = waits[head...].firstIndex { $0.since > now } ?? waits.count
+            waits.insert((path, now), at: at)
+        } else {
+            waits.append((path, now))
+        }
+        dropStaleFront()
     }
 
-    mutating func forget(_ path: String) { candidates.removeValue(forKey: path) }
+    mutating func forget(_ path: String) {
+        candidates.removeValue(forKey: path)
+        dropStaleFront()
+    }
 
     func isTracked(_ path: String) -> Bool { candidates[path] != nil }
 
-    /// Paths unchanged since at least `settle` ago, oldest first, with the signature seen.
+    /// Paths unchanged since at least `settle` ago, oldest first (then by path), with the
+    /// signature seen.
     func due(now: Double) -> [(path: String, signature: FileSignature)] {
-        candidates.filter { now - $0.value.since >= settle }
-            .sorted { ($0.value.since, $0.key) < ($1.value.since, $1.key) }
-            .map { ($0.key, $0.value.signature) }
+        var out: [(path: String, signature: FileSignature, since: Double)] = []
+        var seen = Set<String>()
+        for wait in waits[head...] {
+            guard now - wait.since >= settle else { break }
+            guard let candidate = candidates[wait.path], candidate.since == wait.since, seen.insert(wait.path).inserted else { continue }
+            out.append((wait.path, candidate.signature, wait.since))
+        }
+        return out.sorted { ($0.since, $0.path) < ($1.since, $1.path) }.map { ($0.path, $0.signature) }
     }
 
     /// When the next candidate becomes due, if any.
-    var nextDue: Double? { candidates.values.map { $0.since + settle }.min() }
+    var nextDue: Double? { head < waits.count ? waits[head].since + settle : nil }
+
+    private func isLive(_ wait: (path: String, since: Double)) -> Bool { candidates[wait.path]?.since == wait.since }
+
+    /// Drops stale entries at the front, and the dropped part of the array once it is half.
+    private mutating func dropStaleFront() {
+        while head < waits.count && !isLive(waits[head]) { head += 1 }
+        if head == waits.count {
+            waits.removeAll(keepingCapacity: waits.count < 4096)
+            head = 0
+        } else if head > 1024 && head * 2 > waits.count {
+            waits.removeFirst(head)
+            head = 0
+        }
+    }
 }

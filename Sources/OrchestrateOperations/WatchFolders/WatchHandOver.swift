@@ -152,9 +152,13 @@ final class WatchHandOver {
         let pending = try store.watchHandOffs(watch: watched.identity, pendingOnly: true)
         guard !pending.isEmpty else { return [] }
         var out: [EventRecord] = []
+        // Read once a pass, whatever the number of hand-offs pending: a feed run's hand-offs
+        // (up to one per file of the folder, 100,000) share one run and one list of items.
+        var runs: [String: RunRecord?] = [:]
         var itemsByRun: [String: [String: ItemRecord]] = [:]
         for handOff in pending {
-            guard let run = try store.run(handOff.runID) else {
+            if runs[handOff.runID] == nil { runs[handOff.runID] = .some(try store.run(handOff.runID)) }
+            guard let run = runs[handOff.runID] ?? nil else {
                 out += try finish(handOff, succeeded: false, reason: "its run was deleted")
                 continue
             }

@@ -30,6 +30,8 @@ import OrchestrateLock
 /// files and `PG*` variables behave exactly as users know them), and adds no event loop.
 public final class PostgresStateStore: StateStore, @unchecked Sendable {
     let pool: PGPool
+    /// `storeIdentity()`, once read.
+    let identity = StoreIdentityCache()
     private let connection: String
     /// Gathers the journal commits of this process's run threads into shared transactions.
     private var commitGroup: CommitGroup<GroupedWrite>!

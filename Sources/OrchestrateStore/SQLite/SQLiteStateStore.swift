@@ -37,6 +37,8 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     private var journal: SQLiteJournalStatements?
     /// Gathers the journal commits of this process's run threads into shared transactions.
     private var commitGroup: CommitGroup<JournalBatch>!
+    /// `storeIdentity()`, once read.
+    let identity = StoreIdentityCache()
 
     /// Opens (creating if needed) the store in `directory`. The directory is created 0700 and
     /// the database 0600: state may hold inputs and outputs that are nobody else's business.

@@ -1,0 +1,63 @@
+import Foundation
+import OrchestrateJSON
+
+/// The JSON lines of `add-path --from` ({"source": …, "destination": …}), read a line at a time
+/// so that 100,000 paths cost no more memory than ten: `check()` reads them all first (a bad
+/// line anywhere adds nothing), then `forEach` reads them again to add them. Standard input is
+/// copied to a temporary file of this user's (0600, removed at once) to be read twice.
+final class PathLines {
+    private let file: UnsafeMutablePointer<FILE>
+    /// As errors name it: the file, or "stdin".
+    let name: String
+
+    init(from: String) throws {
+        if from == "-" {
+            guard let spool = tmpfile() else { throw CLIFailure.usage("cannot buffer stdin: \(String(cString: strerror(errno)))") }
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let got = read(STDIN_FILENO, &buffer, buffer.count)
+                if got < 0 && errno == EINTR { continue }
+                guard got >= 0 else { fclose(spool); throw CLIFailure.usage("cannot read stdin: \(String(cString: strerror(errno)))") }
+                if got == 0 { break }
+                guard fwrite(buffer, 1, got, spool) == got else {
+                    fclose(spool)
+                    throw CLIFailure.usage("cannot buffer stdin: \(String(cString: strerror(errno)))")
+                }
+            }
+            file = spool
+            name = "stdin"
+        } else {
+            guard let opened = fopen(from, "r") else { throw CLIFailure.usage("cannot read \(from)") }
+            file = opened
+            name = from
+        }
+    }
+
+    deinit { fclose(file) }
+
+    /// Reads every line; throws a usage error at the first that is not a path.
+    func check() throws {
+        try forEach { _, _ in }
+    }
+
+    /// Calls `body` with each path, in order.
+    func forEach(_ body: (String, String) throws -> Void) throws {
+        rewind(file)
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        var number = 0
+        while getline(&line, &capacity, file) >= 0, let line {
+            number += 1
+            let trimmed = String(cString: line).trimmingCharacters(in: .whitespacesAndNewlines)
+            if trimmed.isEmpty { continue }
+            guard let value = try? JSONValue(parsing: trimmed), let source = value["source"]?.stringValue,
+                  let destination = value["destination"]?.stringValue
+            else {
+                throw CLIFailure.usage("\(name):\(number): expected {\"source\": …, \"destination\": …}")
+            }
+            try body(source, destination)
+        }
+        guard ferror(file) == 0 else { throw CLIFailure.usage("cannot read \(name): \(String(cString: strerror(errno)))") }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+@testable import OrchestrateOperations
+import Testing
+
+/// When a watched file has settled (`SettleTracker`): the rule, and its cost with a folder of
+/// 100,000 files waiting, which the watcher pays at every wake-up.
+@Suite struct SettleTrackerTests {
+    func signature(_ size: Int64, _ mtime: Int64 = 1) -> FileSignature { FileSignature(size: size, mtimeNanoseconds: mtime) }
+
+    @Test func aFileIsDueOnceUnchangedForTheSettleTimeOldestFirst() {
+        var tracker = SettleTracker(settle: 2)
+        tracker.observe("b", signature(1), now: 0)
+        tracker.observe("a", signature(1), now: 0)
+        tracker.observe("c", signature(1), now: 1)
+        #expect(tracker.due(now: 1.9).isEmpty)
+        #expect(tracker.nextDue == 2)
+        #expect(tracker.due(now: 2).map(\.path) == ["a", "b"])
+        #expect(tracker.due(now: 3).map(\.path) == ["a", "b", "c"])
+        // Seen again unchanged: its wait goes on; changed: it starts again.
+        tracker.observe("a", signature(1), now: 2.5)
+        tracker.observe("b", signature(2), now: 2.5)
+        #expect(tracker.due(now: 3).map(\.path) == ["a", "c"])
+        #expect(tracker.due(now: 3).first?.signature == signature(1))
+        tracker.forget("a")
+        #expect(tracker.nextDue == 3)
+        #expect(tracker.due(now: 4.5).map(\.path) == ["c", "b"])
+        #expect(tracker.due(now: 4.5).last?.signature == signature(2))
+        // Gone: forgotten.
+        tracker.observe("c", nil, now: 4.5)
+        #expect(!tracker.isTracked("c") && tracker.count == 1)
+        tracker.forget("b")
+        #expect(tracker.nextDue == nil && tracker.due(now: .infinity).isEmpty)
+        // Times out of order (only a test passes them) still come out oldest first.
+        tracker.observe("late", signature(1), now: 10)
+        tracker.observe("early", signature(1), now: 5)
+        #expect(tracker.due(now: 20).map(\.path) == ["early", "late"])
+        #expect(tracker.nextDue == 7)
+    }
+
+    /// 100,000 files dropped, then 2,000 wake-ups before any is due (each a batch of inotify
+    /// events): a wake-up costs what is due, not what is tracked. Looking at every candidate at
+    /// each wake-up (400 million looks) took far longer than the bound; this takes milliseconds.
+    @Test func aWakeUpCostsWhatIsDueNotWhatIsTracked() {
+        var tracker = SettleTracker(settle: 1)
+        for i in 0..<100_000 { tracker.observe("shot/frame_\(i).dpx", signature(4096), now: Double(i) / 100_000) }
+        let started = Date()
+        var due = 0
+        for wake in 0..<2_000 {
+            due += tracker.due(now: 0.5 + Double(wake) / 100_000).count
+            _ = tracker.nextDue
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(due == 0)
+        #expect(elapsed < 3, "2,000 wake-ups over 100,000 waiting files took \(elapsed) s")
+        // Then all at once, oldest first; handed over, each forgotten.
+        let all = tracker.due(now: 2)
+        #expect(all.count == 100_000 && all.first?.path == "shot/frame_0.dpx" && all.last?.path == "shot/frame_99999.dpx")
+        for file in all { tracker.forget(file.path) }
+        #expect(tracker.count == 0 && tracker.nextDue == nil)
+    }
+}
