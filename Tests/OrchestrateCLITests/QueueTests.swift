@@ -80,7 +80,8 @@ import Testing
     @Test func cancelStopPauseUnpauseRetryAndDeleteOnALiveServe() throws {
         let file = workflow(ms: 1500)
         let a = try submit(file, ["--id", "a"])
-        let b = try submit(file, ["--id", "b"])
+        // b sleeps long enough to still be running when `stop` reaches it on a loaded machine.
+        let b = try submit(file, ["--id", "b", "--input", "ms=6000"])
         let worker = try serve(1)
         defer { stopServe(worker) }
 
