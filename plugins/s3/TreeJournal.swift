@@ -48,15 +48,21 @@ final class TreeJournal {
     func isDone(_ index: Int) -> Bool { done[index] }
 
     /// Marks file `index` done and saves the checkpoint.
-    func finished(_ index: Int) {
-        if !done[index] {
-            done[index] = true
-            doneCount += 1
-            beyond.insert(index)
-        }
-        if fileAt == index {
-            file = nil
-            fileAt = nil
+    func finished(_ index: Int) { finished([index]) }
+
+    /// Marks the files `indices` done and saves the checkpoint once.
+    func finished(_ indices: [Int]) {
+        guard !indices.isEmpty else { return }
+        for index in indices {
+            if !done[index] {
+                done[index] = true
+                doneCount += 1
+                beyond.insert(index)
+            }
+            if fileAt == index {
+                file = nil
+                fileAt = nil
+            }
         }
         advance()
         save()
