@@ -9,7 +9,7 @@ import OrchestrateS3Auth
 ///
 /// The checkpoint `{"v":1, "bucket", "key", "etag", "size", "range_size", "done": [i...],
 /// "partial"}` lists the ranges on disk (fsynced before they are listed, on a thread of their
-/// own, every 64 MiB or second: RangeSync): a resume fetches the others. The SHA-256 follows the written prefix on
+/// own: RangeSync): a resume fetches the others. The SHA-256 follows the written prefix on
 /// another thread (PrefixHash), so the end only hashes the tail. An object that changed since
 /// (another ETag, 412 on If-Match) starts the download over. Verification: the SHA-256 against
 /// the object's `x-amz-meta-sha256` (written by s3.upload), else the MD5 against a single-part
@@ -36,7 +36,7 @@ enum ObjectDownload {
         let expectedSHA = head.header("x-amz-meta-sha256")?.lowercased()
 
         let saved = slot.load()
-        var done = Set<Int>()
+                var done = Set<Int>()
         var keep = false
         if let saved, saved["v"]?.intValue == 1, saved["bucket"]?.stringValue == client.bucket, saved["key"]?.stringValue == key,
            saved["etag"]?.stringValue == etag, saved["size"]?.intValue == size, saved["range_size"]?.intValue == rangeSize
@@ -130,7 +130,7 @@ enum ObjectDownload {
                 }
                 // Journaled once an fsync has it on disk.
                 try syncer.check()
-                syncer.wrote(index, length: length)
+                syncer.wrote(index)
                 written.insert(index)
                 advance()
                 doneBytes += length
