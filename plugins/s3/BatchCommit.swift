@@ -6,8 +6,9 @@ import OrchestratePluginKit
 /// of their own, so the thread that drives the transfers never waits for a disk. A batch is
 /// every file verified since the last one began: each file's content fsynced (`syncWidth` at
 /// once: the filesystem's journal folds fsyncs that wait together into one commit), then each
-/// renamed into place, then each folder of the batch fsynced once. Only then are its files
-/// reported committed, so a checkpoint that lists them never claims a file a crash could lose.
+/// renamed into place, then each folder of the batch fsynced once. Only then is `onCommitted`
+/// told the batch's files (on this type's thread, one call at a time), so a checkpoint that
+/// lists them never claims a file a crash could lose, and lags the disk by milliseconds.
 /// At most `maxPending` files wait (their descriptors are open): `submit` waits beyond that.
 final class BatchCommit: @unchecked Sendable {
     static let syncWidth = 4
@@ -16,13 +17,17 @@ final class BatchCommit: @unchecked Sendable {
     private let queue = DispatchQueue(label: "orchestrate.s3.batch-commit")
     private let syncers = (0 ..< BatchCommit.syncWidth).map { DispatchQueue(label: "orchestrate.s3.batch-commit.sync-\($0)") }
     private let room = DispatchSemaphore(value: BatchCommit.maxPending)
+    private let onCommitted: ([Int]) -> Void
     // Under `lock`.
     private let lock = Lock()
     private var pending: [(index: Int, partial: PartialFile)] = []
-    private var committed: [Int] = []
     private var failure: StepError?
     private var running = false
     private var abandoned = false
+
+    /// `onCommitted` runs on this type's thread; once `drain` or `abandon` has returned, never
+    /// again.
+    init(onCommitted: @escaping ([Int]) -> Void) { self.onCommitted = onCommitted }
 
     /// File `index` is verified in `partial`: it is committed soon. Waits while `maxPending`
     /// files wait already.
@@ -35,14 +40,6 @@ final class BatchCommit: @unchecked Sendable {
             return true
         }
         if start { queue.async { [self] in commitLoop() } }
-    }
-
-    /// The files committed since the last call.
-    func takeCommitted() -> [Int] {
-        lock.withLock {
-            defer { committed = [] }
-            return committed
-        }
     }
 
     /// Throws the failure of a commit (the files of that batch and after it are not committed,
@@ -78,7 +75,7 @@ final class BatchCommit: @unchecked Sendable {
             } else {
                 do throws(StepError) {
                     try commit(batch.map(\.partial))
-                    lock.withLock { committed += batch.map(\.index) }
+                    onCommitted(batch.map(\.index))
                 } catch {
                     for file in batch { try? file.partial.discard() }
                     lock.withLock { failure = failure ?? error }

@@ -46,18 +46,16 @@ struct DownloadTree {
         let folders = LocalFolders(root: destination)
 
         // Small objects, `concurrency` at a time, each in one GET; committed in batches beside
-        // the transfers, journaled once committed.
+        // the transfers and journaled by the committing thread (under `journalLock` until the
+        // batches are drained: the step's thread reads the counts for its progress meanwhile).
         var pending = (0 ..< smallCount).filter { !journal.isDone($0) }.makeIterator()
         var inFlight: [Int: (partial: PartialFile, digests: Digests)] = [:]
-        let commits = BatchCommit()
-        func journalCommitted() throws(StepError) {
-            let committed = commits.takeCommitted()
-            if !committed.isEmpty {
+        let journalLock = Lock()
+        let commits = BatchCommit { committed in
+            journalLock.withLock {
                 journal.finished(committed)
                 doneBytes += committed.reduce(Int64(0)) { $0 + order[$1].object.size }
-                report()
             }
-            try commits.check()
         }
         do {
             let concurrency = inputs.concurrency ?? DownloadStep.smallObjectConcurrency
@@ -96,16 +94,17 @@ struct DownloadTree {
                     throw error
                 }
                 commits.submit(exchange.tag, partial)
-                try journalCommitted()
+                journalLock.withLock { report() }
+                try commits.check()
             })
             commits.drain()
-            try journalCommitted()
+            try commits.check()
+            report()
         } catch {
             // The small objects still in flight or not committed start from nothing next time: no
             // partial left behind.
             for (partial, _) in inFlight.values { try? partial.discard() }
             commits.abandon()
-            journal.finished(commits.takeCommitted())
             throw error
         }
 
