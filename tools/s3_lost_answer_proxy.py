@@ -13,6 +13,10 @@ With --wrong-checksum, the first matching request's answer is delivered with a w
 x-amz-checksum-sha256 header (added when the server sent none) instead of being lost: the bytes
 arrived whole, the checksum the client is told does not match them.
 
+With --etag VALUE, the first matching request's answer is delivered with its body's
+<ETag>...</ETag> element holding VALUE instead (an empty VALUE removes the element): a
+CompleteMultipartUpload answer that lies about the object, or says nothing of it.
+
 With --then-no-such-upload, later requests matching --lose are answered 404 NoSuchUpload without
 being forwarded, as AWS answers a complete repeated once the upload is gone (moto completes
 it again instead).
@@ -34,6 +38,7 @@ def main():
     parser.add_argument("--lose", required=True)
     parser.add_argument("--then-no-such-upload", action="store_true")
     parser.add_argument("--wrong-checksum", action="store_true")
+    parser.add_argument("--etag", default=None)
     args = parser.parse_args()
     host, port = args.target.rsplit(":", 1)
     pattern = re.compile(args.lose)
@@ -60,7 +65,11 @@ def main():
             response = upstream.getresponse()
             payload = response.read()
             wrong = None
-            if args.wrong_checksum and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+            if args.etag is not None and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+                lost.set()
+                element = f"<ETag>{args.etag}</ETag>".encode() if args.etag else b""
+                payload = re.sub(rb"<ETag>[^<]*</ETag>", lambda _: element, payload, count=1)
+            elif args.wrong_checksum and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
                 lost.set()
                 wrong = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="  # SHA-256 of nothing sent
             elif not lost.is_set() and pattern.search(f"{self.command} {self.path}"):

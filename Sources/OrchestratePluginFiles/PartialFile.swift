@@ -156,12 +156,23 @@ public final class PartialFile: @unchecked Sendable {
     /// fsync, atomic rename onto the destination, fsync of the directory. After it returns, the
     /// destination survives a power cut.
     public func commit(mode: mode_t? = nil) throws(StepError) {
+        try makeDurable(mode: mode)
+        try moveIntoPlace()
+        try LocalPath.syncDirectory(LocalPath.parent(of: destination))
+    }
+
+    /// The first half of a commit made in batches (many files, one directory fsync): the mode
+    /// and the fsync of the content.
+    public func makeDurable(mode: mode_t? = nil) throws(StepError) {
         writeBack.drain()
         file.setPermissions(mode ?? Self.defaultMode)
         try file.sync()
-        try LocalPath.rename(path, to: destination)
-        try LocalPath.syncDirectory(LocalPath.parent(of: destination))
     }
+
+    /// The second half, after `makeDurable`: the atomic rename onto the destination. The rename
+    /// is durable only once the caller has fsynced the directory (`LocalPath.syncDirectory`),
+    /// which it must do before it claims the file anywhere (a checkpoint).
+    public func moveIntoPlace() throws(StepError) { try LocalPath.rename(path, to: destination) }
 
     /// Deletes the temporary file (a checksum mismatch: nothing half-written stays behind).
     public func discard() throws(StepError) { try LocalPath.remove(path) }

@@ -83,4 +83,45 @@ import Testing
         // No failure repeats a secret.
         #expect(!message(["AWS_PROFILE": "halfway"]).contains("default-secret"))
     }
+
+    static let endpointConfig = """
+        [default]
+        endpoint_url = http://127.0.0.1:9001
+        [profile dev]
+        services = local
+        endpoint_url = http://127.0.0.1:9002
+        s3 =
+          addressing_style = path
+        [services local]
+        sqs =
+          endpoint_url = http://127.0.0.1:9999
+        s3 =
+          endpoint_url = http://127.0.0.1:9003
+        [profile plain]
+        region = eu-west-1
+        """
+
+    func endpointChain(_ env: [String: String]) -> CredentialChain {
+        var env = env
+        env["HOME"] = "/home/u"
+        return CredentialChain(environment: env) { $0 == "/home/u/.aws/config" ? Self.endpointConfig : nil }
+    }
+
+    /// The endpoint a step without `endpoint` uses, in the AWS SDKs' order.
+    @Test func endpointOrder() {
+        let both = ["AWS_ENDPOINT_URL_S3": "http://127.0.0.1:1", "AWS_ENDPOINT_URL": "http://127.0.0.1:2"]
+        #expect(endpointChain(both).endpoint(profile: nil)?.url == "http://127.0.0.1:1")
+        #expect(endpointChain(both).endpoint(profile: nil)?.source == "AWS_ENDPOINT_URL_S3")
+        #expect(endpointChain(["AWS_ENDPOINT_URL": "http://127.0.0.1:2"]).endpoint(profile: "dev")?.url == "http://127.0.0.1:2")
+        // The services section's s3 block, over the profile's own endpoint_url.
+        #expect(endpointChain([:]).endpoint(profile: "dev")?.url == "http://127.0.0.1:9003")
+        #expect(endpointChain(["AWS_PROFILE": "dev"]).endpoint(profile: nil)?.url == "http://127.0.0.1:9003")
+        #expect(endpointChain([:]).endpoint(profile: nil)?.url == "http://127.0.0.1:9001")
+        #expect(endpointChain([:]).endpoint(profile: nil)?.source == "profile default of /home/u/.aws/config")
+        #expect(endpointChain([:]).endpoint(profile: "plain") == nil)
+        #expect(endpointChain(["AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true", "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:1"]).endpoint(profile: nil) == nil)
+        #expect(endpointChain(["AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"]).endpoint(profile: "dev") == nil)
+        // No config file, no variable: AWS.
+        #expect(chain([:], files: false).endpoint(profile: nil) == nil)
+    }
 }

@@ -9,7 +9,8 @@ import OrchestrateS3Auth
 struct ConnectionInputs: StepInputs {
     @Input(help: "the bucket", minLength: 1) var bucket: String
     @Input(help: "the bucket's region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's region, us-east-1)") var region: String?
-    @Input(help: "an S3-compatible service's URL, http(s)://host[:port] (default: AWS)") var endpoint: String?
+    @Input(help: "an S3-compatible service's URL, http(s)://host[:port] (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS)")
+    var endpoint: String?
     @Input(help: "auto: virtual-hosted on AWS when the bucket name allows it, path-style on other endpoints")
     var addressingStyle = Endpoint.AddressingStyle.auto
     @Input(help: "a profile of ~/.aws/credentials and ~/.aws/config (default: AWS_PROFILE, else the environment's keys)") var profile: String?
@@ -47,13 +48,15 @@ final class S3Client {
         self.step = step
         var environment: [String: String] = [:]
         for name in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION",
-                     "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "HOME"]
+                     "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "HOME", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL",
+                     "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"]
         {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
+        let chain = CredentialChain(environment: environment)
         let resolved: (credentials: AWSCredentials, region: String)
         do {
-            resolved = try CredentialChain(environment: environment).resolve(.init(
+            resolved = try chain.resolve(.init(
                 accessKeyID: inputs.accessKeyId, secretAccessKey: inputs.secretAccessKey, sessionToken: inputs.sessionToken,
                 profile: inputs.profile, region: inputs.region))
         } catch {
@@ -62,7 +65,15 @@ final class S3Client {
         try Endpoint.checkBucket(inputs.bucket)
         bucket = inputs.bucket
         credentials = resolved.credentials
-        endpoint = try Endpoint(inputs.endpoint, region: resolved.region, style: inputs.addressingStyle, bucket: inputs.bucket)
+        // No `endpoint`: the one the AWS SDKs would use (the environment, the profile), else AWS.
+        let configured = inputs.endpoint == nil ? chain.endpoint(profile: inputs.profile) : nil
+        do {
+            endpoint = try Endpoint(inputs.endpoint ?? configured?.url, region: resolved.region, style: inputs.addressingStyle, bucket: inputs.bucket)
+        } catch {
+            guard let configured else { throw error }
+            throw .invalidInput("\(error.message) (from \(configured.source))", code: error.code ?? "bad_endpoint")
+        }
+        if let configured { step.log(.info, "endpoint \(endpoint.display) (from \(configured.source))") }
         signer = SigV4(region: resolved.region)
         options = ConnectionOptions(caFile: inputs.caFile, connectTimeout: inputs.connectTimeout, ioTimeout: inputs.ioTimeout,
                                     rateCap: try StepRateCap.make(inputs.rate, step: step))

@@ -24,10 +24,15 @@ struct DownloadStep: StepDefinition {
         var prefix: String?
         @Input(help: "the file's final path (with key), or the folder to fill (with prefix)", minLength: 1) var destination: String
         @Input(help: "bytes per ranged GET; a tree's objects up to this size come in one GET each", minimum: 1 << 20) var partSize: Int64 = 8 << 20
-        @Input(help: "requests in flight at once: ranges of a big object, or a tree's small objects", minimum: 1, maximum: 64) var concurrency = 4
+        @Input(help: "requests in flight at once: ranges of a big object (default 4), or a tree's small objects (default 16)", minimum: 1,
+               maximum: 64) var concurrency: Int?
         @Input(help: "keys asked per ListObjectsV2 page (with prefix)", minimum: 1, maximum: 1000) var pageSize = 1000
     }
     static let inputSchema = Inputs.schemaText
+    /// `concurrency` unless set: a big object's ranges (each one a stream the disk and the
+    /// server keep up with), and a tree's small objects (each one mostly a round trip).
+    static let rangeConcurrency = 4
+    static let smallObjectConcurrency = 16
     /// What an object's download writes (`size` … `ranges_resumed`) or a prefix's (`files` …
     /// `skipped`), and both `path` and `uri`.
     struct Outputs: StepOutputs {
@@ -60,7 +65,7 @@ struct DownloadStep: StepDefinition {
         }
         try LocalPath.makeDirectories(LocalPath.parent(of: destination))
         let result = try ObjectDownload.fetch(client, key: key, destination: destination, rangeSize: inputs.partSize,
-                                              concurrency: inputs.concurrency, slot: .step(step)) { done, total in
+                                              concurrency: inputs.concurrency ?? rangeConcurrency, slot: .step(step)) { done, total in
             step.progress(bytesDone: done, bytesTotal: total)
         }
         step.progress(bytesDone: result.size, bytesTotal: result.size)

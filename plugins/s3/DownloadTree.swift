@@ -7,7 +7,7 @@ import OrchestrateS3Auth
 /// the rest of its key, checked by KeyPaths (a key that could leave the folder is skipped with
 /// the reason). Objects at or below `part_size` come first, `concurrency` GETs at a time, each
 /// written through its `.NAME.part` and verified (the `x-amz-meta-sha256` of the answer, else
-/// an MD5 ETag) before it is renamed into place; then the big ones one after the other, in
+/// an MD5 ETag) before it is renamed into place (in batches: BatchCommit); then the big ones one after the other, in
 /// ranges (ObjectDownload), their state in the tree's checkpoint (TreeJournal). A finished
 /// file is journaled and not fetched again by a resume.
 struct DownloadTree {
@@ -45,11 +45,21 @@ struct DownloadTree {
         report()
         let folders = LocalFolders(root: destination)
 
-        // Small objects, `concurrency` at a time, each in one GET.
+        // Small objects, `concurrency` at a time, each in one GET; committed in batches beside
+        // the transfers and journaled by the committing thread (under `journalLock` until the
+        // batches are drained: the step's thread reads the counts for its progress meanwhile).
         var pending = (0 ..< smallCount).filter { !journal.isDone($0) }.makeIterator()
         var inFlight: [Int: (partial: PartialFile, digests: Digests)] = [:]
+        let journalLock = Lock()
+        let commits = BatchCommit { committed in
+            journalLock.withLock {
+                journal.finished(committed)
+                doneBytes += committed.reduce(Int64(0)) { $0 + order[$1].object.size }
+            }
+        }
         do {
-            try client.pool.runAll(maxInFlight: inputs.concurrency, next: { () throws(StepError) -> Exchange? in
+            let concurrency = inputs.concurrency ?? DownloadStep.smallObjectConcurrency
+            try client.pool.runAll(maxInFlight: concurrency, next: { () throws(StepError) -> Exchange? in
                 guard let index = pending.next() else { return nil }
                 let entry = order[index]
                 let partial = try PartialFile(for: try folders.prepare(entry.components), naming: .hiddenPart, keeping: .nothing)
@@ -78,18 +88,23 @@ struct DownloadTree {
                 guard let (partial, digests) = inFlight.removeValue(forKey: exchange.tag) else { return }
                 let entry = order[exchange.tag]
                 do throws(StepError) {
-                    try finishSmall(entry, response: response, bytes: exchange.bytesMoved, partial: partial, digests: digests, label: exchange.label)
+                    try verifySmall(entry, response: response, bytes: exchange.bytesMoved, digests: digests, label: exchange.label)
                 } catch {
                     try? partial.discard()
                     throw error
                 }
-                journal.finished(exchange.tag)
-                doneBytes += entry.object.size
-                report()
+                commits.submit(exchange.tag, partial)
+                journalLock.withLock { report() }
+                try commits.check()
             })
+            commits.drain()
+            try commits.check()
+            report()
         } catch {
-            // The small objects still in flight start from nothing next time: no partial left behind.
+            // The small objects still in flight or not committed start from nothing next time: no
+            // partial left behind.
             for (partial, _) in inFlight.values { try? partial.discard() }
+            commits.abandon()
             throw error
         }
 
@@ -99,8 +114,9 @@ struct DownloadTree {
             let entry = order[index]
             let local = try folders.prepare(entry.components)
             let base = doneBytes
+            let concurrency = inputs.concurrency ?? DownloadStep.rangeConcurrency
             _ = try ObjectDownload.fetch(client, key: entry.object.key, destination: local, rangeSize: inputs.partSize,
-                                         concurrency: inputs.concurrency, slot: journal.slot(at: index), onProgress: { moved, _ in
+                                         concurrency: concurrency, slot: journal.slot(at: index), onProgress: { moved, _ in
                 step.progress(bytesDone: base + moved, bytesTotal: total, filesDone: Int64(journal.doneCount), filesTotal: Int64(order.count))
             })
             journal.finished(index)
@@ -167,9 +183,8 @@ struct DownloadTree {
         return out + "\""
     }
 
-    /// A small object's answer checked (status, ETag, length, digests), then renamed into place.
-    private func finishSmall(_ entry: Entry, response: Exchange.Response, bytes: Int64, partial: PartialFile, digests: Digests,
-                             label: String) throws(StepError)
+    /// A small object's answer checked (status, ETag, length, digests), before its commit.
+    private func verifySmall(_ entry: Entry, response: Exchange.Response, bytes: Int64, digests: Digests, label: String) throws(StepError)
     {
         if response.status == 412 {
             throw .retryable("\(client.uri(entry.object.key)) changed since it was listed; the next attempt lists it again", code: "object_changed")
@@ -191,6 +206,5 @@ struct DownloadTree {
         } else if ETag.isMD5(entry.object.etag), entry.object.etag.lowercased() != S3Crypto.hex(md5) {
             throw .permanent("\(client.uri(entry.object.key)): the MD5 of the bytes received is not the ETag \(entry.object.etag)", code: "md5_mismatch")
         }
-        try partial.commit()
     }
 }

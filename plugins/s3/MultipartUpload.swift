@@ -253,7 +253,13 @@ struct MultipartUpload {
         })
     }
 
-    /// CompleteMultipartUpload, then the object checked: ETag, size and the SHA-256 metadata.
+    /// CompleteMultipartUpload, then the object checked. An answer whose ETag is
+    /// `md5(part MD5s)-N` of the parts sent proves the object: the server assembled exactly
+    /// these parts, each of which it confirmed by its MD5 (so their bytes and sizes), in this
+    /// order; the SHA-256 metadata went with CreateMultipartUpload. No HEAD is sent then (some
+    /// servers, `rclone serve s3`, read the whole object to answer the first one). Any other
+    /// answer (no ETag, or one that is not a multipart ETag) is checked by a HEAD: size, and
+    /// the SHA-256 metadata; a multipart ETag that is not the expected one is an error.
     private func complete(_ state: inout State, count: Int, hasher: PartHasher) throws(StepError) -> String {
         guard let uploadID = state.uploadID else { throw .retryable("no upload to complete", code: "s3_protocol") }
         let expected = expectedETag(state, count)
@@ -276,6 +282,9 @@ struct MultipartUpload {
         // A 200 may still carry an error document (the server failed while it assembled the parts).
         let text = response.bodyText
         var etag: String
+        // True once something proves the object is the file: the HEAD of a complete recognised
+        // after the fact, or the answer's ETag (as this function's comment says).
+        var verified = false
         if response.status == 404 || text.contains("<Error>") {
             let code = XML.value("Code", in: text)
             guard code == "NoSuchUpload", try objectIsComplete(expected, state) else {
@@ -284,6 +293,7 @@ struct MultipartUpload {
             }
             step.log(.info, "\(label): the upload was already completed (an earlier attempt's complete went through)")
             etag = expected
+            verified = true
         } else {
             etag = ETag.unquoted(XML.value("ETag", in: text) ?? "")
             // The object's checksum of checksums, when the server keeps them.
@@ -302,8 +312,12 @@ struct MultipartUpload {
         }
         state.completeETag = etag.isEmpty ? expected : etag
         save(state)
-        guard try objectIsComplete(nil, state) else {
-            throw .permanent("\(label): the object \(client.uri(key)) does not have the file's size and SHA-256 after the complete", code: "verify_failed")
+        if etag == expected { verified = true }
+        if !verified {
+            guard try objectIsComplete(nil, state) else {
+                throw .permanent("\(label): the object \(client.uri(key)) does not have the file's size and SHA-256 after the complete",
+                                 code: "verify_failed")
+            }
         }
         return state.completeETag!
     }

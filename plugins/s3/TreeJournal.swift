@@ -12,8 +12,10 @@ import OrchestratePluginKit
 /// `file` is the state of file j, a big one moved in parts or ranges (a multipart upload's
 /// parts, a download's ranges), and `partial` its local partial file (where the engine looks
 /// for it). `f` fingerprints the order (paths and sizes): a tree that changed since is started
-/// over. One thread at a time changes it: the step's, which runs the CurlPool, or, for the
-/// big download in progress, its fsync thread saving `file` (RangeSync).
+/// over. One thread at a time changes it: the step's, which runs the CurlPool; or, for a
+/// download's small files, the thread that commits them (BatchCommit, under a lock the step's
+/// thread takes to read the counts); or, for the big download in progress, its fsync thread
+/// saving `file` (RangeSync).
 final class TreeJournal {
     private let step: StepContext
     private let fingerprint: String
@@ -48,15 +50,21 @@ final class TreeJournal {
     func isDone(_ index: Int) -> Bool { done[index] }
 
     /// Marks file `index` done and saves the checkpoint.
-    func finished(_ index: Int) {
-        if !done[index] {
-            done[index] = true
-            doneCount += 1
-            beyond.insert(index)
-        }
-        if fileAt == index {
-            file = nil
-            fileAt = nil
+    func finished(_ index: Int) { finished([index]) }
+
+    /// Marks the files `indices` done and saves the checkpoint once.
+    func finished(_ indices: [Int]) {
+        guard !indices.isEmpty else { return }
+        for index in indices {
+            if !done[index] {
+                done[index] = true
+                doneCount += 1
+                beyond.insert(index)
+            }
+            if fileAt == index {
+                file = nil
+                fileAt = nil
+            }
         }
         advance()
         save()

@@ -87,6 +87,26 @@ public struct CredentialChain {
             """)
     }
 
+    /// The endpoint a step that names none uses, as the AWS SDKs and CLI find it:
+    /// `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, then in the profile (`profile`, else
+    /// `AWS_PROFILE`, else `default`) of the config file the `s3` block's `endpoint_url` of the
+    /// `[services NAME]` section its `services` names, then its own `endpoint_url`. None (AWS)
+    /// when `AWS_IGNORE_CONFIGURED_ENDPOINT_URLS` is true. Returns the URL and where it came from.
+    public func endpoint(profile explicitProfile: String?) -> (url: String, source: String)? {
+        let env = { (name: String) -> String? in self.environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        if env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")?.lowercased() == "true" { return nil }
+        if let url = env("AWS_ENDPOINT_URL_S3") { return (url, "AWS_ENDPOINT_URL_S3") }
+        if let url = env("AWS_ENDPOINT_URL") { return (url, "AWS_ENDPOINT_URL") }
+        let name = explicitProfile ?? env("AWS_PROFILE") ?? "default"
+        guard let config = readFile(configPath).map(IniFile.parse) else { return nil }
+        let profile = config[name == "default" ? "default" : "profile \(name)"] ?? [:]
+        if let services = profile["services"], let url = config["services \(services)"]?["s3.endpoint_url"], !url.isEmpty {
+            return (url, "the services \(services) section of \(configPath)")
+        }
+        if let url = profile["endpoint_url"], !url.isEmpty { return (url, "profile \(name) of \(configPath)") }
+        return nil
+    }
+
     var credentialsPath: String { environment["AWS_SHARED_CREDENTIALS_FILE"] ?? "\(home)/.aws/credentials" }
     var configPath: String { environment["AWS_CONFIG_FILE"] ?? "\(home)/.aws/config" }
     private var home: String { environment["HOME"] ?? "/root" }
@@ -119,23 +139,32 @@ public struct CredentialChain {
 }
 
 /// The AWS shared files' INI dialect: `[section]`, `key = value`, `#` and `;` comments; the
-/// indented lines of a nested block (`s3 =` followed by `  addressing_style = path`) are skipped.
+/// indented lines of a nested block (`s3 =` followed by `  endpoint_url = URL`) are kept as
+/// `s3.endpoint_url`.
 public enum IniFile {
     public static func parse(_ text: String) -> [String: [String: String]] {
         var sections: [String: [String: String]] = [:]
         var current: String?
+        /// The key of the nested block the indented lines belong to (`s3 =`).
+        var block: String?
         for raw in text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
-            if raw.first == " " || raw.first == "\t" { continue }
+            let indented = raw.first == " " || raw.first == "\t"
             let line = SigV4.collapseSpaces(String(raw))
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
-            if line.hasPrefix("[") && line.hasSuffix("]") {
+            if !indented && line.hasPrefix("[") && line.hasSuffix("]") {
                 let name = SigV4.collapseSpaces(String(line.dropFirst().dropLast()))
                 current = name
+                block = nil
                 if sections[name] == nil { sections[name] = [:] }
             } else if let current, let equals = line.firstIndex(of: "=") {
                 let key = SigV4.collapseSpaces(String(line[..<equals])).lowercased()
                 let value = SigV4.collapseSpaces(String(line[line.index(after: equals)...]))
-                sections[current]?[key] = value
+                if indented {
+                    if let block { sections[current]?["\(block).\(key)"] = value }
+                } else {
+                    sections[current]?[key] = value
+                    block = value.isEmpty ? key : nil
+                }
             }
         }
         return sections
