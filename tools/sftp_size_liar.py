@@ -19,6 +19,11 @@ It relays the client's requests unchanged and the server's replies too, except f
     bytes, fewer than asked for, as the protocol allows;
   * `slow-goodbye` (no lie, a slow server): honest, but it ends 3 s after the client closed the
     session, so sshd closes the channel that much later (a polite close waits for that).
+  * `refuse-write` / `refuse-fsync`: the server did the WRITE (or the fsync@openssh.com) but
+    its OK reply is replaced by a failure (SSH_FX_FAILURE): the client must fail that file;
+  * `trace:PATH` (no lie, a slow server): every reply to a WRITE leaves 0.1 s late, and PATH gets
+    a line per request as it arrives (`req TYPE ID`, the extended ones by name) and per reply as
+    it leaves (`rep ID`): what a client sent before it had a write's answer.
 """
 import os
 import struct
@@ -27,8 +32,12 @@ import sys
 import threading
 import time
 
+SSH_FXP_WRITE = 6
+SSH_FXP_STATUS = 101
 SSH_FXP_DATA = 103
 SSH_FXP_ATTRS = 105
+SSH_FXP_EXTENDED = 200
+SSH_FX_FAILURE = 4
 SSH_FILEXFER_ATTR_SIZE = 0x00000001
 
 
@@ -49,13 +58,35 @@ def main():
     held = None  # `overlong-first-late`: the bad reply, sent after the next one
     server = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     client_in, client_out = sys.stdin.buffer, sys.stdout.buffer
+    trace = open(lie[len("trace:"):], "a") if lie.startswith("trace:") else None
+    trace_lock = threading.Lock()
+    kinds = {}  # request id -> its type (or the extended request's name), for the replies
+
+    def note(line):
+        with trace_lock:
+            trace.write(line + "\n")
+            trace.flush()
 
     def requests():
-        # Client to server, unchanged.
+        # Client to server, unchanged; each request's type is noted by id.
+        pending = b""
         while True:
             data = os.read(client_in.fileno(), 65536)
             if not data:
                 break
+            pending += data
+            while len(pending) >= 9:
+                (length,) = struct.unpack(">I", pending[:4])
+                if len(pending) < 4 + length:
+                    break
+                kind, (rid,) = pending[4], struct.unpack(">I", pending[5:9])
+                if kind == SSH_FXP_EXTENDED and length >= 12:
+                    (n,) = struct.unpack(">I", pending[9:13])
+                    kind = pending[13:13 + n].decode("ascii", "replace")
+                kinds[rid] = kind
+                if trace:
+                    note(f"req {kind} {rid}")
+                pending = pending[4 + length:]
             server.stdin.write(data)
             server.stdin.flush()
         server.stdin.close()
@@ -96,6 +127,19 @@ def main():
             body = body[:5] + struct.pack(">I", count + 1000) + body[9:] + b"\x00" * 1000
             held = struct.pack(">I", len(body)) + body
             continue
+        if body[0] == SSH_FXP_STATUS and len(body) >= 9:
+            (rid,) = struct.unpack(">I", body[1:5])
+            kind = kinds.pop(rid, None)
+            refused = {"refuse-write": SSH_FXP_WRITE, "refuse-fsync": "fsync@openssh.com"}.get(lie)
+            if refused is not None and kind == refused:
+                message = b"refused by the test server"
+                body = (body[:5] + struct.pack(">I", SSH_FX_FAILURE) + struct.pack(">I", len(message)) + message
+                        + struct.pack(">I", 0))
+                header = struct.pack(">I", len(body))
+            if trace and kind == SSH_FXP_WRITE:
+                time.sleep(0.1)
+        if trace and len(body) >= 5:
+            note(f"rep {struct.unpack('>I', body[1:5])[0]}")
         client_out.write(header + body)
         if held is not None:
             client_out.write(held)

@@ -34,7 +34,7 @@ the run (SQLite database and WAL), the events journaled, and the tree step's che
     swift build -c release
     python3 bench/scale/trees.py --bin .build/release [--small-files 100000 --small-kib 4]
         [--big-files 5000 --big-mib 1] [--cases upload,download,resume,session,watch,scaling]
-        [--transport libssh2] [--work DIR]
+        [--transport libssh2] [--work DIR] [--with 'connections: 8' ...]
 """
 import argparse
 import importlib.util
@@ -268,6 +268,8 @@ def main():
     ap.add_argument("--rclone-hashcheck", action="store_true",
                     help="let rclone run md5sum on the server for every file (its default)")
     ap.add_argument("--work", help="a directory for the trees (default: a new one in /tmp)")
+    ap.add_argument("--with", dest="extra", action="append", default=[],
+                    help="an extra input of orchestrate's tree steps, 'KEY: VALUE' (repeatable): 'connections: 8'")
     args = ap.parse_args()
     orchestrate = os.path.abspath(os.path.join(args.bin, "orchestrate"))
     work = tempfile.mkdtemp(prefix="bench-trees-", dir=args.work)
@@ -285,7 +287,7 @@ def main():
     try:
         with open("/proc/loadavg") as f:
             print(f"trees bench: {args.small_files} x {args.small_kib} KiB, {args.big_files} x {args.big_mib} MiB, "
-                  f"transport {args.transport}, loopback sshd; load {f.read().split()[:3]}", flush=True)
+                  f"transport {args.transport}, loopback sshd, with {args.extra}; load {f.read().split()[:3]}", flush=True)
         trees = {}
         if "small" in args.trees:
             trees["small"] = (f"{work}/small", args.small_files, args.small_kib << 10)
@@ -324,7 +326,7 @@ steps:
       key_file: {work}/user_key
       known_hosts: {work}/known_hosts
       remote_root: {remote}
-""")
+""" + "".join(f"      {item}\n" for item in args.extra))
             return path
 
         def journal(state):

@@ -52,14 +52,14 @@ struct TransferInputs: StepInputs {
 
     /// `connections`: the default of the step that holds these inputs.
     init(connections: Int) {
-        _connections = Input(wrappedValue: connections, help: "connections writing ranges of one big file in parallel",
+        _connections = Input(wrappedValue: connections, help: "connections a tree's small files are spread over, and that write ranges of one big file in parallel",
                              minimum: 1, maximum: 16)
     }
 }
 
 /// What sftp.upload and sftp.download take besides their source and destination.
 struct TreeInputs: StepInputs {
-    @Input(help: "files of a tree in flight at once over the connection", minimum: 1, maximum: 64) var parallel = 8
+    @Input(help: "files of a tree in flight at once, over all its connections", minimum: 1, maximum: 64) var parallel = 8
     @Input(help: "expected SHA-256 (hex) of the file (a single file only)", pattern: "^[0-9a-fA-F]{64}$") var sha256: String?
     @Input(help: "an existing destination file: overwrite it, skip it, or replace it if-different (size and modification time differ)")
     var ifExists = IfExists.overwrite
@@ -151,10 +151,17 @@ final class FileTransfer: @unchecked Sendable {
         {
             return Result(size: size, sha256: options.expectedSHA256, resumedFrom: 0, skipped: true)
         }
+        let ranged = size >= options.parallelThreshold && options.connections > 1
+        // A file in one stream first tries to create its partial O_EXCL (the usual case, a new
+        // file, then costs no LSTAT before it); only when that fails is the partial looked at.
+        var fresh: RemoteFile?
+        if !ranged {
+            do { fresh = try fs.open(partial, .createNew) } catch where error.kind == .permanent {}
+        }
         // The partial is never followed: a symlink planted there (to a file outside the root) is
         // removed (REMOVE unlinks the link, not its target) and the upload starts afresh, with
         // the partial created O_EXCL, which fails if a link is planted again in between.
-        var existing = try fs.lstat(partial)
+        var existing = fresh == nil ? try fs.lstat(partial) : nil
         if let found = existing, !found.isRegular {
             guard found.isSymlink else { throw .permanent("\(partial) exists on the server and is not a regular file", code: "EEXIST") }
             step.log(.warn, "\(partial) was a symbolic link on the server: removed it without following it, uploading afresh")
@@ -163,7 +170,9 @@ final class FileTransfer: @unchecked Sendable {
         }
         var ranges: [[Int64]]
         var createFirst = false
-        if size >= options.parallelThreshold && options.connections > 1 {
+        if fresh != nil {
+            ranges = [[0, 0, size]]
+        } else if ranged {
             if let saved = FileTransfer.ranges(checkpoint, size: size), existing != nil {
                 ranges = saved
             } else {
@@ -181,7 +190,7 @@ final class FileTransfer: @unchecked Sendable {
             // A fresh file is created by the writer's own open (one round trip fewer per file);
             // an empty one has no writer, so it is created here.
             createFirst = offset == 0 && size > 0
-            if offset == 0 && size == 0 { try fs.open(partial, .createNew).close() }
+            if offset == 0 && size == 0 { fresh = try fs.open(partial, .createNew) }
             ranges = [[0, offset, size]]
         }
         let resumedFrom = ranges.reduce(0) { $0 + $1[1] - $1[0] }
@@ -191,8 +200,18 @@ final class FileTransfer: @unchecked Sendable {
         // range's checkpoint (re-sent on resume) stays under one chunk.
         let half = max(chunk / 2, 32 << 10)
         let multiRange = ranges.count > 1
+        let times = options.preserveMtime ? (accessed: sourceSeconds, modified: sourceSeconds) : nil
+        // One stream ends with `RemoteFile.finish`: times, fsync and close in one round trip.
+        var timesRefused: StepError?
+        var finished = false
         try runRanges(&ranges, size: size, first: connection, checkpointed: multiRange) { conn, range, report throws(StepError) in
-            let file = try RemoteFS(connection: conn, step: self.step).open(partial, createFirst ? .createNew : .existing)
+            let file: RemoteFile
+            if let opened = fresh {
+                file = opened
+                fresh = nil
+            } else {
+                file = try RemoteFS(connection: conn, step: self.step).open(partial, createFirst ? .createNew : .existing)
+            }
             // Each range reads through its own descriptor: the kernel's readahead follows one
             // sequential stream per descriptor, and four interleaved ones defeat it. Opened
             // through the first one, so every range reads the file whose size (and checksum) was
@@ -215,19 +234,32 @@ final class FileTransfer: @unchecked Sendable {
                     try report(reported)
                 }
             }
-            try file.flush()
-            try report(position)
-            try file.sync()
-            try file.close()
+            if multiRange {
+                try file.flush()
+                try report(position)
+                try file.sync()
+                try file.close()
+            } else {
+                timesRefused = try file.finish(times: times)
+                finished = true
+                try report(position)
+            }
+        }
+        if let empty = fresh {  // an empty file: nothing to write
+            timesRefused = try empty.finish(times: times)
+            finished = true
         }
         if ranges.count > 1, let current = try fs.stat(partial), current.size != size {
             throw .retryable("\(partial) has \(current.size) bytes, expected \(size)", code: "size_mismatch")
         }
-        if options.preserveMtime {
-            // A server that refuses SETSTAT still gets the file: the time is not worth the upload.
-            do { try fs.setTimes(partial, accessed: sourceSeconds, modified: sourceSeconds) } catch where error.code != "connection_lost" {
-                step.log(.warn, "\(remote): the server did not take the modification time (\(error.message)); the file is uploaded without it")
+        if let times, !finished {
+            do { try fs.setTimes(partial, accessed: times.accessed, modified: times.modified) } catch where error.code != "connection_lost" {
+                timesRefused = error
             }
+        }
+        if let timesRefused {
+            // A server that refuses the times still gets the file: they are not worth the upload.
+            step.log(.warn, "\(remote): the server did not take the modification time (\(timesRefused.message)); the file is uploaded without it")
         }
         try fs.rename(partial, to: remote)
         onCheckpoint?(nil)

@@ -199,6 +199,9 @@ final class RemoteFile {
     let handle: [UInt8]
     let path: String
     private var open = true
+    /// Set once CLOSE is on its way: no request may name this handle after it, since the server
+    /// hands the same handle string to the next file opened on the connection.
+    private var closeSent = false
     private var channel: SFTPChannel { fs.connection.channel }
 
     /// Writes sent and not yet acknowledged, oldest first (OpenSSH answers in order).
@@ -277,7 +280,7 @@ final class RemoteFile {
             // The server refused a write (no space…) but may have taken later ones, already
             // sent: cut the file back to what is known good, so a resume from its size leaves
             // no hole. (It applies requests in order, so this comes after them.)
-            if error.code != "connection_lost" && error.kind != .cancelled {
+            if error.code != "connection_lost" && error.kind != .cancelled && !closeSent {
                 let good = confirmed
                 _ = try? channel.send(.fsetstat) { $0.string(handle); $0.u32(0x1); $0.u64(UInt64(good)) }
             }
@@ -344,10 +347,74 @@ final class RemoteFile {
         do {
             try flush()
         } catch {
+            closeSent = true
             fs.closeQuietly(handle)
             throw error
         }
+        closeSent = true
         try fs.expectOK("close \(path)", try channel.call(.close, fs.step) { $0.string(handle) })
+    }
+
+    /// Ends an upload: the file's times set (`times`, when given: FSETSTAT on this handle), its
+    /// data fsynced (fsync@openssh.com where the server has it), the handle closed. The three go
+    /// out at once, behind the write in flight, in one round trip instead of one each: a server
+    /// applies the requests on one handle in the order they came (OpenSSH's sftp-server serves
+    /// one request after another). With more than one write in flight, those are waited for
+    /// first: a refused write is cut back to what was acknowledged before the handle closes, and
+    /// a later write that landed would leave a hole below it; one write alone leaves none.
+    /// Every reply is checked (the writes', then the fsync's and the close's) before this
+    /// returns, so the caller renames only a file whose every byte the server wrote and synced.
+    /// Returns why the server refused the times (nil: set), which is not worth the upload.
+    func finish(times: (accessed: Int64, modified: Int64)?) throws(StepError) -> StepError? {
+        guard open else { return nil }
+        open = false
+        if writes.count > 1 {
+            do {
+                try flush()
+            } catch {
+                closeSent = true
+                fs.closeQuietly(handle)
+                throw error
+            }
+        }
+        var tail: [(what: String, request: SFTPChannel.Request)] = []
+        do {
+            if let times {
+                tail.append(("setstat", try channel.send(.fsetstat) {
+                    $0.string(handle); $0.attributes(accessed: times.accessed, modified: times.modified)
+                }))
+            }
+            if fs.connection.supports("fsync@openssh.com") {
+                tail.append(("fsync", try channel.send(.extended) { $0.string("fsync@openssh.com"); $0.string(handle) }))
+            }
+            closeSent = true
+            tail.append(("close", try channel.send(.close) { $0.string(handle) }))
+        } catch {
+            for (_, request) in tail { channel.abandon(request) }
+            abandonWrites()
+            fs.closeQuietly(handle)
+            throw error
+        }
+        var failure: StepError?
+        do { try flush() } catch { failure = error }
+        var timesRefused: StepError?
+        for (what, request) in tail {
+            if failure?.kind == .cancelled || failure?.code == "connection_lost" {
+                channel.abandon(request)
+                continue
+            }
+            do {
+                try fs.expectOK("\(what) \(path)", try channel.wait(request, fs.step))
+            } catch {
+                if what == "setstat" && error.code != "connection_lost" && error.kind != .cancelled {
+                    timesRefused = error
+                } else if failure == nil {
+                    failure = error
+                }
+            }
+        }
+        if let failure { throw failure }
+        return timesRefused
     }
 
     deinit {

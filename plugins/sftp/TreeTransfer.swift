@@ -1,10 +1,14 @@
 import OrchestrateJSON
 import OrchestratePluginKit
 
-/// A file or a directory tree. Files below the range threshold go `parallel` at a time over the
-/// session's one shared connection (their requests interleave, so a tree of small files is not
-/// one round trip after another); then the big files, one at a time, each split into ranges. A
-/// file alone (a single-file transfer) goes the one-at-a-time way, with its own checkpoint.
+/// A file or a directory tree. Files below the range threshold go `parallel` at a time, spread
+/// over up to `connections` connections (the session's shared one and extra ones from its pool):
+/// their requests interleave on each, so a tree of small files is not one round trip after
+/// another, and each connection has its own server process (OpenSSH's `sftp-server` serves one
+/// request at a time: the fsync of one file holds up every other request on its connection, so
+/// the fsyncs of several connections overlap, and their encryption runs on several cores). Then
+/// the big files, one at a time, each split into ranges. A file alone (a single-file transfer)
+/// goes the one-at-a-time way, with its own checkpoint.
 ///
 /// The step checkpoint is `{"order": f, "done": k, "ranges": [[a, b]…], "file": <range state>,
 /// "file_at": j}` over that processing order: the first k files and those from a to b (both
@@ -20,8 +24,10 @@ struct TreeTransfer {
     let step: StepContext
     let session: Session
     let options: TransferOptions
-    /// Small files in flight at once.
+    /// Small files in flight at once, over all connections together.
     var parallel = 8
+    /// Small files pending per extra connection: a tree of fewer does not log in again for them.
+    static let filesPerConnection = 32
 
     struct Entry { var relative: String; var size: Int64 }
 
@@ -47,12 +53,17 @@ struct TreeTransfer {
         let alreadyDone = state.doneCount
         if alreadyDone > 0 { step.log(.info, "\(alreadyDone) of \(order.count) files already transferred") }
 
-        // Small files, `parallel` at a time over the shared connection.
+        // Small files, `parallel` at a time, spread over the connections (worker w on lane
+        // w % lanes; lane 0 is the shared connection).
         let pending = (0 ..< smallCount).filter { !state.isDone($0) }
         let workers = min(parallel, pending.count)
         if workers > 0 {
             let cursor = Cursor(pending)
-            let body: () -> Void = { [step, session, options] in
+            let lanes = Lanes(shared: connection, count: min(options.connections, workers, max(1, pending.count / TreeTransfer.filesPerConnection)),
+                              session: session, step: step)
+            defer { lanes.giveBack() }
+            let body: (Int) -> Void = { [step, session, options] worker in
+                let connection = lanes.connection(worker % lanes.count)
                 while state.error == nil, let index = cursor.next() {
                     if step.isCancelled { state.fail(StepError.cancelled("sftp transfer cancelled")); return }
                     let transfer = FileTransfer(session: session, step: step, options: options)
@@ -68,8 +79,8 @@ struct TreeTransfer {
                     }
                 }
             }
-            let threads = (1 ..< workers).map { _ in Worker(body) }
-            body()
+            let threads = (1 ..< workers).map { worker in Worker { body(worker) } }
+            body(0)
             for thread in threads { thread.join() }
             if let error = state.error { throw error }
         }
@@ -228,6 +239,52 @@ private final class TreeState: @unchecked Sendable {
             beyond.remove(prefix)
             prefix += 1
         }
+    }
+}
+
+/// The connections a tree's small files are spread over: the shared one, and extra ones from
+/// the session's pool, each logged in by the first worker that needs it (the others start at
+/// once). An extra connection that cannot be opened leaves its workers on the shared one.
+private final class Lanes: @unchecked Sendable {
+    let count: Int
+    private let shared: Connection
+    private let session: Session
+    private let step: StepContext
+    private let lock = Lock()
+    /// Held by the worker opening a lane's connection, so the lane's others wait for that one.
+    private let opening: [Lock]
+    private var opened: [Connection?]
+    private var borrowed: [Connection] = []
+
+    init(shared: Connection, count: Int, session: Session, step: StepContext) {
+        self.shared = shared
+        self.count = max(count, 1)
+        self.session = session
+        self.step = step
+        opening = (0 ..< max(count, 1)).map { _ in Lock() }
+        opened = Array(repeating: nil, count: max(count, 1))
+    }
+
+    func connection(_ lane: Int) -> Connection {
+        if lane == 0 { return shared }
+        return opening[lane].withLock {
+            if let connection = lock.withLock({ opened[lane] }) { return connection }
+            let connection: Connection
+            do throws(StepError) {
+                connection = try session.borrow(step)
+                lock.withLock { borrowed.append(connection) }
+            } catch {
+                step.log(.warn, "an extra connection for the tree's small files failed (\(error.message)): its files go over the shared one")
+                connection = shared
+            }
+            lock.withLock { opened[lane] = connection }
+            return connection
+        }
+    }
+
+    /// Returns the extra connections to the session's pool (a broken one is closed).
+    func giveBack() {
+        for connection in lock.withLock({ borrowed }) { session.giveBack(connection) }
     }
 }
 
