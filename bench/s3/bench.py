@@ -11,6 +11,9 @@ flight):
   * tree-up:   1,000 small files, `s3.upload source: DIR prefix:` vs `s5cmd cp 'DIR/*'`,
                `rclone copy`, `aws s3 cp --recursive`
   * tree-down: the same tree back, `s3.download prefix: destination: DIR`
+Each download peer also runs as `PEER && sync` (`sync FILE`, `sync -f DIR` for the tree) in its
+wall time: the durable reference, as `sftp get && sync` is in bench/sftp, since orchestrate
+fsyncs what it wrote before its rename.
 
 The server (loopback only): `rclone serve s3` (the default: Go, objects on disk, checks every
 signature, several requests at once) or `moto_server` (`--server moto`: Python, objects in
@@ -98,6 +101,14 @@ def fresh(*paths):
     os.sync()
 
 
+def then_sync(run, target, env):
+    """`run()`'s (wall, RSS, CPU) with a `sync TARGET` after it counted in the wall time: the
+    peer's time until what it wrote is on the disk."""
+    wall, rss, cpu = run()
+    synced = timed_usage(["sync"] + target, env)
+    return (wall + synced[0], rss, cpu + synced[2])
+
+
 def same_tree(a, b):
     return subprocess.run(["diff", "-r", "-q", a, b], capture_output=True).returncode == 0
 
@@ -182,8 +193,14 @@ def main():
                 "rclone": lambda: timed_usage(rc + ["copy", f"bench:{BUCKET}/orch-tree", tree_down], env),
                 "aws": lambda: timed_usage(aws + ["s3", "cp", f"s3://{BUCKET}/orch-tree/", tree_down, "--recursive", "--only-show-errors"], env),
             }
+        # The durable reference of a download: the peer, then `sync` of what it wrote, both timed
+        # (orchestrate fsyncs before its rename; the peers leave dirty pages behind).
+        for case, target in (("down", [down]), ("tree-down", ["-f", tree_down])):
+            for name in list(commands.get(case, {})):
+                if name != "orchestrate":
+                    commands[case][f"{name} && sync"] = (lambda run, target: lambda: then_sync(run, target, env))(commands[case][name], target)
         for case, runs in commands.items():
-            names = ["orchestrate"] + [n for n in peers if n in runs]
+            names = ["orchestrate"] + [n for n in runs if n != "orchestrate" and n.split(" ")[0] in peers]
             samples = {n: [] for n in names}
             for round_ in range(a.repeat):
                 order = names[round_ % len(names):] + names[:round_ % len(names)]
