@@ -56,8 +56,12 @@ final class RunDirectorySweepTests: XCTestCase {
 
         let swept = cluster.waitUntil(30) { !FileManager.default.fileExists(atPath: "\(runs)/\(pruned)") }
         XCTAssertTrue(swept, "n2 should remove the pruned run's directory\n\(cluster.workerLogs)")
-        let n2Log = (try? String(contentsOfFile: cluster.log(2, "err"), encoding: .utf8)) ?? ""
-        XCTAssertTrue(n2Log.contains("removed 1 run directory(ies) of runs no longer in the store: \(pruned)"), n2Log)
+        // The log line follows the removal (and serve's log is written by a thread of its own).
+        let said = cluster.waitUntil(10) {
+            ((try? String(contentsOfFile: cluster.log(2, "err"), encoding: .utf8)) ?? "")
+                .contains("removed 1 run directory(ies) of runs no longer in the store: \(pruned)")
+        }
+        XCTAssertTrue(said, cluster.workerLogs)
         XCTAssertTrue(FileManager.default.fileExists(atPath: "\(runs)/\(kept)/frame_0001.dpx"), "a kept run's directory stays")
         var info = stat()
         XCTAssertEqual(lstat("\(runs)/\(linked)", &info), 0, "the planted link stays")
