@@ -340,9 +340,12 @@ public struct ItemCursor: Sendable, Hashable {
     }
 
     public init?(text: String) {
-        guard let colon = text.firstIndex(of: ":"), let seq = Int64(text[..<colon]), seq >= 0 else { return nil }
-        let step = String(text[text.index(after: colon)...])
-        guard !step.isEmpty else { return nil }
+        // Split on the first ':' byte, not the first ':' Character: a combining mark or an emoji
+        // modifier after the colon makes one Character of both, and the cursor would not parse.
+        let bytes = text.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+              let seqText = String(bytes[..<colon]), let seq = Int64(seqText), seq >= 0,
+              let step = String(bytes[bytes.index(after: colon)...]), !step.isEmpty else { return nil }
         self.init(stepID: step, seq: seq)
     }
 
