@@ -322,6 +322,11 @@ public protocol WatchStore: AnyObject, Sendable {
     /// The hand-offs of `watch`, oldest first; with `pendingOnly`, only those whose outcome is
     /// still `pending`.
     func watchHandOffs(watch: String, pendingOnly: Bool) throws -> [WatchHandOff]
+    /// A page of the pending hand-offs of `watch` whose work ended (its item done or failed, its
+    /// run finished or deleted), oldest first, at most `limit`, after the hand-off `after`: the
+    /// watcher applies `after:` a page at a time, so what it holds does not grow with the
+    /// hand-offs pending (a feed run's items, up to one per file of the folder).
+    func endedHandOffs(watch: String, after: WatchHandOff?, limit: Int) throws -> [EndedHandOff]
     /// Records how a hand-off ended (its work's outcome, once the `after:` action was applied),
     /// with `events`. Returns false, writing nothing, when it was no longer pending (another
     /// process recorded it first): only one process applies a file's `after:` action.

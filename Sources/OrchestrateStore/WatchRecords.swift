@@ -69,3 +69,18 @@ public struct WatchHandOff: Sendable {
         self.outcome = outcome
     }
 }
+
+/// A pending hand-off whose work ended (`WatchStore.endedHandOffs`), with how it ended.
+public struct EndedHandOff: Sendable {
+    public var handOff: WatchHandOff
+    /// The run's status; nil when the run was deleted.
+    public var runStatus: RunStatus?
+    /// For an item of a session: its status; nil when it is not an item or the item is gone.
+    public var itemStatus: ItemRecord.Status?
+
+    public init(handOff: WatchHandOff, runStatus: RunStatus?, itemStatus: ItemRecord.Status?) {
+        self.handOff = handOff
+        self.runStatus = runStatus
+        self.itemStatus = itemStatus
+    }
+}

@@ -129,7 +129,7 @@ public final class FolderWatcher: @unchecked Sendable {
             }
             if now >= nextOutcomes {
                 do {
-                    for event in try handOver.settleOutcomes() { observer?.runEvent(event) }
+                    try handOver.settleOutcomes { observer?.runEvent($0) }
                 } catch {
                     options.warn("watch \(watched.folder): could not apply 'after' (\(error)); trying again")
                 }

@@ -15,7 +15,8 @@ final class WatchHandOver {
     let store: any StateStore
     let queue: String
     let environment: [String: String]
-    /// Versions handed over (by any process), so scans skip them without asking the store.
+    /// Versions handed over (by any process) still in the folder, so scans skip them without
+    /// asking the store: one whose `after:` deleted or moved it is dropped.
     private var handedOver: Set<WatchedFile>
     /// Versions whose inputs did not evaluate: warned about once, not retried until they change.
     private var refused: Set<WatchedFile> = []
@@ -30,7 +31,11 @@ final class WatchHandOver {
         self.store = store
         self.queue = queue
         self.environment = environment
-        handedOver = Set(try store.watchHandOffs(watch: watched.identity, pendingOnly: false).map(\.file))
+        // Files whose `after:` deleted or moved them are not in the folder to be met again.
+        let removesFiles: Bool
+        if case .keep = watched.trigger.after { removesFiles = false } else { removesFiles = true }
+        handedOver = Set(try store.watchHandOffs(watch: watched.identity, pendingOnly: false)
+            .filter { !(removesFiles && $0.outcome == .done) }.map(\.file))
     }
 
     func key(_ relative: String, _ signature: FileSignature) -> WatchedFile {
@@ -146,41 +151,34 @@ final class WatchHandOver {
 
     // MARK: after
 
-    /// Looks at the work of pending hand-offs: a succeeded one gets its `after:` action, a
-    /// failed one is left where it is; each recorded once (the store decides who records).
-    func settleOutcomes() throws -> [EventRecord] {
-        let pending = try store.watchHandOffs(watch: watched.identity, pendingOnly: true)
-        guard !pending.isEmpty else { return [] }
-        var out: [EventRecord] = []
-        // Read once a pass, whatever the number of hand-offs pending: a feed run's hand-offs
-        // (up to one per file of the folder, 100,000) share one run and one list of items.
-        var runs: [String: RunRecord?] = [:]
-        var itemsByRun: [String: [String: ItemRecord]] = [:]
-        for handOff in pending {
-            if runs[handOff.runID] == nil { runs[handOff.runID] = .some(try store.run(handOff.runID)) }
-            guard let run = runs[handOff.runID] ?? nil else {
-                out += try finish(handOff, succeeded: false, reason: "its run was deleted")
-                continue
-            }
-            var succeeded: Bool?
-            if let step = handOff.stepID, let itemID = handOff.itemID {
-                if itemsByRun[run.id] == nil {
-                    itemsByRun[run.id] = Dictionary(try store.items(runID: run.id, stepID: step).map { ($0.id, $0) },
-                                                    uniquingKeysWith: { a, _ in a })
+    /// Hand-offs read from the store at a time when looking at outcomes: what a pass holds,
+    /// whatever the number pending (a feed run's hand-offs, up to one per file of the folder).
+    static let outcomePage = 256
+    /// The most hand-offs one store read of the last `settleOutcomes` pass returned.
+    private(set) var largestOutcomeRead = 0
+
+    /// Looks at the hand-offs whose work ended, a page at a time: a succeeded one gets its
+    /// `after:` action, a failed one is left where it is; each recorded once (the store decides
+    /// who records). Work still going on is not read at all (the store filters it out).
+    func settleOutcomes(_ emit: (EventRecord) -> Void) throws {
+        var after: WatchHandOff?
+        largestOutcomeRead = 0
+        while true {
+            let page = try store.endedHandOffs(watch: watched.identity, after: after, limit: Self.outcomePage)
+            largestOutcomeRead = max(largestOutcomeRead, page.count)
+            for ended in page {
+                let handOff = ended.handOff
+                guard let runStatus = ended.runStatus else {
+                    try finish(handOff, succeeded: false, reason: "its run was deleted").forEach(emit)
+                    continue
                 }
-                switch itemsByRun[run.id]?[itemID]?.status {
-                case .done?: succeeded = true
-                case .failed?: succeeded = false
-                default: succeeded = run.status.isFinished ? false : nil  // a queued item of an ended run
-                }
-            } else if run.status.isFinished {
-                succeeded = run.status == .succeeded
+                let succeeded = handOff.itemID == nil ? runStatus == .succeeded : ended.itemStatus == .done
+                try finish(handOff, succeeded: succeeded,
+                           reason: succeeded ? nil : "its \(handOff.itemID == nil ? "run" : "item") did not succeed").forEach(emit)
             }
-            guard let succeeded else { continue }
-            out += try finish(handOff, succeeded: succeeded,
-                              reason: succeeded ? nil : "its \(handOff.itemID == nil ? "run" : "item") did not succeed")
+            guard page.count == Self.outcomePage, let last = page.last else { return }
+            after = last.handOff
         }
-        return out
     }
 
     private func finish(_ handOff: WatchHandOff, succeeded: Bool, reason: String?) throws -> [EventRecord] {
@@ -193,6 +191,9 @@ final class WatchHandOver {
             if !unchanged && foundGone.insert(handOff.file).inserted { return [] }
             foundGone.remove(handOff.file)
             let (action, destination) = try applyAfter(handOff.file)
+            if action == "delete" || action == "move-to" {
+                handedOver.remove(handOff.file)  // gone from the folder: no scan meets it again
+            }
             data["after"] = .string(action)
             if let destination { data["to"] = .string(destination) }
         } else {

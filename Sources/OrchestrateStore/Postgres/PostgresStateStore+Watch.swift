@@ -37,6 +37,27 @@ extension PostgresStateStore {
         }
     }
 
+    public func endedHandOffs(watch: String, after: WatchHandOff?, limit: Int) throws -> [EndedHandOff] {
+        let finished = RunStatus.allCases.filter(\.isFinished).map { "'\($0.rawValue)'" }.joined(separator: ",")
+        return try pool.withConnection { conn in
+            try conn.execute("""
+                SELECT h.*, r.status AS run_status, i.status AS item_status FROM watch_handoffs h
+                LEFT JOIN runs r ON r.id = h.run_id
+                LEFT JOIN items i ON h.item_id IS NOT NULL AND i.run_id = h.run_id AND i.step_id = h.step_id AND i.id = h.item_id
+                WHERE h.watch = $1 AND h.outcome = 'pending'
+                  AND (r.id IS NULL OR r.status IN (\(finished)) OR i.status IN ('done', 'failed'))
+                  AND ($2 = 'false' OR (h.handed_at, h.path, h.size, h.mtime_ns) > ($3::double precision, $4, $5::bigint, $6::bigint))
+                ORDER BY h.handed_at, h.path, h.size, h.mtime_ns LIMIT $7::bigint
+                """, [watch, PGText.of(after != nil), PGText.of(after?.handedAt ?? 0), after?.file.path ?? "",
+                      PGText.of(after?.file.size ?? 0), PGText.of(after?.file.mtimeNanoseconds ?? 0), PGText.of(limit)])
+                .all.map { row in
+                    EndedHandOff(handOff: Self.handOffRecord(row),
+                                 runStatus: row.string("run_status").flatMap(RunStatus.init(rawValue:)),
+                                 itemStatus: row.string("item_status").flatMap(ItemRecord.Status.init(rawValue:)))
+                }
+        }
+    }
+
     public func finishHandOff(_ file: WatchedFile, outcome: WatchHandOff.Outcome, events: [EventRecord]) throws -> Bool {
         try pool.transaction { conn in
             let updated = try conn.execute("""

@@ -34,6 +34,27 @@ extension SQLiteStateStore {
         }
     }
 
+    public func endedHandOffs(watch: String, after: WatchHandOff?, limit: Int) throws -> [EndedHandOff] {
+        let finished = RunStatus.allCases.filter(\.isFinished).map { "'\($0.rawValue)'" }.joined(separator: ",")
+        return try read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT h.*, r.status AS run_status, i.status AS item_status FROM watch_handoffs h
+                LEFT JOIN runs r ON r.id = h.run_id
+                LEFT JOIN items i ON h.item_id IS NOT NULL AND i.run_id = h.run_id AND i.step_id = h.step_id AND i.id = h.item_id
+                WHERE h.watch = ? AND h.outcome = 'pending'
+                  AND (r.id IS NULL OR r.status IN (\(finished)) OR i.status IN ('done', 'failed'))
+                  AND (? = 0 OR (h.handed_at, h.path, h.size, h.mtime_ns) > (?, ?, ?, ?))
+                ORDER BY h.handed_at, h.path, h.size, h.mtime_ns LIMIT ?
+                """), arguments: [watch, after == nil ? 0 : 1, after?.handedAt ?? 0, after?.file.path ?? "", after?.file.size ?? 0,
+                                  after?.file.mtimeNanoseconds ?? 0, limit])
+                .map { row in
+                    EndedHandOff(handOff: Self.handOffRecord(row),
+                                 runStatus: (row["run_status"] as String?).flatMap(RunStatus.init(rawValue:)),
+                                 itemStatus: (row["item_status"] as String?).flatMap(ItemRecord.Status.init(rawValue:)))
+                }
+        }
+    }
+
     public func finishHandOff(_ file: WatchedFile, outcome: WatchHandOff.Outcome, events: [EventRecord]) throws -> Bool {
         try write { db in
             try db.execute(sql: """

@@ -1,0 +1,94 @@
+import Foundation
+import OrchestrateModel
+import OrchestrateStore
+import OrchestrateTestSupport
+import Testing
+
+@testable import OrchestrateOperations
+
+/// The watcher's look at the outcome of handed-over work (`after:`), on both stores: it reads
+/// the hand-offs whose work ended a page at a time and never the work still going on, so what
+/// one pass holds does not grow with the files of a feed run (up to 100,000 pending).
+@Suite(.serialized) struct WatchOutcomePagesTests {
+    enum Kind: String, CaseIterable, Sendable { case sqlite, postgres }
+
+    let dir = TemporaryDirectory("watch-outcomes")
+
+    func open(_ kind: Kind) throws -> any StateStore {
+        switch kind {
+        case .sqlite: return try StoreOpening.open(.sqlite(directory: dir.file("state").path))
+        case .postgres: return try StoreOpening.open(.postgres(connection: try PostgresServer.shared().createDatabase()))
+        }
+    }
+
+    func watched() throws -> WatchedFolder {
+        let file = dir.write("feed.yaml", """
+            name: feed
+            on:
+              watch: { path: in, settle: 1s, feed: accept, after: delete }
+            steps:
+              accept:
+                uses: sftp.accept-paths
+                with: { host: h }
+            """).path
+        try FileManager.default.createDirectory(atPath: dir.file("in").path, withIntermediateDirectories: true)
+        return try WatchedFolder(workflow: WorkflowLoader.parse(source: String(contentsOfFile: file, encoding: .utf8),
+                                                                file: file, catalog: nil))
+    }
+
+    /// 300 files whose item is done among 900 handed over into one running feed run (300 failed,
+    /// 300 still queued): one pass finishes the 600 ended ones (the done ones deleted, the failed
+    /// ones left) in pages of at most `outcomePage`, and leaves the queued ones pending.
+    @Test(arguments: Kind.allCases)
+    func aPassReadsEndedHandOffsAPageAtATime(_ kind: Kind) throws {
+        let watched = try watched()
+        let store = try open(kind)
+        let run = RunRecord(id: "feed", workflowName: "feed", workflowFile: "/feed.yaml", workflowSource: "name: feed",
+                            inputs: [:], status: .running, createdAt: 1, runDir: RunRecord.runDirectory(for: "feed"))
+        try store.createRun(run, events: [])
+        let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
+        let count = 900
+        for i in 0..<count {
+            let relative = "f\(i).bin"
+            try Data("frame \(i)".utf8).write(to: dir.file("in/" + relative))
+            let file = handOver.key(relative, try #require(FileSignature.of(dir.file("in/" + relative).path)))
+            #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i\(i)", json: "{}", event: nil),
+                                       events: []))
+            if i % 3 != 2 {
+                try store.finishItem(runID: "feed", stepID: "accept", id: "i\(i)", error: i % 3 == 0 ? nil : "refused",
+                                     event: nil, fence: nil)
+            }
+        }
+
+        var finished: [String: String] = [:]
+        try handOver.settleOutcomes { event in
+            if let path = event.data["path"]?.stringValue { finished[path] = event.data["after"]?.stringValue }
+        }
+        #expect(handOver.largestOutcomeRead == WatchHandOver.outcomePage)
+        #expect(finished.count == 600)
+        for i in 0..<count {
+            let exists = FileManager.default.fileExists(atPath: dir.file("in/f\(i).bin").path)
+            switch i % 3 {
+            case 0: #expect(finished["f\(i).bin"] == "delete" && !exists)
+            case 1: #expect(finished["f\(i).bin"] == "left" && exists)
+            default: #expect(finished["f\(i).bin"] == nil && exists)
+            }
+        }
+        #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: true).map(\.file.path).sorted()
+            == (0..<count).filter { $0 % 3 == 2 }.map { "f\($0).bin" }.sorted())
+
+        // The run ends: its queued items did not succeed, their files are left.
+        var ended = run
+        ended.status = .cancelled
+        var batch = JournalBatch()
+        batch.runUpdates = [ended]
+        try store.commit(batch)
+        finished = [:]
+        try handOver.settleOutcomes { event in
+            if let path = event.data["path"]?.stringValue { finished[path] = event.data["after"]?.stringValue }
+        }
+        #expect(finished.count == 300 && Set(finished.values) == ["left"])
+        #expect(handOver.largestOutcomeRead <= WatchHandOver.outcomePage)
+        #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: true).isEmpty)
+    }
+}
