@@ -460,6 +460,16 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         }
     }
 
+    public func storedEvents(runID: String, afterSeq: Int64, withoutFileEventsThrough filesThrough: Int64,
+                             limit: Int) throws -> [StoredEvent] {
+        try pool.withConnection { conn in
+            try conn.execute("""
+                SELECT * FROM events WHERE run_id = $1 AND seq > $2
+                AND (seq > $3 OR NOT \(EventType.aboutOneFileSQL)) ORDER BY seq LIMIT $4
+                """, [runID, PGText.of(afterSeq), PGText.of(filesThrough), PGText.of(limit)]).all.map(Self.storedEvent)
+        }
+    }
+
     public func latestProgress(runID: String) throws -> [EventRecord] {
         try pool.withConnection { conn in try Self.latestProgress(runIDs: [runID], conn) }
     }
