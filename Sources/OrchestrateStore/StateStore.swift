@@ -183,7 +183,7 @@ public protocol EventStore: AnyObject, Sendable {
     /// `storedEvents` of run `runID` without its events about one file (`StoredEvent.isFileEvent`)
     /// whose seq is at most `filesThrough` (0: none left out). Left out in the store, read
     /// along the run's (run_id, seq) index: a run page opened on a session of 100,000 files
-    /// gets its few dozen other events, not the 600,000 about files.
+    /// gets its few hundred other events, not the 600,000 about files.
     func storedEvents(runID: String, afterSeq: Int64, withoutFileEventsThrough filesThrough: Int64,
                       limit: Int) throws -> [StoredEvent]
     /// The latest `step.progress` event of each step of a run (for transfer statistics).
