@@ -1,12 +1,27 @@
 import Foundation
+import GRDB
 @testable import OrchestrateStore
 import OrchestrateTestSupport
 import Testing
 
-/// The plan PostgreSQL makes for a run page's first read on a store where a session of many
+/// The plans each store makes for a run page's first read on a store where a session of many
 /// files sits among other runs: along the run's index (events_run), never the primary key in seq
 /// order filtered row by row (which reads every run's events from the page's start onwards).
-@Suite(.serialized) struct PostgresRunEventsPlanTests {
+@Suite(.serialized) struct RunEventsPlanTests {
+    @Test func sqliteSearchesTheRunsIndex() throws {
+        let dir = TemporaryDirectory("plan")
+        let store = try SQLiteStateStore(directory: dir.file("state").path)
+        try store.appendEvents((0 ..< 3000).map { n in
+            EventRecord(runID: n % 3 == 0 ? "r\(n)" : "s", time: 1, type: n % 3 == 1 ? .itemAdded : .stepProgress, step: "a")
+        })
+        let plan = try store.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStateStore.runEventsWithoutFiles, arguments: ["s", 0, 3000, 500])
+                .map { $0["detail"] as String }
+        }
+        #expect(plan == ["SEARCH events USING INDEX events_run (run_id=? AND seq>?)"], "\(plan)")
+    }
+
+
     @Test func aSessionsOtherEventsAreReadAlongTheRunsIndex() throws {
         let server = try PostgresServer.shared()
         let url = try server.createDatabase()
