@@ -184,8 +184,11 @@ let package = Package(
         .testTarget(name: "OrchestrateFTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateSFTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateS3PluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateS3Auth"]),
-        // The HTTP API, /metrics and the dashboard of `serve --http`, through the real binary.
-        .testTarget(name: "OrchestrateHTTPAPITests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
+        // The HTTP API, /metrics and the dashboard of `serve --http`, through the real binary; the
+        // event streams' reads in process.
+        .testTarget(name: "OrchestrateHTTPAPITests", dependencies: [
+            "OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateHTTPAPI", "OrchestrateStore", "OrchestratePluginHost",
+        ]),
         // Several machines (network namespaces) sharing one PostgreSQL queue: spread, takeover,
         // fencing, database restarts. Skipped unless root with `ip netns`.
         .testTarget(name: "OrchestrateClusterTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),

@@ -43,6 +43,7 @@ final class EventFeed: @unchecked Sendable {
     private var refreshing = false
     private var lastRefresh = -Double.infinity
     private var pages = 0
+    private var readCount = 0
     /// The latest answer of `entries`: streams that follow everything and polled at the same
     /// point get the same slices.
     private var lastAnswer: (after: Int64, runID: String?, lastSeq: Int64, text: [ByteBuffer])?
@@ -97,6 +98,7 @@ final class EventFeed: @unchecked Sendable {
         lock.withLock {
             refreshing = false
             lastRefresh = MonotonicClock.nowSeconds()
+            readCount += fresh.count
             if coveredFrom == nil {
                 // The feed starts at the first point that proved real (events follow it): a
                 // client's `after` beyond the journal's end must not make it wait past the end.
@@ -157,13 +159,10 @@ final class EventFeed: @unchecked Sendable {
         }
     }
 
+    /// The events the feed has read from the store.
+    var eventsRead: Int { lock.withLock { readCount } }
+
     /// The seq a stream that read the store itself may move to: `seen` (taken with `mark()`
     /// before that read) when the read returned everything up to then and the feed covers it.
     func mark() -> Int64? { lock.withLock { coveredFrom == nil ? nil : lastSeq } }
-}
-
-extension StoredEvent {
-    /// An event about one file of a session (`item.added`, `item.started`, `item.finished`, …)
-    /// or of the watch folder feeding it (`watch.handed_over`, `watch.finished`).
-    var isFileEvent: Bool { type.rawValue.hasPrefix("item.") || type.rawValue.hasPrefix("watch.") }
 }

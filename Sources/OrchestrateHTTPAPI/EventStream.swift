@@ -20,23 +20,25 @@ enum EventStream {
         router.get("/api/events") { request, context in
             var after = try resumePoint(request)
             if after == fromTheEnd { after = try await services.blocking { try latestSeq(services.store) } }
-            return try stream(runID: nil, after: after, services: services, context: context)
+            return try stream(StreamCursor(runID: nil, after: after), services: services, context: context)
         }
         router.get("/api/runs/{id}/events") { request, context in
             let id = try context.parameters.runID()
             let after = try resumePoint(request)
             guard after != fromTheEnd else { throw Problem(.badRequest, "after=end is for /api/events; a run's stream starts at its beginning") }
-            guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }
             // `items=live`: the events about one file already journaled are left out (a
             // session's files, up to hundreds of thousands: the run's detail pages them); new
             // ones come.
-            var itemsThrough: Int64 = 0
+            let liveItems: Bool
             switch request.uri.queryParameters.get("items") {
-            case nil: break
-            case "live"?: itemsThrough = max(1, try await services.blocking { try latestSeq(services.store) })
+            case nil: liveItems = false
+            case "live"?: liveItems = true
             case let other?: throw Problem(.badRequest, "items=\(other): the only choice is items=live")
             }
-            return try stream(runID: id, after: after, itemsThrough: itemsThrough, services: services, context: context)
+            guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }
+            let openedAt = try await services.blocking { try latestSeq(services.store) }
+            let cursor = StreamCursor(runID: id, after: after, filesThrough: liveItems ? max(1, openedAt) : 0, visibleAtOpen: openedAt)
+            return try stream(cursor, services: services, context: context)
         }
     }
 
@@ -90,9 +92,7 @@ enum EventStream {
 
     /// The stream's response; it holds one of the `maxStreams` slots until its client is gone
     /// (its connection closes: `ConnectionGuard` closes it as soon as the client hangs up).
-    static func stream(runID: String?, after: Int64, itemsThrough: Int64 = 0, services: APIServices,
-                       context: APIContext) throws -> Response
-    {
+    static func stream(_ start: StreamCursor, services: APIServices, context: APIContext) throws -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
@@ -106,35 +106,16 @@ enum EventStream {
             throw Problem(.serviceUnavailable, "too many event streams are open (at most \(services.maxStreams)); retry later", retryAfter: 5)
         }
         let connection = context.connection
-        let feed = services.eventFeed
         let body = ResponseBody { writer in
             defer { services.closeStream() }
-            var last = after
+            var cursor = start
             var lastWrite = Date()
             try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
-            if after > 0, let notice = try await prunedNotice(after: after, services: services) {
+            if start.last > 0, let notice = try await prunedNotice(after: start.last, services: services) {
                 try await writer.write(notice)
             }
             while !Task.isCancelled && connection.isActive {
-                try await feed.refresh(services, startingAfter: last)
-                var text: [ByteBuffer] = []
-                var more = false
-                if let shared = feed.entries(after: last, runID: runID, itemsThrough: itemsThrough) {
-                    text = shared.text
-                    last = shared.last
-                } else {
-                    // Older than the feed reaches: read the store until caught up.
-                    let mark = feed.mark()
-                    let events = try await services.blocking { [last] in try services.store.storedEvents(runID: runID, afterSeq: last, limit: 500) }
-                    var page = ByteBuffer()
-                    for event in events where !(event.isFileEvent && event.seq <= itemsThrough) { EventFeed.write(event, to: &page) }
-                    text = [page]
-                    last = events.last?.seq ?? last
-                    more = events.count == 500
-                    // Everything up to the feed's mark was visible before this read: a stream
-                    // that got all of it (not a full page) may move there and join the feed.
-                    if !more, let mark { last = max(last, mark) }
-                }
+                let (text, more) = try await cursor.next(services)
                 if text.contains(where: { $0.readableBytes > 0 }) {
                     for piece in text where piece.readableBytes > 0 { try await writer.write(piece) }
                     lastWrite = Date()

@@ -180,6 +180,12 @@ public protocol EventStore: AnyObject, Sendable {
     /// runs and the queue when `runID` is nil, with their data as the JSON text journaled (for
     /// sending on unparsed; `events` parses it). See "Event order" above.
     func storedEvents(runID: String?, afterSeq: Int64, limit: Int) throws -> [StoredEvent]
+    /// `storedEvents` of run `runID` without its events about one file (`StoredEvent.isFileEvent`)
+    /// whose seq is at most `filesThrough` (0: none left out). Left out in the store, read
+    /// along the run's (run_id, seq) index: a run page opened on a session of 100,000 files
+    /// gets its few hundred other events, not the 600,000 about files.
+    func storedEvents(runID: String, afterSeq: Int64, withoutFileEventsThrough filesThrough: Int64,
+                      limit: Int) throws -> [StoredEvent]
     /// The latest `step.progress` event of each step of a run (for transfer statistics).
     func latestProgress(runID: String) throws -> [EventRecord]
     /// `latestProgress(runID:)` of each of these runs, in one read (a run list's transfer

@@ -460,6 +460,24 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         }
     }
 
+    public func storedEvents(runID: String, afterSeq: Int64, withoutFileEventsThrough filesThrough: Int64,
+                             limit: Int) throws -> [StoredEvent] {
+        try pool.withConnection { conn in
+            try conn.execute(Self.runEventsWithoutFiles, [runID, PGText.of(afterSeq), PGText.of(filesThrough), PGText.of(limit)])
+                .all.map(Self.storedEvent)
+        }
+    }
+
+    /// `run_id = ANY` and the order (run_id, seq), which only events_run gives: with
+    /// `run_id = $1 ... ORDER BY seq` the planner walks the primary key in seq order and
+    /// filters, expecting most of the run's events to match (it cannot know that a session's
+    /// few events not about files are rare): 2.6 M rows of every run, against the session's
+    /// 600,000 along events_run (bench/RESULTS.md, "SFTP trees of 100,000 files").
+    static let runEventsWithoutFiles = """
+        SELECT * FROM events WHERE run_id = ANY(ARRAY[$1::text]) AND seq > $2
+        AND (seq > $3 OR NOT \(EventType.aboutOneFileSQL)) ORDER BY run_id, seq LIMIT $4
+        """
+
     public func latestProgress(runID: String) throws -> [EventRecord] {
         try pool.withConnection { conn in try Self.latestProgress(runIDs: [runID], conn) }
     }

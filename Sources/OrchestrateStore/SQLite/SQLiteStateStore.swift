@@ -469,6 +469,21 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         }
     }
 
+    public func storedEvents(runID: String, afterSeq: Int64, withoutFileEventsThrough filesThrough: Int64,
+                             limit: Int) throws -> [StoredEvent] {
+        try read { db in
+            try Row.fetchAll(db.cachedStatement(sql: Self.runEventsWithoutFiles), arguments: [runID, afterSeq, filesThrough, limit])
+                .map(Self.storedEvent)
+        }
+    }
+
+    /// Searched along events_run (run_id=? AND seq>?): a run page's first read walks its run's
+    /// events once, whatever the other runs hold.
+    static let runEventsWithoutFiles = """
+        SELECT \(eventColumns) FROM events WHERE run_id = ? AND seq > ?
+        AND (seq > ? OR NOT \(EventType.aboutOneFileSQL)) ORDER BY seq LIMIT ?
+        """
+
     public func latestProgress(runID: String) throws -> [EventRecord] {
         try read { db in try Self.latestProgress(runIDs: [runID], db) }
     }
