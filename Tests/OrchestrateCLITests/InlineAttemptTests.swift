@@ -31,7 +31,7 @@ import Testing
             steps:
               a: { uses: probe.thread }
               b: { uses: probe.thread, needs: [a] }
-              slow: { uses: test.sleep, with: { ms: 100 }, needs: [b] }
+              slow: { uses: test.sleep, with: { ms: 500 }, needs: [b] }
               c: { uses: probe.thread, needs: [slow] }
               d: { uses: probe.thread, needs: [c] }
             outputs:
