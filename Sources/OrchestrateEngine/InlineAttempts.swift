@@ -29,13 +29,20 @@ final class InlineAttemptSlot: Sendable {
 
     private let state = Mutex(State())
 
-    /// The loop's thread starts an inline attempt: returns its generation.
+    /// The loop's thread starts an inline attempt: returns its generation. Wakes the watch if
+    /// it sleeps (no attempt ran inline for a while): the only wake-up an inline attempt costs.
     func begin() -> UInt64 {
-        state.withLock {
+        let generation = state.withLock {
             $0.generation += 1
             $0.running = true
             return $0.generation
         }
+        // Read after the slot's lock: a watch that went to sleep without seeing this attempt
+        // set `asleep` before it looked at the slot (see `InlineAttemptWatch.sleepIfIdle`).
+        if InlineAttemptWatch.shared.asleep.load(ordering: .sequentiallyConsistent) {
+            InlineAttemptWatch.shared.wake()
+        }
+        return generation
     }
 
     /// The inline attempt `generation` returned: true when the thread still holds the loop,
@@ -47,9 +54,9 @@ final class InlineAttemptSlot: Sendable {
         }
     }
 
-    /// What the watch sees: the generation of the attempt running inline, if one is.
-    func runningGeneration() -> UInt64? {
-        state.withLock { $0.running ? $0.generation : nil }
+    /// What the watch sees: the last attempt's generation, and whether it runs inline now.
+    func look() -> (generation: UInt64, running: Bool) {
+        state.withLock { ($0.generation, $0.running) }
     }
 
     /// Takes the loop back from inline attempt `generation` if it still runs: true when taken
@@ -65,23 +72,25 @@ final class InlineAttemptSlot: Sendable {
 }
 
 /// One thread per process that takes the loop back from inline attempts that run too long
-/// (see `InlineAttemptSlot`). It looks every `tickSeconds` while any executor may run an
-/// attempt inline, so an attempt is taken back 1–2 ticks after it started: starting an inline
-/// attempt costs a lock and no wake-up. With nothing to watch for a while, the thread sleeps
-/// until the next executor registers.
+/// (see `InlineAttemptSlot`). It looks every `tickSeconds` while attempts run inline, so an
+/// attempt is taken back 1–2 ticks after it started, and starting one costs a lock, no
+/// wake-up. Once no attempt has started inline for `lingerSeconds` (a long step was taken
+/// back, the runs ended), it sleeps until the next one starts.
 final class InlineAttemptWatch: @unchecked Sendable {  // state guarded by `condition`
     static let shared = InlineAttemptWatch()
 
     /// How long an attempt runs on the loop's thread before the loop goes on elsewhere (at
     /// least this, at most twice this): well above a quick step's call, well below any timeout.
     static let tickSeconds = 1e-3
-    /// How long the thread keeps looking after the last executor left, before it sleeps: a
-    /// queue worker's runs follow each other without a wake-up each.
+    /// How long the thread keeps looking after the last inline attempt began: a chain's steps
+    /// and a queue worker's runs follow each other without a wake-up each.
     static let lingerSeconds = 0.05
 
     private struct Watched {
         let slot: InlineAttemptSlot
         let takeBack: @Sendable () -> Void
+        /// The slot's generation at the last look.
+        var generation: UInt64 = 0
         /// The generation running at the last look, and when it was first seen.
         var seen: (generation: UInt64, at: Double)?
     }
@@ -89,7 +98,10 @@ final class InlineAttemptWatch: @unchecked Sendable {  // state guarded by `cond
     private let condition = NSCondition()
     private var watched: [ObjectIdentifier: Watched] = [:]
     private var started = false
-    private var sleeping = false
+    /// When a look last found an attempt running inline, or begun since the look before.
+    private var lastActivity = 0.0
+    /// Set while the thread sleeps, or is about to: an attempt that begins then wakes it.
+    let asleep = Atomic<Bool>(false)
 
     /// Watches `slot` until `unwatch`; `takeBack` continues the loop elsewhere.
     func watch(_ slot: InlineAttemptSlot, takeBack: @escaping @Sendable () -> Void) {
@@ -97,11 +109,11 @@ final class InlineAttemptWatch: @unchecked Sendable {  // state guarded by `cond
             watched[ObjectIdentifier(slot)] = Watched(slot: slot, takeBack: takeBack)
             if !started {
                 started = true
+                lastActivity = MonotonicClock.nowSeconds()
                 let thread = Thread { [self] in loop() }
                 thread.name = "inline attempt watch"
                 thread.start()
             }
-            if sleeping { condition.signal() }
         }
     }
 
@@ -109,23 +121,18 @@ final class InlineAttemptWatch: @unchecked Sendable {  // state guarded by `cond
         condition.withLock { _ = watched.removeValue(forKey: ObjectIdentifier(slot)) }
     }
 
+    /// Ends the thread's sleep (an attempt began inline).
+    func wake() {
+        condition.withLock {
+            asleep.store(false, ordering: .sequentiallyConsistent)
+            condition.signal()
+        }
+    }
+
     private func loop() {
-        var emptySince: Double?
         while true {
             let due: [@Sendable () -> Void] = condition.withLock {
-                let now = MonotonicClock.nowSeconds()
-                if watched.isEmpty {
-                    if let since = emptySince, now - since >= Self.lingerSeconds {
-                        sleeping = true
-                        while watched.isEmpty { condition.wait() }
-                        sleeping = false
-                        emptySince = nil
-                    } else if emptySince == nil {
-                        emptySince = now
-                    }
-                } else {
-                    emptySince = nil
-                }
+                sleepIfIdle()
                 _ = condition.wait(until: Date(timeIntervalSinceNow: Self.tickSeconds))
                 return look(now: MonotonicClock.nowSeconds())
             }
@@ -134,11 +141,33 @@ final class InlineAttemptWatch: @unchecked Sendable {  // state guarded by `cond
         }
     }
 
+    /// Sleeps (under the lock) once nothing began inline for `lingerSeconds`, until `wake`.
+    /// `asleep` is set before the slots are looked at again, each under its lock, and
+    /// `begin` reads it after taking that lock: either this look sees the new attempt, or
+    /// `begin` sees `asleep` and wakes the thread.
+    private func sleepIfIdle() {
+        guard MonotonicClock.nowSeconds() - lastActivity >= Self.lingerSeconds else { return }
+        asleep.store(true, ordering: .sequentiallyConsistent)
+        let idle = watched.values.allSatisfy { entry in
+            let (generation, running) = entry.slot.look()
+            return !running && generation == entry.generation
+        }
+        if idle {
+            while asleep.load(ordering: .sequentiallyConsistent) { condition.wait() }
+        } else {
+            asleep.store(false, ordering: .sequentiallyConsistent)
+        }
+        lastActivity = MonotonicClock.nowSeconds()
+    }
+
     /// Notes what runs inline now; returns the loops to take back (running a tick or more).
     private func look(now: Double) -> [@Sendable () -> Void] {
         var due: [@Sendable () -> Void] = []
         for (key, entry) in watched {
-            guard let generation = entry.slot.runningGeneration() else {
+            let (generation, running) = entry.slot.look()
+            if running || generation != entry.generation { lastActivity = now }
+            watched[key]?.generation = generation
+            guard running else {
                 watched[key]?.seen = nil
                 continue
             }

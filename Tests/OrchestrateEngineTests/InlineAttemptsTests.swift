@@ -9,9 +9,9 @@ import Testing
     @Test func aQuickAttemptKeepsTheLoopAndOnlyTheRunningGenerationCanBeTakenBack() {
         let slot = InlineAttemptSlot()
         let first = slot.begin()
-        #expect(slot.runningGeneration() == first)
+        #expect(slot.look() == (first, true))
         #expect(slot.end(first), "not taken back: the thread still holds the loop")
-        #expect(slot.runningGeneration() == nil)
+        #expect(slot.look() == (first, false))
         #expect(!slot.takeBack(first), "an attempt that returned is not taken back")
 
         let second = slot.begin()
@@ -46,5 +46,29 @@ import Testing
         #expect(longTaken.load(ordering: .relaxed) == 1)
         #expect(!long.end(generation))
         #expect(quickTaken.load(ordering: .relaxed) == 0)
+    }
+
+    /// With no attempt inline for a while the watch sleeps (no wake-up a millisecond during a
+    /// long step); the next inline attempt wakes it, and is still taken back if it runs long.
+    @Test func theWatchSleepsWhenNothingRunsInlineAndTheNextAttemptWakesIt() {
+        let slot = InlineAttemptSlot()
+        let taken = Atomic<Int>(0)
+        InlineAttemptWatch.shared.watch(slot) { taken.add(1, ordering: .relaxed) }
+        defer { InlineAttemptWatch.shared.unwatch(slot) }
+        #expect(slot.end(slot.begin()))
+        let asleep = waitUntil(5) { InlineAttemptWatch.shared.asleep.load(ordering: .sequentiallyConsistent) }
+        #expect(asleep, "the watch still ticks with nothing running inline")
+        let generation = slot.begin()
+        #expect(waitUntil(5) { taken.load(ordering: .relaxed) == 1 }, "the attempt that began while the watch slept was not taken back")
+        #expect(!slot.end(generation))
+    }
+
+    private func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        return condition()
     }
 }
