@@ -50,6 +50,7 @@ struct GlobalOptions: ParsableArguments {
         }
         if let limit = env["ORCHESTRATE_RUNNER_MEMORY_LIMIT"].flatMap(Int64.init) { options.runnerMemoryLimit = limit }
         if let lease = env["ORCHESTRATE_LEASE_SECONDS"].flatMap(Double.init), lease > 0 { options.leaseDuration = lease; options.heartbeatInterval = max(lease / 7.5, 0.2) }
+        if let grace = env["ORCHESTRATE_TIMEOUT_GRACE_SECONDS"].flatMap(Double.init), grace > 0 { options.timeoutGrace = grace }
         if let report = env["ORCHESTRATE_HOLD_REPORT_SECONDS"].flatMap(Double.init), report > 0 { options.holdReportInterval = report }
         options.stateDirectory = resolvedStateDirectory()
         return options

@@ -53,7 +53,12 @@ package final class AttemptThreads: @unchecked Sendable {
             queuedCount.store(jobs.count, ordering: .releasing)
             for _ in 0 ..< max(jobs.count - idle, 0) {
                 idle += 1  // counted idle from now: the new thread takes a job before it waits
-                let thread = Thread { [self] in work(startingIdle: true) }
+                let thread = Thread { [self] in
+                    // Named from inside too: on Linux only a running thread's own name reaches
+                    // the system (`top -H`, `perf`, `pthread_getname_np`).
+                    Thread.current.name = name
+                    work(startingIdle: true)
+                }
                 thread.name = name
                 thread.stackSize = stackSize
                 thread.start()

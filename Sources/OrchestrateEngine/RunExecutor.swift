@@ -43,6 +43,10 @@ public struct EngineOptions: Sendable {
     /// How often a step held on a host that does not answer says it still waits (`step.still_held`;
     /// `ORCHESTRATE_HOLD_REPORT_SECONDS`, mainly for tests).
     public var holdReportInterval: Double = 60
+    /// Whether a run's lone attempt in flight (a chain's step, a one-step run) runs on the
+    /// loop's own thread, lent to it while it is quick (`InlineAttemptSlot`): no hand-over to
+    /// an attempt thread and back.
+    public var inlineAttempts = true
     /// Attempt threads shared by every run this process executes (a `serve` worker's): a run
     /// of one quick step would otherwise make a thread and see it exit, which cost a busy
     /// worker more than the run's journal. Nil: each run has its own, stopped when it ends.
@@ -73,9 +77,11 @@ public enum ExecutionError: Error, CustomStringConvertible {
 /// let final = executor.execute()   // blocks; `cancel()` may come from a signal handler
 /// ```
 ///
-/// Threading: `execute()` runs the scheduling loop on the calling thread and owns all
-/// scheduling state; each attempt runs on a thread of its own (plugins block) and hands its
-/// result back through `signal`; `cancel()` and `closeSessions()` may be called from any thread.
+/// Threading: one thread at a time runs the scheduling loop and owns all scheduling state.
+/// Attempts run on threads of their own (plugins block) and hand their results back through
+/// `signal`, except a lone attempt, which the loop's thread runs itself while it is quick (see
+/// `InlineAttemptSlot`): one that runs longer keeps that thread, and the loop goes on on
+/// another. `cancel()` and `closeSessions()` may be called from any thread.
 ///
 /// Each loop round gathers every transition (finished attempts, new starts, events) into one
 /// `JournalBatch`, commits it, and only then starts the attempts it journaled. Scheduling work
@@ -112,6 +118,14 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// Set when the loop returned: everything it decided is committed (not so after a store
     /// failure or a lost lease, when it throws).
     private var loopCommittedAll = false
+    /// Called once, by the thread that ends the run, with the final record (`execute(then:)`).
+    private var whenEnded: (@Sendable (RunRecord) -> Void)?
+    /// Whether the loop's thread runs a lone attempt itself, and whether it is lent now.
+    private let inlineSlot = InlineAttemptSlot()
+    /// Set once the slot is watched (`InlineAttemptWatch`), until the run ends.
+    private var watchingInline = false
+    /// The lone attempt the round's commit journaled, to run on the loop's thread.
+    private var inlineNext: (Instance, Attempt)?
 
     // Owned by the scheduling loop. Each group of fields that changes together is a value with
     // its own rules (and unit tests): `inFlight`, `ending`, `dependencies`, `fanOuts`,
@@ -264,38 +278,63 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
 
     /// Runs until the run finishes; returns the final run record. If the store fails under it
     /// (disk full, database gone), returns early with the run still resumable and `error` set.
+    ///
+    /// With `inlineAttempts`, the loop runs on a thread of its own (`LoopThreads`) and this one
+    /// waits for its end: a plugin that never returns may keep the thread the loop lent it, and
+    /// that must not be the caller's.
     public func execute() -> RunRecord {
+        guard options.inlineAttempts else {
+            let ended = EndedRun()
+            execute { ended.set($0) }  // calls it before returning: nothing runs inline
+            return ended.wait()
+        }
+        let ended = EndedRun()
+        LoopThreads.shared.run { [self] in execute { ended.set($0) } }
+        return ended.wait()
+    }
+
+    /// Runs the run on the calling thread, then calls `whenEnded` with the final record (as
+    /// `execute()` returns it). The thread that calls `whenEnded` is this one, unless an
+    /// attempt this thread ran inline outlasted its loan: then the loop ended on another
+    /// thread, which calls it, and this call returns once that attempt has returned (which may
+    /// be never, for a plugin that ignores its cancellation: give this call a thread that may
+    /// be kept).
+    public func execute(then whenEnded: @escaping @Sendable (RunRecord) -> Void) {
+        self.whenEnded = whenEnded
         let heartbeat = Heartbeat(executor: self)
         self.heartbeat = heartbeat
         heartbeat.start()
-        defer {
-            closeAllSessions()  // normally done by `finish`; this covers a store failure
-            if options.sharedAttemptThreads == nil { threads.stop() }
-            heartbeat.stop()
-            if !released { try? store.releaseRun(run.id, owner: owner) }
-        }
+        drive(starting: true)
+    }
+
+    /// Runs the loop on this thread, from its start (`starting`) or from the round after an
+    /// inline attempt that outlasted its loan; ends the run unless the loop went on elsewhere.
+    private func drive(starting: Bool) {
         do {
-            // A run submitted elsewhere, or taken over from another node, has no directory here
-            // yet. Made here, on the run's own thread, not in `init`: a queue worker starts its
-            // runs one after another on one thread, which must not wait for file system calls.
-            // A failure (permissions, a full disk, a file where a directory should be) fails the
-            // run at once, with the reason: handed back, it would be claimed and refused again,
-            // in a loop.
-            // The store is named in the runs folder before its first directory there: another
-            // store's sweep then leaves the folder alone (RunsFolderOwners).
-            let storeID = try store.storeIdentity()
-            do {
-                let registered = Result { try RunsFolderOwners.register(storeID, stateDirectory: options.stateDirectory) }
-                // A runs folder that cannot be made is said best by the run directory's error.
-                try Self.makeRunDirectory(runDirectory)
-                try registered.get()
-            } catch {
-                try failBeforeStarting("\(error)")
-                loopCommittedAll = true
-                return run
+            if starting {
+                // A run submitted elsewhere, or taken over from another node, has no directory
+                // here yet. Made here, on the run's own thread, not in `init`: a queue worker
+                // starts its runs one after another on one thread, which must not wait for file
+                // system calls. A failure (permissions, a full disk, a file where a directory
+                // should be) fails the run at once, with the reason: handed back, it would be
+                // claimed and refused again, in a loop.
+                // The store is named in the runs folder before its first directory there:
+                // another store's sweep then leaves the folder alone (RunsFolderOwners).
+                let storeID = try store.storeIdentity()
+                do {
+                    let registered = Result { try RunsFolderOwners.register(storeID, stateDirectory: options.stateDirectory) }
+                    // A runs folder that cannot be made is said best by the run directory's error.
+                    try Self.makeRunDirectory(runDirectory)
+                    try registered.get()
+                } catch {
+                    try failBeforeStarting("\(error)")
+                    loopCommittedAll = true
+                    end()
+                    return
+                }
+                try loadState()
             }
-            try loadState()
-            try loop()
+            guard try loop() else { return }  // the loop goes on on another thread
             loopCommittedAll = true
         } catch StoreError.ownershipLost(let runID) {
             signal.withLock { inbox.ownershipLost = true }
@@ -305,7 +344,17 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
             for (_, attempt) in inFlight.byInstance { attempt.invocation.cancel(.shutdown) }
             run.error = "state store error: \(error)"
         }
-        return run
+        end()
+    }
+
+    /// What follows the loop, whatever ended it; then the final record goes to `whenEnded`.
+    private func end() {
+        closeAllSessions()  // normally done by `finish`; this covers a store failure
+        if options.sharedAttemptThreads == nil { threads.stop() }
+        heartbeat?.stop()
+        if !released { try? store.releaseRun(run.id, owner: owner) }
+        if watchingInline { InlineAttemptWatch.shared.unwatch(inlineSlot) }
+        whenEnded?(run)
     }
 
     /// The declared steps' records (neither fan-out items nor compensations) as the run's last
@@ -318,7 +367,9 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         loopCommittedAll ? workflow.steps.compactMap { instances[$0.id]?.record } : nil
     }
 
-    private func loop() throws {
+    /// Returns true when the run's loop is over, false when it goes on on another thread (an
+    /// attempt run inline outlasted its loan).
+    private func loop() throws -> Bool {
         while true {
             if store.fencesByLease, heartbeat?.isOverdue == true { loseOwnership() }
             if signal.withLock({ inbox.ownershipLost }) { throw StoreError.ownershipLost(runID: run.id) }
@@ -331,7 +382,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 if inFlight.isEmpty {
                     finishInterrupt()
                     try flush()
-                    return
+                    return true
                 }
                 try flush()
                 wait()
@@ -347,17 +398,22 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 if inFlight.isEmpty && dependencies.allFinished {
                     finishSucceeded()
                     try commitFinish()
-                    return
+                    return true
                 }
             } else if inFlight.isEmpty {
                 if ending.enterCompensation() { enterCompensation() }
                 if !scheduleNextCompensation() {
                     finishEnding()
                     try commitFinish()
-                    return
+                    return true
                 }
             }
-            try flush()
+            try flush(inlineAllowed: true)
+            if let (instance, attempt) = inlineNext {
+                inlineNext = nil
+                guard runInline(instance, attempt) else { return false }
+                continue  // its completion is in the inbox
+            }
             wait()
         }
     }
@@ -393,7 +449,10 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     /// attempts start, so an attempt's own events (an item finished) never come before its
     /// `step.started`; the printer only queues them here, its lines are written while the
     /// attempts run.
-    private func flush() throws {
+    ///
+    /// `inlineAllowed`: a lone attempt (nothing else in flight) is left in `inlineNext` for the
+    /// loop's thread to run.
+    private func flush(inlineAllowed: Bool = false) throws {
         var committed: JournalBatch?
         if !batch.isEmpty {
             var round = batch
@@ -407,7 +466,11 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         if let observer, let committed {
             for event in committed.events { observer.runEvent(event) }
         }
-        launch(inFlight.takeToLaunch())
+        var toLaunch = inFlight.takeToLaunch()
+        if inlineAllowed && options.inlineAttempts && toLaunch.count == 1 && inFlight.count == 1 {
+            inlineNext = toLaunch.removeLast()
+        }
+        launch(toLaunch)
     }
 
     private func takeSignals() -> ([Completion], [EventRecord], Bool, RunStatus?, [(Endpoint, String?)]) {
@@ -469,6 +532,26 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
                 handToLoop { $0.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result)) }
             }
         })
+    }
+
+    /// Runs `attempt` on the loop's thread, lent to it (see `InlineAttemptSlot`); hands its result
+    /// to the loop like an attempt thread. Returns true when this thread still holds the loop,
+    /// false when the loop went on on another thread meanwhile: then this one must leave the
+    /// loop's state alone.
+    private func runInline(_ instance: Instance, _ attempt: Attempt) -> Bool {
+        if !watchingInline {
+            watchingInline = true
+            InlineAttemptWatch.shared.watch(inlineSlot) { [weak self] in
+                guard let self else { return }
+                LoopThreads.shared.run { self.drive(starting: false) }
+            }
+        }
+        let instanceID = instance.id
+        let generation = inlineSlot.begin()
+        let result = attempt.invocation.run()
+        let holdsLoop = inlineSlot.end(generation)
+        handToLoop { $0.completions.append(Completion(instanceID: instanceID, token: attempt.token, result: result)) }
+        return holdsLoop
     }
 
     /// Probes an unreachable endpoint on an attempt thread (a connect may take a while).

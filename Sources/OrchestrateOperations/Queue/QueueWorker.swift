@@ -322,19 +322,24 @@ public final class QueueWorker: @unchecked Sendable {
             executor.cancel()
         }
         executing[run.id] = (executor, Date().timeIntervalSince1970, run.queue)
+        // The run thread runs the run's lone attempts itself (`EngineOptions.inlineAttempts`);
+        // one that outlasts its loan keeps the thread, and the run ends on another, which
+        // reports it.
         runThreads.run { [self] in
-            let final = executor.execute()
-            // Stopped by a store failure (not finished, not taken over): its ownership could
-            // not be given up; the loop does that once the store answers.
-            let stranded = !final.status.isFinished && final.error?.hasPrefix("state store error") == true
-                && !executor.lostOwnership
-            signal.withLock {
-                if stranded { strandedByStore.append(run.id) }
-                // A run that stopped unfinished (paused, stopped, pre-empted) changes more than
-                // a slot: the next round looks at everything (a paused run keeps its slot).
-                if !final.status.isFinished { fullRoundAsked = true }
-                finished.append(run.id)
-                signal.signal()
+            executor.execute { [self] final in
+                // Stopped by a store failure (not finished, not taken over): its ownership
+                // could not be given up; the loop does that once the store answers.
+                let stranded = !final.status.isFinished && final.error?.hasPrefix("state store error") == true
+                    && !executor.lostOwnership
+                signal.withLock {
+                    if stranded { strandedByStore.append(run.id) }
+                    // A run that stopped unfinished (paused, stopped, pre-empted) changes more
+                    // than a slot: the next round looks at everything (a paused run keeps its
+                    // slot).
+                    if !final.status.isFinished { fullRoundAsked = true }
+                    finished.append(run.id)
+                    signal.signal()
+                }
             }
         }
     }

@@ -26,7 +26,10 @@
  *   probe.item         takes one item: outputs `id`, `json` and `checkpoint` (a string), then
  *                      item_progress(5, 10), save_item_checkpoint("ck") (`save_rc`) and
  *                      item_done(ok = 0, "boom").
+ *   probe.thread       outputs the name of the thread that called run (`name`, a string) and
+ *                      its kernel id (`tid`): which host thread runs an attempt.
  */
+#define _GNU_SOURCE /* pthread_getname_np, gettid */
 #include <orchestrate/plugin.h>
 
 #include <poll.h>
@@ -35,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void sleep_ms_plain(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -236,6 +240,15 @@ static int32_t run_item(const orc_step_call *call, const orc_host_api *api, orc_
     return ORC_RUN_OK;
 }
 
+static int32_t run_thread(const orc_step_call *call, const orc_host_api *api, orc_host *host) {
+    (void)call;
+    char name[64] = "";
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    output_bytes(api, host, "name", (const uint8_t *)name, strlen(name));
+    output_int(api, host, "tid", (long long)gettid());
+    return ORC_RUN_OK;
+}
+
 #define STEP(name, ident, flags, fn)                                                            \
     static const orc_step_type name = {                                                         \
         sizeof(orc_step_type), flags, ident, "1.0.0", "Host probe.", NULL, "{\"type\":\"object\"}", \
@@ -254,10 +267,11 @@ STEP(late, "probe.late", 0, run_late);
 STEP(threads, "probe.threads", 0, run_threads);
 STEP(item, "probe.item", ORC_STEP_ACCEPTS_ITEMS, run_item);
 STEP(linger, "probe.linger", 0, run_linger);
+STEP(thread, "probe.thread", 0, run_thread);
 
 static const orc_step_type *const steps[] = {
     &rc7, &ok_after_error, &outputs, &checkpoint, &cancel_fd, &permanent_on_cancel, &retryable_on_cancel, &log_step, &late, &threads, &item,
-    &linger,
+    &linger, &thread,
 };
 static const orc_plugin plugin = {
     sizeof(orc_plugin), ORC_ABI_VERSION_MAJOR, ORC_ABI_VERSION_MINOR, sizeof steps / sizeof steps[0],
