@@ -42,7 +42,7 @@ steps:
 SESSION = """version: 1
 name: inbox
 steps:
-  accept: { uses: test.items, with: { file: "FILE", item_ms: 30000 } }
+  accept: { uses: test.items, with: { file: "FILE", item_ms: 120000 } }
 """
 HOSTILE_PATH = "/data/<b onmouseover=alert(3)>clip</b>.mov"
 QUICK = "version: 1\nname: quick\nsteps:\n  a: { uses: test.noop }\n"
