@@ -2,9 +2,9 @@ import Foundation
 import OrchestrateJSON
 
 /// The JSON lines of `add-path --from` ({"source": …, "destination": …}), read a line at a time
-/// so that 100,000 paths cost no more memory than ten: `check()` reads them all first (a bad
-/// line anywhere adds nothing), then `forEach` reads them again to add them. Standard input is
-/// copied to a temporary file of this user's (0600, removed at once) to be read twice.
+/// so that 100,000 paths cost no more memory than ten: `add-path` reads them all once to check
+/// them (a bad line anywhere adds nothing), then again to add them. Standard input is copied to
+/// a temporary file of this user's (0600, removed at once) to be read twice.
 final class PathLines {
     private let file: UnsafeMutablePointer<FILE>
     /// As errors name it: the file, or "stdin".
@@ -35,12 +35,8 @@ final class PathLines {
 
     deinit { fclose(file) }
 
-    /// Reads every line; throws a usage error at the first that is not a path.
-    func check() throws {
-        try forEach { _, _ in }
-    }
-
-    /// Calls `body` with each path, in order.
+    /// Calls `body` with each path, in order; throws a usage error at the first line that is
+    /// not a path.
     func forEach(_ body: (String, String) throws -> Void) throws {
         rewind(file)
         var line: UnsafeMutablePointer<CChar>?
