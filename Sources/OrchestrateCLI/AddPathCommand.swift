@@ -76,7 +76,7 @@ struct AddPathCommand: ParsableCommand {
         }
         if let from {
             let lines = try PathLines(from: from)
-            try lines.forEach { source, _ in _ = try sourcePath(source, run: target.run) }  // every line checked first
+            try lines.forEach { source, _ in try checkSource(source, run: target.run) }  // every line checked first
             try lines.forEach { source, destination in
                 batch.append((try sourcePath(source, run: target.run), destination))
                 given.append(source)
@@ -93,12 +93,17 @@ struct AddPathCommand: ParsableCommand {
     /// SOURCE as the node holding the run will read it: made absolute against this directory,
     /// unless the run is held on another node, where this directory means nothing.
     private func sourcePath(_ path: String, run: RunRecord) throws -> String {
+        try checkSource(path, run: run)
+        return absolute(path)
+    }
+
+    /// Refuses a relative SOURCE for a run held by another node.
+    private func checkSource(_ path: String, run: RunRecord) throws {
         if let owner = run.owner, run.ownerIsLive, owner.node != NodeName.current,
            !path.hasPrefix("/") && !path.hasPrefix("~")
         {
             throw CLIFailure.usage("run \(runID) is held by node \(owner.node): give SOURCE as an absolute path on that node, not '\(path)'")
         }
-        return absolute(path)
     }
 
     private func absolute(_ path: String) -> String {

@@ -96,16 +96,16 @@ import Testing
     }
 
     /// `add-path --from` journals its paths a batch to a transaction (`SessionPaths.batchSize`,
-    /// 500), not one each: 1,201 paths make 3 transactions. Counted from the store: on
+    /// 1,000), not one each: 2,001 paths make 3 transactions. Counted from the store: on
     /// PostgreSQL the transactions that wrote the item rows (`xmin`), on SQLite the items'
     /// `added_at` (one per transaction). Every path is numbered in order, journaled with its
     /// `item.added` and printed (one JSON line each, in order).
     @Test func addPathFromJournalsItsPathsInBatches() throws {
         let id = try #require(try h.orchestrate(["submit", sessionWorkflow()]).stdout.split(separator: "\n").first.map(String.init))
-        let count = 1_201
+        let count = 2_001
         let file = h.dir.write("paths.jsonl", (0..<count).map {
             #"{"source": "/media/frame_\#($0).dpx", "destination": "in/frame_\#($0).dpx"}"#
-        }.joined(separator: "\n")).path
+        }.joined(separator: "\n") + "\n \t\r\n\u{00A0}\n").path  // blank lines (ASCII or not) are skipped
         let added = try h.orchestrate(["add-path", id, "--from", file, "--json"])
         #expect(added.status == 0, "\(added.stderr)")
         let printed = Harness.events(added).map { $0["item"]?["source"]?.stringValue ?? "" }

@@ -54,7 +54,7 @@ public struct SessionPaths: Sendable {
 
     /// How many paths `add-path --from` and the API journal in one transaction: each batch is
     /// one commit (its items visible to the session together), instead of one per path.
-    public static let batchSize = 500
+    public static let batchSize = 1000
 
     /// Journals one path (SOURCE as the holding node reads it) with its `item.added` event;
     /// returns the item.
