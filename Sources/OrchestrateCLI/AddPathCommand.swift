@@ -11,7 +11,10 @@ struct AddPathCommand: ParsableCommand {
         abstract: "Add a file to a running persistent session (e.g. sftp.accept-paths).",
         discussion: """
             The path is stored durably in the run's queue: the session transfers it while it runs, \
-            and after a crash or a `resume` every path not yet finished is transferred. Works \
+            and after a crash or a `resume` every path not yet finished is transferred. With \
+            --from, every line is checked before any is added (a bad line adds nothing); the \
+            paths are then journaled \(SessionPaths.batchSize) to a transaction, each batch \
+            visible to the session at its commit, and printed once committed. Works \
             whether or not the run is executing right now, and from any machine sharing the \
             store: the node that holds the run takes the path, and SOURCE is a path on *that* \
             node (made absolute here only when the run is on this node).
@@ -57,33 +60,50 @@ struct AddPathCommand: ParsableCommand {
             throw CLIFailure.usage(refusal.description)
         }
         var added = 0
-        func add(_ source: String, _ destination: String) throws {
-            let item = try paths.add(runID: runID, step: target.step, source: try sourcePath(source, run: target.run),
-                                     destination: destination)
-            if !global.json { Terminal.line("\(item["id"]?.stringValue ?? "") \(source) -> \(destination)") } else {
-                Terminal.line(item.jsonText)
+        var batch: [(source: String, destination: String)] = []
+        var given: [String] = []  // each SOURCE as given, for the text output
+        batch.reserveCapacity(SessionPaths.batchSize)
+        /// Journals the batch in one transaction, then prints its items (only once committed).
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            let items = try paths.add(runID: runID, step: target.step, batch)
+            for (i, item) in items.enumerated() {
+                Terminal.line(global.json ? item.jsonText : "\(item["id"]?.stringValue ?? "") \(given[i]) -> \(batch[i].destination)")
             }
-            added += 1
+            added += items.count
+            batch.removeAll(keepingCapacity: true)
+            given.removeAll(keepingCapacity: true)
         }
         if let from {
             let lines = try PathLines(from: from)
-            try lines.check()
-            try lines.forEach(add)
+            try lines.forEach { source, _ in try checkSource(source, run: target.run) }  // every line checked first
+            try lines.forEach { source, destination in
+                batch.append((try sourcePath(source, run: target.run), destination))
+                given.append(source)
+                if batch.count == SessionPaths.batchSize { try flush() }
+            }
         } else {
-            try add(source!, destination!)
+            batch.append((try sourcePath(source!, run: target.run), destination!))
+            given.append(source!)
         }
+        try flush()
         if added == 0 { throw CLIFailure.usage("no paths given") }
     }
 
     /// SOURCE as the node holding the run will read it: made absolute against this directory,
     /// unless the run is held on another node, where this directory means nothing.
     private func sourcePath(_ path: String, run: RunRecord) throws -> String {
+        try checkSource(path, run: run)
+        return absolute(path)
+    }
+
+    /// Refuses a relative SOURCE for a run held by another node.
+    private func checkSource(_ path: String, run: RunRecord) throws {
         if let owner = run.owner, run.ownerIsLive, owner.node != NodeName.current,
            !path.hasPrefix("/") && !path.hasPrefix("~")
         {
             throw CLIFailure.usage("run \(runID) is held by node \(owner.node): give SOURCE as an absolute path on that node, not '\(path)'")
         }
-        return absolute(path)
     }
 
     private func absolute(_ path: String) -> String {

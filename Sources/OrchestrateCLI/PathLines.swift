@@ -2,9 +2,9 @@ import Foundation
 import OrchestrateJSON
 
 /// The JSON lines of `add-path --from` ({"source": …, "destination": …}), read a line at a time
-/// so that 100,000 paths cost no more memory than ten: `check()` reads them all first (a bad
-/// line anywhere adds nothing), then `forEach` reads them again to add them. Standard input is
-/// copied to a temporary file of this user's (0600, removed at once) to be read twice.
+/// so that 100,000 paths cost no more memory than ten: `add-path` reads them all once to check
+/// them (a bad line anywhere adds nothing), then again to add them. Standard input is copied to
+/// a temporary file of this user's (0600, removed at once) to be read twice.
 final class PathLines {
     private let file: UnsafeMutablePointer<FILE>
     /// As errors name it: the file, or "stdin".
@@ -35,12 +35,8 @@ final class PathLines {
 
     deinit { fclose(file) }
 
-    /// Reads every line; throws a usage error at the first that is not a path.
-    func check() throws {
-        try forEach { _, _ in }
-    }
-
-    /// Calls `body` with each path, in order.
+    /// Calls `body` with each path, in order; throws a usage error at the first line that is
+    /// not a path.
     func forEach(_ body: (String, String) throws -> Void) throws {
         rewind(file)
         var line: UnsafeMutablePointer<CChar>?
@@ -49,15 +45,25 @@ final class PathLines {
         var number = 0
         while getline(&line, &capacity, file) >= 0, let line {
             number += 1
-            let trimmed = String(cString: line).trimmingCharacters(in: .whitespacesAndNewlines)
-            if trimmed.isEmpty { continue }
-            guard let value = try? JSONValue(parsing: trimmed), let source = value["source"]?.stringValue,
+            // ASCII blanks trimmed on the bytes (Foundation's trimming of every line was a tenth
+            // of the command's time at 100,000 lines); a line blank in any other way is still skipped.
+            var bytes = UnsafeRawBufferPointer(start: line, count: strlen(line))
+            while let first = bytes.first, Self.isBlank(first) { bytes = UnsafeRawBufferPointer(rebasing: bytes.dropFirst()) }
+            while let last = bytes.last, Self.isBlank(last) { bytes = UnsafeRawBufferPointer(rebasing: bytes.dropLast()) }
+            if bytes.isEmpty { continue }
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard let value = try? JSONValue(parsing: text), let source = value["source"]?.stringValue,
                   let destination = value["destination"]?.stringValue
             else {
+                if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { continue }
                 throw CLIFailure.usage("\(name):\(number): expected {\"source\": …, \"destination\": …}")
             }
             try body(source, destination)
         }
         guard ferror(file) == 0 else { throw CLIFailure.usage("cannot read \(name): \(String(cString: strerror(errno)))") }
+    }
+
+    private static func isBlank(_ byte: UInt8) -> Bool {
+        byte == 0x20 || (0x09...0x0D).contains(byte)
     }
 }

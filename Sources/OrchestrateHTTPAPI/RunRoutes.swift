@@ -51,7 +51,9 @@ enum RunRoutes {
                 let paths = SessionPaths(store: services.store, registry: services.registry)
                 do {
                     let target = try paths.target(runID: id, step: step)
-                    return try pairs.map { try paths.add(runID: id, step: target.step, source: $0.source, destination: $0.destination) }
+                    return try stride(from: 0, to: pairs.count, by: SessionPaths.batchSize).flatMap { start in
+                        try paths.add(runID: id, step: target.step, Array(pairs[start..<min(start + SessionPaths.batchSize, pairs.count)]))
+                    }
                 } catch let refusal as SessionPaths.Refusal {
                     throw Problem(refusal.description.hasPrefix("no run ") ? .notFound : .conflict, refusal.description)
                 }

@@ -280,6 +280,20 @@ public struct ItemRecord: Sendable {
     public var checkpoint: [UInt8]?
 }
 
+/// An item to add to a step's queue (`ItemStore.addItems`): its id, its value as JSON, and its
+/// `item.added` event, journaled in the same transaction.
+public struct NewItem: Sendable {
+    public var id: String
+    public var json: String
+    public var event: EventRecord?
+
+    public init(id: String, json: String, event: EventRecord?) {
+        self.id = id
+        self.json = json
+        self.event = event
+    }
+}
+
 /// Everything a run's detail shows (`status`, `GET /api/runs/{id}`), read by
 /// `StateStore.runDetail` from one snapshot of the store.
 public struct RunDetailRecord: Sendable {

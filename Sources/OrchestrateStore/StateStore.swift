@@ -276,9 +276,10 @@ public protocol RetentionStore: AnyObject, Sendable {
 
 /// Items of long-lived steps (fan-outs and persistent sessions). A role of `StateStore`.
 public protocol ItemStore: AnyObject, Sendable {
-    /// Adds an item to a step's durable queue, with its `item.added` event, in one transaction.
-    /// Items are numbered in the order they were added. Wakes idle workers.
-    func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws
+    /// Adds items to a step's durable queue, each with its `item.added` event, in one
+    /// transaction: numbered in the order given, after the step's items so far, and visible
+    /// together at its commit. Wakes idle workers.
+    func addItems(runID: String, stepID: String, _ items: [NewItem]) throws
     func items(runID: String, stepID: String) throws -> [ItemRecord]
     /// Every item of a run, by step then in the order they were added: one read for a run's
     /// detail (`status`, `GET /api/runs/{id}`) instead of one per step.
@@ -290,6 +291,13 @@ public protocol ItemStore: AnyObject, Sendable {
     func finishItem(runID: String, stepID: String, id: String, error: String?, event: EventRecord?,
                     fence: OwnerIdentity?) throws
     func saveItemCheckpoint(runID: String, stepID: String, id: String, data: [UInt8], fence: OwnerIdentity?) throws
+}
+
+extension ItemStore {
+    /// Adds one item (see `addItems`).
+    public func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws {
+        try addItems(runID: runID, stepID: stepID, [NewItem(id: id, json: json, event: event)])
+    }
 }
 
 /// Schedules: `orchestrate schedule add`, fired by `serve`. A role of `StateStore`.

@@ -89,6 +89,13 @@ import Testing
         #expect(relative.stderr.contains("farm-2") && relative.stderr.contains("absolute"), "\(relative.stderr)")
         let absolute = try h.orchestrate(["add-path", id, "/media/renders/a.mov", "in/a.mov"])
         #expect(absolute.status == 0, "\(absolute.stderr)")
+        // A relative SOURCE anywhere in --from refuses the whole file, before any line is added.
+        let mixed = h.dir.write("mixed.jsonl", """
+            {"source": "/media/renders/b.mov", "destination": "in/b.mov"}
+            {"source": "renders/c.mov", "destination": "in/c.mov"}
+            """).path
+        let refused = try h.orchestrate(["add-path", id, "--from", mixed])
+        #expect(refused.status == 2 && refused.stderr.contains("farm-2"), "\(refused.stderr)")
         let items = try store.items(runID: id, stepID: "accept")
         try #require(items.count == 1)
         #expect(try JSONValue(parsing: items[0].json)["source"]?.stringValue == "/media/renders/a.mov")

@@ -95,6 +95,33 @@ import Testing
         process.waitUntilExit()
     }
 
+    /// `add-path --from` journals its paths a batch to a transaction (`SessionPaths.batchSize`,
+    /// 1,000), not one each: 2,001 paths make 3 transactions. Counted from the store: on
+    /// PostgreSQL the transactions that wrote the item rows (`xmin`), on SQLite the items'
+    /// `added_at` (one per transaction). Every path is numbered in order, journaled with its
+    /// `item.added` and printed (one JSON line each, in order).
+    @Test func addPathFromJournalsItsPathsInBatches() throws {
+        let id = try #require(try h.orchestrate(["submit", sessionWorkflow()]).stdout.split(separator: "\n").first.map(String.init))
+        let count = 2_001
+        let file = h.dir.write("paths.jsonl", (0..<count).map {
+            #"{"source": "/media/frame_\#($0).dpx", "destination": "in/frame_\#($0).dpx"}"#
+        }.joined(separator: "\n") + "\n \t\r\n\u{00A0}\n").path  // blank lines (ASCII or not) are skipped
+        let added = try h.orchestrate(["add-path", id, "--from", file, "--json"])
+        #expect(added.status == 0, "\(added.stderr)")
+        let printed = Harness.events(added).map { $0["item"]?["source"]?.stringValue ?? "" }
+        #expect(printed == (0..<count).map { "/media/frame_\($0).dpx" })
+        let transactions = try h.storeSQL(h.storeURL == nil
+            ? "SELECT count(DISTINCT added_at) FROM items WHERE run_id = '\(id)'"
+            : "SELECT count(DISTINCT xmin::text) FROM items WHERE run_id = '\(id)'")
+        #expect(transactions == "3", "\(count) paths in \(transactions) transactions")
+        let numbered = try h.storeSQL("SELECT json FROM items WHERE run_id = '\(id)' ORDER BY seq")
+            .split(separator: "\n").map { try JSONValue(parsing: String($0))["source"]?.stringValue ?? "" }
+        #expect(numbered == printed)
+        #expect(try h.storeSQL("SELECT min(seq) || ' ' || max(seq) FROM items WHERE run_id = '\(id)'") == "1 \(count)")
+        let events = Harness.events(try h.orchestrate(["events", id, "--json"]))
+        #expect(events.ofType("item.added").count == count)
+    }
+
     /// An item's progress is shown live but journaled once a second from its first report and at
     /// its end: an item that takes half a second (ten reports) journals one `item.progress`, its
     /// last (the first report used to be journaled at once).

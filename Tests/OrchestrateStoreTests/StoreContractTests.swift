@@ -558,6 +558,30 @@ func deadOwner() throws -> OwnerIdentity {
         #expect(try t.store.items(runID: "other").isEmpty)
     }
 
+    /// A batch of items is one transaction: numbered in order after the step's items, with
+    /// their events; a batch with one bad item (an id already taken) adds none of them, and no
+    /// event.
+    @Test(arguments: StoreKind.allCases)
+    func aBatchOfItemsIsAddedWhole(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun()
+        func item(_ id: String) -> NewItem {
+            NewItem(id: id, json: #"{"source":"/\#(id)"}"#,
+                    event: EventRecord(runID: "r1", time: 2, type: .itemAdded, step: "accept", data: ["item": .string(id)]))
+        }
+        try t.store.addItem(runID: "r1", stepID: "accept", id: "i0", json: "{}", event: nil)
+        try t.store.addItems(runID: "r1", stepID: "accept", ["i1", "i2", "i3"].map(item))
+        #expect(throws: (any Error).self) { try t.store.addItems(runID: "r1", stepID: "accept", ["i4", "i2"].map(item)) }
+        try t.store.addItems(runID: "r1", stepID: "accept", [])
+        let items = try t.store.items(runID: "r1", stepID: "accept")
+        #expect(items.map(\.id) == ["i0", "i1", "i2", "i3"])
+        #expect(items.map(\.seq) == [1, 2, 3, 4])
+        #expect(items[2].json == #"{"source":"/i2"}"#)
+        let added = try t.store.events(runID: "r1", afterSeq: 0, limit: 10).filter { $0.type == .itemAdded }
+        #expect(added.map { $0.data["item"]?.stringValue ?? "" } == ["i1", "i2", "i3"])
+        #expect(try t.store.nextQueuedItem(runID: "r1", stepID: "accept", after: 1)?.id == "i1")
+    }
+
     /// A run's detail carries a window of its items (by step, then as added) with every
     /// step's counts by state and the cursor of the next page: a session of 100,000 items is
     /// read a page at a time.

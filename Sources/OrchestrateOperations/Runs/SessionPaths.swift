@@ -52,15 +52,31 @@ public struct SessionPaths: Sendable {
         return (run, accepting[0])
     }
 
+    /// How many paths `add-path --from` and the API journal in one transaction: each batch is
+    /// one commit (its items visible to the session together), instead of one per path.
+    public static let batchSize = 1000
+
     /// Journals one path (SOURCE as the holding node reads it) with its `item.added` event;
     /// returns the item.
     @discardableResult
     public func add(runID: String, step: String, source: String, destination: String) throws -> JSONValue {
-        let value: JSONValue = ["source": .string(source), "destination": .string(destination)]
-        let id = "p-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        try store.addItem(runID: runID, stepID: step, id: id, json: value.jsonText,
-                          event: EventRecord(runID: runID, time: Date().timeIntervalSince1970, type: .itemAdded,
-                                             step: step, data: ["item": .string(id), "value": value]))
-        return ["id": .string(id), "step": .string(step), "item": value]
+        try add(runID: runID, step: step, [(source, destination)])[0]
+    }
+
+    /// Journals paths, in order, with their `item.added` events in one transaction (all or
+    /// none); returns the items.
+    @discardableResult
+    public func add(runID: String, step: String, _ paths: [(source: String, destination: String)]) throws -> [JSONValue] {
+        let now = Date().timeIntervalSince1970
+        let items = paths.map { path -> (id: String, value: JSONValue) in
+            ("p-" + String(UInt64.random(in: 0...UInt64.max), radix: 36),
+             ["source": .string(path.source), "destination": .string(path.destination)])
+        }
+        try store.addItems(runID: runID, stepID: step, items.map { item in
+            NewItem(id: item.id, json: item.value.jsonText,
+                    event: EventRecord(runID: runID, time: now, type: .itemAdded, step: step,
+                                       data: ["item": .string(item.id), "value": item.value]))
+        })
+        return items.map { ["id": .string($0.id), "step": .string(step), "item": $0.value] }
     }
 }

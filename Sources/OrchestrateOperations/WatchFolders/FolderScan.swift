@@ -14,7 +14,13 @@ struct FileSignature: Equatable, Sendable {
     /// are not followed: what a link points to may change without the link changing.
     static func of(_ path: String) -> FileSignature? {
         var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard lstat(path, &info) == 0 else { return nil }
+        return of(info)
+    }
+
+    /// The signature of what `info` (an `lstat`) describes, if it is a regular file.
+    static func of(_ info: stat) -> FileSignature? {
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return FileSignature(size: Int64(info.st_size),
                              mtimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
@@ -46,28 +52,32 @@ struct FolderFilter: Sendable {
         return !exclude.contains(where: match)
     }
 
-    /// Every matching regular file below `root`, by relative path, and every folder entered
-    /// (relative, "" for the root), for inotify to watch.
-    func scan() -> (files: [String: FileSignature], folders: [String]) {
-        var files: [String: FileSignature] = [:]
+    /// Calls `body` with every matching regular file below `root` (its relative path and
+    /// signature) as the folders are read (`readdir`, one `lstat` a file): no listing of a
+    /// folder is held, so a pass over 100,000 files costs no memory for them. Returns every
+    /// folder entered (relative, "" for the root), for inotify to watch.
+    func scan(_ body: (String, FileSignature) -> Void) -> [String] {
         var folders: [String] = []
         var pending = [""]
         while let relativeFolder = pending.popLast() {
             folders.append(relativeFolder)
             let folder = relativeFolder.isEmpty ? root : root + "/" + relativeFolder
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
-            for name in names where !name.hasPrefix(".") {
+            guard let directory = opendir(folder) else { continue }
+            let descriptor = dirfd(directory)
+            while let entry = readdir(directory) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
+                if name.hasPrefix(".") { continue }
                 let relative = relativeFolder.isEmpty ? name : relativeFolder + "/" + name
-                let full = folder + "/" + name
                 var info = stat()
-                guard lstat(full, &info) == 0 else { continue }
+                guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
                 if (info.st_mode & S_IFMT) == S_IFDIR {
                     if recursive && !skippedFolders.contains(relative) { pending.append(relative) }
-                } else if matches(relative), let signature = FileSignature.of(full) {
-                    files[relative] = signature
+                } else if let signature = FileSignature.of(info), matches(relative) {
+                    body(relative, signature)
                 }
             }
+            closedir(directory)
         }
-        return (files, folders)
+        return folders
     }
 }

@@ -101,14 +101,15 @@ public final class FolderWatcher: @unchecked Sendable {
         while !isStopping {
             var now = clock()
             if now >= nextScan {
-                let (files, folders) = filter.scan()
-                if let inotify, !inotify.watch(folders) { scanInterval = scanAlone }
-                for (relative, signature) in files {
+                var stillThere = Set<String>()  // the waiting files this pass met; the others are gone
+                let folders = filter.scan { relative, signature in
                     if handOver.isSettledWith(handOver.key(relative, signature)) { tracker.forget(relative) } else {
                         tracker.observe(relative, signature, now: now)
+                        stillThere.insert(relative)
                     }
                 }
-                for (relative, _) in tracker.due(now: .infinity) where files[relative] == nil { tracker.forget(relative) }
+                if let inotify, !inotify.watch(folders) { scanInterval = scanAlone }
+                for (relative, _) in tracker.due(now: .infinity) where !stillThere.contains(relative) { tracker.forget(relative) }
                 nextScan = now + scanInterval
             }
             for (relative, seen) in tracker.due(now: now) {

@@ -494,23 +494,32 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
 
     // MARK: Items
 
-    public func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws {
+    public func addItems(runID: String, stepID: String, _ items: [NewItem]) throws {
+        guard !items.isEmpty else { return }
         try pool.transaction { conn in
-            try Self.insertItem(runID: runID, stepID: stepID, id: id, json: json, conn)
+            try Self.insertItems(runID: runID, stepID: stepID, ids: items.map(\.id), jsons: items.map(\.json), conn)
             try Self.notifyWork(conn)
-            if let event { try Self.insertEvents([event], conn) }
+            try Self.insertEvents(items.compactMap(\.event), conn)
         }
     }
 
     /// Inserts a queued item (its event is the caller's, last: see `insertEvents`).
     static func insertItem(runID: String, stepID: String, id: String, json: String, _ conn: PGConnection) throws {
+        try insertItems(runID: runID, stepID: stepID, ids: [id], jsons: [json], conn)
+    }
+
+    /// Inserts queued items in one statement, numbered in order after the step's last (their
+    /// events are the caller's, last: see `insertEvents`).
+    static func insertItems(runID: String, stepID: String, ids: [String], jsons: [String], _ conn: PGConnection) throws {
         // The run's row lock orders concurrent adds, so sequence numbers are never shared.
         try conn.execute("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", [runID])
         try conn.execute("""
             INSERT INTO items (run_id, step_id, id, seq, json, status, added_at)
-            SELECT $1, $2, $3, COALESCE(MAX(seq), 0) + 1, $4, 'queued', \(Self.serverNow)
-            FROM items WHERE run_id = $1 AND step_id = $2
-            """, [runID, stepID, id, json])
+            SELECT $1, $2, i.id, last.seq + i.n, i.json, 'queued', \(Self.serverNow)
+            FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM items WHERE run_id = $1 AND step_id = $2) AS last,
+                unnest($3::text[], $4::text[]) WITH ORDINALITY AS i(id, json, n)
+            ORDER BY i.n
+            """, [runID, stepID, PGText.array(ids), PGText.array(jsons)])
     }
 
     public func items(runID: String, stepID: String) throws -> [ItemRecord] {

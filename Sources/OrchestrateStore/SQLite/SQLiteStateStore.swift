@@ -508,19 +508,33 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     // MARK: Items
 
-    public func addItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?) throws {
-        try write { db in try Self.insertItem(runID: runID, stepID: stepID, id: id, json: json, event: event, db) }
+    public func addItems(runID: String, stepID: String, _ items: [NewItem]) throws {
+        guard !items.isEmpty else { return }
+        try write { db in try Self.insertItems(runID: runID, stepID: stepID, items, db) }
     }
 
     static func insertItem(runID: String, stepID: String, id: String, json: String, event: EventRecord?,
                            _ db: Database) throws
     {
-        if let event { try insertEvents([event], db) }
-        let seq = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) + 1 FROM items WHERE run_id = ? AND step_id = ?",
-                                     arguments: [runID, stepID]) ?? 1
-        try db.execute(sql: """
+        try insertItems(runID: runID, stepID: stepID, [NewItem(id: id, json: json, event: event)], db)
+    }
+
+    /// Inserts queued items numbered after the step's last, with their events; `added_at` is
+    /// the transaction's time, one for all of them.
+    static func insertItems(runID: String, stepID: String, _ items: [NewItem], _ db: Database) throws {
+        try insertEvents(items.compactMap(\.event), db)
+        var seq = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM items WHERE run_id = ? AND step_id = ?",
+                                     arguments: [runID, stepID]) ?? 0
+        let now = Date().timeIntervalSince1970
+        let insert = try db.cachedStatement(sql: """
             INSERT INTO items (run_id, step_id, id, seq, json, status, added_at) VALUES (?, ?, ?, ?, ?, 'queued', ?)
-            """, arguments: [runID, stepID, id, seq, json, Date().timeIntervalSince1970])
+            """)
+        for item in items {
+            seq += 1
+            try insert.run { row in
+                row.add(runID); row.add(stepID); row.add(item.id); row.add(seq); row.add(item.json); row.add(now)
+            }
+        }
     }
 
     public func items(runID: String, stepID: String) throws -> [ItemRecord] {
