@@ -190,6 +190,9 @@ def run(driver, api, url, artifacts):
     session = api("POST", "/api/runs", {"workflow_yaml": SESSION.replace("FILE", inbox + "/received")})["id"]
     wait("the session to run", lambda: api("GET", "/api/runs/" + session)["status"] == "running")
     api("POST", f"/api/runs/{session}/paths", {"source": HOSTILE_PATH, "destination": "in/clip.mov"})
+    # Opened once the file moves: its item.started is journaled before the page's stream, which
+    # leaves it out (items=live), so the "Moving now" row must take its name from the stored items.
+    wait("the session's file to start", lambda: any(i.get("status") == "running" for i in api("GET", "/api/runs/" + session).get("items", [])))
     driver.execute_script("window.location.hash = arguments[0]", "#/runs/" + session)
 
     def file_done():

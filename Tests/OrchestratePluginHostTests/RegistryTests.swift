@@ -28,7 +28,7 @@ private final class Warnings: @unchecked Sendable {
         #expect(registry.stepType("nope") == nil)
         let ids = registry.stepTypes.map(\.id)
         #expect(ids == ids.sorted())
-        #expect(ids.count == 22)  // 10 test.* + 12 probe.*
+        #expect(ids.count == 23)  // 10 test.* + 13 probe.*
     }
 
     @Test func duplicateStepIDRefusesTheLaterPluginNamingBothFiles() throws {

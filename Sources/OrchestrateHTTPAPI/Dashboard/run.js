@@ -251,7 +251,11 @@ function filesTable(run, state) {
     const settled = stored.status === 'done' || stored.status === 'failed';
     return [i.id, live && !settled ? { ...stored, ...live, value: stored.value || live.value, error: stored.error || live.error } : stored];
   });
-  const moving = [...state.files].filter(([, f]) => f.status === 'running' || f.status === 'held' || f.status === 'retrying');
+  // A file that started before the page opened has no item.started in the stream (items=live):
+  // its name comes from the page's stored items when the page holds it.
+  const storedValues = new Map((run.items || []).map((i) => [i.id, i.item]));
+  const moving = [...state.files].filter(([, f]) => f.status === 'running' || f.status === 'held' || f.status === 'retrying')
+    .map(([id, f]) => [id, f.value === undefined && storedValues.has(id) ? { ...f, value: storedValues.get(id) } : f]);
   const summary = Object.keys(counts).sort().map((step) => step + ': ' +
     ['queued', 'running', 'done', 'failed'].map((k) => (counts[step][k] || 0).toLocaleString() + ' ' + k).join(' · '));
   const first = page.length ? (state.page.before.length * FILES_PAGE + 1) : 0;
