@@ -344,6 +344,14 @@ final class RemoteFile {
     func close() throws(StepError) {
         guard open else { return }
         open = false
+        try flushOrCloseQuietly()
+        closeSent = true
+        try fs.expectOK("close \(path)", try channel.call(.close, fs.step) { $0.string(handle) })
+    }
+
+    /// Waits for the writes in flight; if one was refused, the handle is closed without waiting
+    /// for the answer and the refusal thrown.
+    private func flushOrCloseQuietly() throws(StepError) {
         do {
             try flush()
         } catch {
@@ -351,8 +359,6 @@ final class RemoteFile {
             fs.closeQuietly(handle)
             throw error
         }
-        closeSent = true
-        try fs.expectOK("close \(path)", try channel.call(.close, fs.step) { $0.string(handle) })
     }
 
     /// Ends an upload: the file's times set (`times`, when given: FSETSTAT on this handle), its
@@ -368,15 +374,7 @@ final class RemoteFile {
     func finish(times: (accessed: Int64, modified: Int64)?) throws(StepError) -> StepError? {
         guard open else { return nil }
         open = false
-        if writes.count > 1 {
-            do {
-                try flush()
-            } catch {
-                closeSent = true
-                fs.closeQuietly(handle)
-                throw error
-            }
-        }
+        if writes.count > 1 { try flushOrCloseQuietly() }
         var tail: [(what: String, request: SFTPChannel.Request)] = []
         do {
             if let times {
