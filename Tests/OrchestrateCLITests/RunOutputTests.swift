@@ -51,14 +51,15 @@ import Testing
             name: prompt
             steps:
               first: { uses: test.noop }
-              slow: { uses: test.sleep, needs: [first], with: { ms: 4000 } }
+              slow: { uses: test.sleep, needs: [first], with: { ms: 10000 } }
             """)
         let out = h.path("stdout")
         let child = try SpawnedChild([TestPaths.orchestrate.path, "run", file] + h.baseArguments,
                                      stdout: out, stderr: h.path("stderr"))
         let started = Date()
-        // Nothing else happens for 4 s after `slow` starts: its line must not wait for a next batch.
-        let shown = h.waitFor(3) { h.lines("stdout").contains { $0.contains("slow") && $0.contains("started") } }
+        // Nothing else happens for 10 s after `slow` starts: its line must not wait for a next
+        // batch. (8 s leaves a loaded machine time to start the process and run `first`.)
+        let shown = h.waitFor(8) { h.lines("stdout").contains { $0.contains("slow") && $0.contains("started") } }
         let waited = Date().timeIntervalSince(started)
         #expect(shown, "after \(waited) s: \(h.read("stdout"))")
         #expect(child.poll() == nil, "the run was still going when the line showed")

@@ -14,7 +14,7 @@ import Testing
         // Registered by the CLI, not through the API: the list read just before may be served
         // for up to 0.25 s more (ReadCache), then the new entries show.
         func listed() throws -> [JSONValue] { try serve.get("/api/schedules").json["schedules"]?.arrayValue ?? [] }
-        #expect(try serve.waitFor(5) { try listed().count == 2 })
+        #expect(try serve.waitFor(30) { try listed().count == 2 })
         let listed = try listed()
         try #require(listed.map { $0["entry"]?.intValue } == [1, 2])
         #expect(listed[0]["name"]?.stringValue == "nightly-upload" && listed[0]["cron"]?.stringValue == "0 3 * * *")

@@ -70,7 +70,7 @@ import Testing
         let jumpLogins = jump.log.components(separatedBy: "Accepted publickey").count - 1
         let targetLogins = target.log.components(separatedBy: "Accepted publickey").count - 1
         #expect(jumpLogins >= 2 && jumpLogins == targetLogins, "jump: \(jumpLogins) logins, target: \(targetLogins)")
-        #expect(h.waitFor(5) { jump.sshClients().isEmpty && target.sshClients().isEmpty }, "no ssh left behind")
+        #expect(h.waitFor(15) { jump.sshClients().isEmpty && target.sshClients().isEmpty }, "no ssh left behind")
     }
 
     /// The jump host's key is checked too (by the ssh_config's rules): unknown, the hop is refused.
