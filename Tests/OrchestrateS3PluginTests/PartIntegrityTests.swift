@@ -3,9 +3,9 @@ import OrchestrateJSON
 import OrchestrateTestSupport
 import Testing
 
-/// What happens to a multipart upload's part damaged on the way (tools/s3_lost_answer_proxy.py
-/// `--corrupt`, `--headers`; moto behind it, which checks neither the signed payload hash nor
-/// the part's checksums, as `rclone serve s3` does not).
+/// What a multipart upload's parts carry, and what happens to one damaged on the way
+/// (tools/s3_lost_answer_proxy.py `--headers`, `--corrupt`; moto behind it, which checks
+/// neither the signed payload hash nor the part's checksum, as `rclone serve s3` does not).
 @Suite struct PartIntegrityTests {
     static let part2 = "^PUT [^?]*\\?partNumber=2&"
 
@@ -27,6 +27,29 @@ import Testing
         let cli = runner.path("cli.bin")
         let read = try peer.aws(["s3api", "get-object", "--bucket", "orc-bucket", "--key", "big.bin", cli])
         return (result, read.status == 0 && Tools.sameBytes(cli, source))
+    }
+
+    /// Each part is checked by its SHA-256 (signed, and as `x-amz-checksum-sha256`) and by the
+    /// ETag the server answers; no Content-MD5 goes with it (a server that checks one hashes
+    /// the part a second time).
+    @Test func partsCarryTheirSHA256AndNoContentMD5() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("orc-bucket")
+        let runner = S3Runner()
+        let log = runner.path("headers.log")
+        let proxy = try ScriptedServer("s3_lost_answer_proxy.py",
+                                       ["--target", "127.0.0.1:\(peer.port)", "--lose", "^NOTHING ", "--headers", log])
+        let (result, same) = try Self.upload(runner, proxy: proxy, peer: peer)
+        #expect(result.status == 0, "\(TransferTests.check(result))")
+        #expect(same)
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        let parts = text.split(separator: "\n").filter { $0.hasPrefix("PUT ") && $0.contains("partNumber=") }
+        #expect(parts.count == 3, "\(text)")
+        for line in parts {
+            let names = Set(line.split(separator: " ").dropFirst(2).map(String.init))
+            #expect(names.contains("x-amz-checksum-sha256") && names.contains("x-amz-content-sha256"), "\(line)")
+            #expect(!names.contains("content-md5"), "\(line)")
+        }
     }
 
     /// A part whose bytes changed on the way is stored by a server that checks no checksum; its
