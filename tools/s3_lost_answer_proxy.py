@@ -17,6 +17,12 @@ With --etag VALUE, the first matching request's answer is delivered with its bod
 <ETag>...</ETag> element holding VALUE instead (an empty VALUE removes the element): a
 CompleteMultipartUpload answer that lies about the object, or says nothing of it.
 
+With --corrupt, the first matching request's body is forwarded with one byte changed (its
+headers, signed checksums included, as the client sent them): bytes damaged on the way.
+
+With --headers FILE, each request's method, path and header names (lower-cased, sorted) are
+appended to FILE, one request a line: what the client sent, for a test to read.
+
 With --then-no-such-upload, later requests matching --lose are answered 404 NoSuchUpload without
 being forwarded, as AWS answers a complete repeated once the upload is gone (moto completes
 it again instead).
@@ -39,10 +45,13 @@ def main():
     parser.add_argument("--then-no-such-upload", action="store_true")
     parser.add_argument("--wrong-checksum", action="store_true")
     parser.add_argument("--etag", default=None)
+    parser.add_argument("--corrupt", action="store_true")
+    parser.add_argument("--headers", default=None)
     args = parser.parse_args()
     host, port = args.target.rsplit(":", 1)
     pattern = re.compile(args.lose)
     lost = threading.Event()
+    logged = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -50,6 +59,14 @@ def main():
         def forward(self):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
+            if args.headers:
+                names = " ".join(sorted(name.lower() for name in self.headers.keys()))
+                with logged, open(args.headers, "a") as log:
+                    log.write(f"{self.command} {self.path} {names}\n")
+            if args.corrupt and body and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+                lost.set()
+                body = bytes([body[0] ^ 0xFF]) + body[1:]
+                sys.stderr.write(f"changed a byte of {self.command} {self.path}\n")
             if args.then_no_such_upload and lost.is_set() and pattern.search(f"{self.command} {self.path}"):
                 error = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code>'
                          b'<Message>The specified upload does not exist.</Message></Error>')
@@ -72,7 +89,7 @@ def main():
             elif args.wrong_checksum and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
                 lost.set()
                 wrong = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="  # SHA-256 of nothing sent
-            elif not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+            elif not args.corrupt and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
                 lost.set()
                 sys.stderr.write(f"lost the answer to {self.command} {self.path}\n")
                 self.close_connection = True

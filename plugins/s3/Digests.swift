@@ -3,7 +3,7 @@ import OrchestratePluginFiles
 import OrchestratePluginKit
 import OrchestrateS3Auth
 
-/// MD5 and SHA-256 of the same bytes in one pass: a part's Content-MD5 and signed payload hash,
+/// MD5 and SHA-256 of the same bytes in one pass: a part's ETag check and signed payload hash,
 /// a whole file's ETag check and end-to-end SHA-256. The MD5 (the slower of the two) can be
 /// left out when nothing will compare it.
 final class Digests {

@@ -62,8 +62,11 @@ final class PartHasher: @unchecked Sendable {
         return digests.finish()
     }
 
-    /// Part `n`'s digests, once hashed (a file that shrank meanwhile is an error).
+    /// Part `n`'s digests, once hashed (a file that shrank meanwhile is an error). Asked any
+    /// number of times (a resume compares a part, then sends it when the server's is not it):
+    /// its work item is waited for once only, as libdispatch requires (a second wait traps).
     func digests(of n: Int) throws(StepError) -> Digest {
+        if let done = lock.withLock({ results[n] }) { return try done.get() }
         guard let item = items[n] else { preconditionFailure("part \(n) was not given to the hasher") }
         item.wait()
         return try lock.withLock { results[n]! }.get()
