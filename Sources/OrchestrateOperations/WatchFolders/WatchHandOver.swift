@@ -34,9 +34,20 @@ final class WatchHandOver {
         // Files whose `after:` deleted or moved them are not in the folder to be met again.
         let removesFiles: Bool
         if case .keep = watched.trigger.after { removesFiles = false } else { removesFiles = true }
-        handedOver = FileVersionSet(try store.watchHandOffs(watch: watched.identity, pendingOnly: false)
-            .lazy.filter { !(removesFiles && $0.outcome == .done) }.map(\.file))
+        handedOver = FileVersionSet()
+        var after: WatchedFile?
+        repeat {
+            let page = try store.watchHandOffs(watch: watched.identity, after: after, limit: Self.startPage)
+            largestStartRead = max(largestStartRead, page.count)
+            for handOff in page where !(removesFiles && handOff.outcome == .done) { handedOver.insert(handOff.file) }
+            after = page.count == Self.startPage ? page.last?.file : nil
+        } while after != nil
     }
+
+    /// Hand-offs read from the store at a time at the start.
+    static let startPage = 1024
+    /// The most hand-offs one store read at the start returned.
+    private(set) var largestStartRead = 0
 
     func key(_ relative: String, _ signature: FileSignature) -> WatchedFile {
         WatchedFile(watch: watched.identity, path: relative, size: signature.size, mtimeNanoseconds: signature.mtimeNanoseconds)
