@@ -336,6 +336,11 @@ public protocol WatchStore: AnyObject, Sendable {
     /// The hand-offs of `watch`, oldest first; with `pendingOnly`, only those whose outcome is
     /// still `pending`.
     func watchHandOffs(watch: String, pendingOnly: Bool) throws -> [WatchHandOff]
+    /// A page of the hand-offs of `watch` in the order of their file versions (path in the
+    /// database's collation, size, mtime), at most `limit`, after the version `after`: a watcher reads which files it handed
+    /// over a page at a time when it starts, whatever their number (with `after: keep`, up to
+    /// one per file its folder ever received).
+    func watchHandOffs(watch: String, after: WatchedFile?, limit: Int) throws -> [WatchHandOff]
     /// A page of the pending hand-offs of `watch` whose work ended (its item done or failed, its
     /// run finished or deleted), oldest first, at most `limit`, after the hand-off `after`: the
     /// watcher applies `after:` a page at a time, so what it holds does not grow with the

@@ -37,11 +37,43 @@ import Testing
         #expect(tracker.nextDue == 7)
     }
 
+    /// A full tracker leaves a new file out and says so (the watcher then scans again once half
+    /// of it is free); a file it holds is still followed, and what was handed over makes room.
+    @Test func aFullTrackerLeavesNewFilesOutAndSaysSo() {
+        var tracker = SettleTracker(settle: 1, capacity: 3)
+        for name in ["a", "b", "c"] { tracker.observe(name, signature(1), now: 0) }
+        #expect(!tracker.missedSome)
+        tracker.observe("d", signature(1), now: 0.5)
+        #expect(tracker.missedSome && !tracker.isTracked("d") && tracker.count == 3)
+        tracker.observe("b", signature(2), now: 0.5)  // held: its change restarts its wait
+        #expect(tracker.due(now: 1).map(\.path) == ["a", "c"])
+        tracker.forget("a")
+        tracker.clearMissed()
+        tracker.observe("d", signature(1), now: 1)
+        #expect(tracker.isTracked("d") && !tracker.missedSome)
+        #expect(tracker.due(now: 2, limit: 2).map(\.path) == ["c", "b"])
+        #expect(tracker.due(now: 2).map(\.path) == ["c", "b", "d"])
+    }
+
+    /// 100,000 files dropped at once: the tracker holds its capacity of them, not all; emptied
+    /// once they were handed over, it holds no table at all. Without the bound it held every one
+    /// (about 120 bytes a file) and kept its largest table for good.
+    @Test func whatTheTrackerHoldsIsBoundedAndGivenBackOnceEmpty() {
+        var tracker = SettleTracker(settle: 1)
+        for i in 0..<100_000 { tracker.observe("shot/frame_\(i).dpx", signature(4096), now: 0) }
+        #expect(tracker.count == SettleTracker.defaultCapacity && tracker.missedSome)
+        #expect(tracker.heldSlots >= SettleTracker.defaultCapacity && tracker.heldSlots <= 4 * SettleTracker.defaultCapacity)
+        while case let batch = tracker.due(now: 1, limit: 256), !batch.isEmpty {
+            for file in batch { tracker.forget(file.path) }
+        }
+        #expect(tracker.count == 0 && tracker.heldSlots == 0)
+    }
+
     /// 100,000 files dropped, then 2,000 wake-ups before any is due (each a batch of inotify
     /// events): a wake-up costs what is due, not what is tracked. Looking at every candidate at
     /// each wake-up (400 million looks) took far longer than the bound; this takes milliseconds.
     @Test func aWakeUpCostsWhatIsDueNotWhatIsTracked() {
-        var tracker = SettleTracker(settle: 1)
+        var tracker = SettleTracker(settle: 1, capacity: 100_000)
         for i in 0..<100_000 { tracker.observe("shot/frame_\(i).dpx", signature(4096), now: Double(i) / 100_000) }
         let started = Date()
         var due = 0
@@ -56,6 +88,6 @@ import Testing
         let all = tracker.due(now: 2)
         #expect(all.count == 100_000 && all.first?.path == "shot/frame_0.dpx" && all.last?.path == "shot/frame_99999.dpx")
         for file in all { tracker.forget(file.path) }
-        #expect(tracker.count == 0 && tracker.nextDue == nil)
+        #expect(tracker.count == 0 && tracker.nextDue == nil && tracker.heldSlots == 0)
     }
 }

@@ -36,6 +36,30 @@ import Testing
                                                                 file: file, catalog: nil))
     }
 
+    /// A watcher starting over 2,100 hand-offs (twice and a bit its page) reads them a page at
+    /// a time and holds those whose file can still be met: pending and failed ones, not those
+    /// whose `after: delete` was applied.
+    @Test(arguments: Kind.allCases)
+    func aStartReadsTheHandOffsAPageAtATime(_ kind: Kind) throws {
+        let watched = try watched()
+        let store = try open(kind)
+        let run = RunRecord(id: "feed", workflowName: "feed", workflowFile: "/feed.yaml", workflowSource: "name: feed",
+                            inputs: [:], status: .running, createdAt: 1, runDir: RunRecord.runDirectory(for: "feed"))
+        try store.createRun(run, events: [])
+        let files = (0..<2_100).map {
+            WatchedFile(watch: watched.identity, path: "shot\($0 % 7)/frame_\($0).dpx", size: 4096, mtimeNanoseconds: Int64($0))
+        }
+        for (i, file) in files.enumerated() {
+            #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i\(i)", json: "{}", event: nil), events: []))
+            if i % 3 != 2 { #expect(try store.finishHandOff(file, outcome: i % 3 == 0 ? .done : .left, events: [])) }
+        }
+        let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
+        #expect(handOver.largestStartRead == WatchHandOver.startPage)
+        for (i, file) in files.enumerated() {
+            #expect(handOver.isSettledWith(file) == (i % 3 != 0), "\(file.path)")
+        }
+    }
+
     /// 300 files whose item is done among 900 handed over into one running feed run (300 failed,
     /// 300 still queued): one pass finishes the 600 ended ones (the done ones deleted, the failed
     /// ones left) in pages of at most `outcomePage`, and leaves the queued ones pending.

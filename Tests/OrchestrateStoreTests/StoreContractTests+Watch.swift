@@ -69,6 +69,32 @@ import Testing
         #expect(try t.store.watchHandOffs(watch: "w", pendingOnly: false).map(\.outcome) == [.done])
     }
 
+    /// A watcher reads its hand-offs a page at a time when it starts: in the order of the
+    /// versions (path, size, mtime), each once, only its own watch's.
+    @Test(arguments: StoreKind.allCases)
+    func handOffsAreReadAPageAtATimeInTheOrderOfTheVersions(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        try t.makeRun("feed")
+        let files = ["shot02/b", "shot01/z", "shot01/a", "shot10/a", "a", "shot01/a"].enumerated().map { i, path in
+            WatchedFile(watch: "w", path: path, size: i == 5 ? 1 : 2, mtimeNanoseconds: Int64(100 - i))
+        } + [WatchedFile(watch: "w", path: "shot01/a", size: 2, mtimeNanoseconds: 1)]
+        for (i, file) in (files + [WatchedFile(watch: "other", path: "shot01/b", size: 1, mtimeNanoseconds: 1)]).enumerated() {
+            #expect(try t.store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i\(i)", json: "{}", event: nil), events: []))
+        }
+        var read: [WatchedFile] = []
+        var after: WatchedFile?
+        while true {
+            let page = try t.store.watchHandOffs(watch: "w", after: after, limit: 3)
+            #expect(page.count <= 3)
+            read += page.map(\.file)
+            guard page.count == 3 else { break }
+            after = page.last?.file
+        }
+        // The paths' order is the database's collation; each version comes once, all of them.
+        #expect(read.count == files.count && Set(read) == Set(files))
+        #expect(try t.store.watchHandOffs(watch: "w", after: read.last, limit: 3).isEmpty)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func manyProcessesHandingOverTheSameFilesMakeOneRunEach(_ kind: StoreKind) throws {
         let t = try StoreUnderTest(kind)

@@ -23,7 +23,10 @@ Cases (--cases, comma-separated):
   watch      `serve --http --watch` of a folder that receives every small file (hard links), with
              `feed:` into the same session step; the API's run detail timed and sized meanwhile;
              at the end the dashboard's run page: its detail (a page of 100 files) and its event
-             stream replayed from the start to the newest event; the time a file took by tenths
+             stream replayed from the start to the newest event; the time a file took by tenths;
+             `serve`'s RSS before the first file, by halves of the files and at the end; then a
+             restart of `serve` on the same state and folder (20 s: its peak RSS, nothing handed
+             over again)
   scaling    the small upload by orchestrate alone at a tenth of --small-files and at all of them:
              time, peak RSS and journal per file at both sizes (flat memory, linear journal)
 
@@ -195,10 +198,12 @@ def run_page(http_port, token, run_id, last_seq):
 
 
 class Sampler:
-    """Peak RSS (MiB) of a process and its descendants, summed, sampled every 0.2 s."""
+    """Peak RSS (MiB) of a process and its descendants, summed, sampled every 0.2 s; every
+    sample is kept, (monotonic time, MiB), for what it was at a given moment (`between`)."""
 
     def __init__(self, pid):
         self.pid, self.peak, self.stop = pid, 0.0, False
+        self.samples = []
         self.thread = threading.Thread(target=self.loop, daemon=True)
         self.thread.start()
 
@@ -231,7 +236,13 @@ class Sampler:
                 except OSError:
                     pass
             self.peak = max(self.peak, total / 1024.0)
+            self.samples.append((time.monotonic(), total / 1024.0))
             time.sleep(0.2)
+
+    def between(self, t0, t1):
+        """(lowest, highest) MiB sampled from t0 to t1, or None without a sample there."""
+        values = [mib for t, mib in self.samples if t0 <= t <= t1]
+        return (min(values), max(values)) if values else None
 
     def done(self):
         self.stop = True
@@ -568,14 +579,39 @@ steps:
                     body = urllib.request.urlopen(request, timeout=60).read()
                     details.append((time.monotonic() - t0, len(body)))
                 time.sleep(0.5)
-            elapsed = time.monotonic() - start
+            finished = time.monotonic()
+            elapsed = finished - start
             (last_seq,) = query(state, "SELECT max(seq) FROM events WHERE run_id = ? AND type NOT LIKE 'item.%' AND type NOT LIKE 'watch.%'", (run_id,))[0]
             page = run_page(http_port, token, run_id, last_seq)
+            time.sleep(1)  # a sample after the run page's read
+            ended = time.monotonic()
             proc.send_signal(signal.SIGTERM)
             proc.wait()
             rss = sampler.done()
+            # A restart on the same state and folder: every file there was handed over (the store
+            # says so), and the watch's first scan meets each again.
+            log = open(f"{state}/serve-restart.log", "w")
+            proc = subprocess.Popen([orchestrate, "serve", "--watch", flow, "--state", state, "--http", f"127.0.0.1:{http_port}"],
+                                    stdout=log, stderr=subprocess.STDOUT)
+            restart_sampler = Sampler(proc.pid)
+            time.sleep(20)
+            if proc.poll() is not None:
+                raise SystemExit("serve ended: " + open(f"{state}/serve-restart.log").read()[-2000:])
+            proc.send_signal(signal.SIGTERM)
+            proc.wait()
+            restart_rss = restart_sampler.done()
+            if items_done(state) != files or query(state, "SELECT COUNT(*) FROM watch_handoffs")[0][0] != files:
+                raise SystemExit("the restart handed a file over again")
+            # RSS before the first file, while the files went (by halves), and at the end
+            # (all in place, the run page read).
+            middle = start + elapsed / 2
+
+            def mib(window):
+                return f"{window[0]:.0f}-{window[1]:.0f}MiB" if window else "n/a"
             report(f"watch folder, {files} files", "orchestrate serve", time=f"{elapsed:.1f}s", drop=f"{dropped:.1f}s",
-                   rss=f"{rss:.0f}MiB", api_detail=", ".join(f"{t * 1000:.0f}ms/{n}B" for t, n in details),
+                   rss=f"{rss:.0f}MiB", rss_start=f"{(sampler.between(0, start) or (0, 0))[1]:.0f}MiB",
+                   rss_first_half=mib(sampler.between(start, middle)), rss_second_half=mib(sampler.between(middle, finished)),
+                   rss_end=mib(sampler.between(finished, ended)), restart_rss=f"{restart_rss:.0f}MiB", api_detail=", ".join(f"{t * 1000:.0f}ms/{n}B" for t, n in details),
                    run_page_detail=f"{page[0]:.0f}ms/{page[1]}B", run_page_stream=f"{page[2]:.1f}s/{page[3]}B/{page[4]}events",
                    ms_per_file_by_tenth=timeline.tenths(), **journal(state))
 

@@ -29,6 +29,9 @@ public final class FolderWatcher: @unchecked Sendable {
         public var scanIntervalAlone: Double = 2
         /// How often the outcome of handed-over work is looked at (for `after:`).
         public var outcomeInterval: Double = 1
+        /// The most files waiting to settle that are tracked at once; more are taken in by a
+        /// scan once half of them were handed over (`SettleTracker`).
+        public var filesWaitingAtOnce = SettleTracker.defaultCapacity
         public var environment: [String: String] = ProcessInfo.processInfo.environment
         public var warn: @Sendable (String) -> Void = { _ in }
 
@@ -74,10 +77,13 @@ public final class FolderWatcher: @unchecked Sendable {
 
     private var isStopping: Bool { stopped.withLock { stopping } }
 
+    /// The most files handed over between two looks at inotify and at the work's outcomes.
+    static let handOverBatch = 256
+
     private func loop() {
         let settle = Double(watched.trigger.settle.components.seconds)
             + Double(watched.trigger.settle.components.attoseconds) / 1e18
-        var tracker = SettleTracker(settle: settle)
+        var tracker = SettleTracker(settle: settle, capacity: options.filesWaitingAtOnce)
         let filter = watched.filter
         let inotify = options.pollOnly ? nil : InotifyWatch(root: watched.folder)
         let scanAlone = max(0.1, min(options.scanIntervalAlone, settle / 2))
@@ -102,17 +108,18 @@ public final class FolderWatcher: @unchecked Sendable {
             var now = clock()
             if now >= nextScan {
                 var stillThere = Set<String>()  // the waiting files this pass met; the others are gone
+                tracker.clearMissed()
                 let folders = filter.scan { relative, signature in
                     if handOver.isSettledWith(handOver.key(relative, signature)) { tracker.forget(relative) } else {
                         tracker.observe(relative, signature, now: now)
-                        stillThere.insert(relative)
+                        if tracker.isTracked(relative) { stillThere.insert(relative) }
                     }
                 }
                 if let inotify, !inotify.watch(folders) { scanInterval = scanAlone }
-                for (relative, _) in tracker.due(now: .infinity) where !stillThere.contains(relative) { tracker.forget(relative) }
+                for relative in Array(tracker.paths) where !stillThere.contains(relative) { tracker.forget(relative) }
                 nextScan = now + scanInterval
             }
-            for (relative, seen) in tracker.due(now: now) {
+            for (relative, seen) in tracker.due(now: now, limit: Self.handOverBatch) {
                 let current = FileSignature.of(watched.folder + "/" + relative)
                 guard current == seen else {
                     tracker.observe(relative, current, now: now)  // changed again (or gone): wait on
@@ -136,6 +143,9 @@ public final class FolderWatcher: @unchecked Sendable {
                 }
                 nextOutcomes = now + options.outcomeInterval
             }
+            // Files were left out while the tracker was full: once half of it is free, a scan
+            // takes them in.
+            if tracker.missedSome && tracker.count <= tracker.capacity / 2 { nextScan = 0 }
             now = clock()
             let wake = min(tracker.nextDue ?? .infinity, nextScan, nextOutcomes, now + 0.25)
             let timeout = max(0.01, wake - now)

@@ -9,27 +9,48 @@
 /// what is tracked. Candidates are kept in the order their wait started (`waits`, times the
 /// caller passes in only grow); a restarted or forgotten wait leaves a stale entry behind,
 /// skipped and dropped once it reaches the front.
+///
+/// What it holds is bounded: at most `capacity` files wait at once (about 120 bytes each, their
+/// path included). A file met beyond that is left out and `missedSome` says so: the watcher
+/// scans the folder again once room is made, so a folder receiving 100,000 files is taken in
+/// `capacity` at a time, at the pace of the hand-offs, rather than all held at once. Emptied, it
+/// gives its tables back.
 struct SettleTracker {
+    static let defaultCapacity = 16_384
+
     let settle: Double
+    let capacity: Int
+    /// Whether a file was left out since `clearMissed`, the tracker being full.
+    private(set) var missedSome = false
     private var candidates: [String: (signature: FileSignature, since: Double)] = [:]
     /// (path, since) in the order of `since`; an entry whose path's wait is no longer that one
     /// is stale. `head` is the first entry not yet dropped: the front is always a live one.
     private var waits: [(path: String, since: Double)] = []
     private var head = 0
 
-    init(settle: Double) {
+    init(settle: Double, capacity: Int = SettleTracker.defaultCapacity) {
         self.settle = settle
+        self.capacity = max(1, capacity)
     }
 
     var count: Int { candidates.count }
 
-    /// Records what `path` looks like at `now` (nil: gone or no longer a regular file).
+    /// The slots its tables hold (for a path each): what its memory follows.
+    var heldSlots: Int { candidates.capacity + waits.capacity }
+
+    /// Records what `path` looks like at `now` (nil: gone or no longer a regular file). A new
+    /// path is left out when `capacity` files already wait (`missedSome`).
     mutating func observe(_ path: String, _ signature: FileSignature?, now: Double) {
         guard let signature else {
             forget(path)
             return
         }
-        guard candidates[path]?.signature != signature else { return }
+        let known = candidates[path]
+        guard known?.signature != signature else { return }
+        if known == nil && candidates.count >= capacity {
+            missedSome = true
+            return
+        }
         candidates[path] = (signature, now)
         if let last = waits.last, last.since > now {
             // A time earlier than one already seen (only a test does that): kept in order.
@@ -48,13 +69,19 @@ struct SettleTracker {
 
     func isTracked(_ path: String) -> Bool { candidates[path] != nil }
 
+    /// Before a scan of the whole folder: what it meets is what was missed.
+    mutating func clearMissed() { missedSome = false }
+
+    /// Every path waiting (for a scan to forget those it no longer met).
+    var paths: Dictionary<String, (signature: FileSignature, since: Double)>.Keys { candidates.keys }
+
     /// Paths unchanged since at least `settle` ago, oldest first (then by path), with the
-    /// signature seen.
-    func due(now: Double) -> [(path: String, signature: FileSignature)] {
+    /// signature seen: the first `limit` of them.
+    func due(now: Double, limit: Int = .max) -> [(path: String, signature: FileSignature)] {
         var out: [(path: String, signature: FileSignature, since: Double)] = []
         var seen = Set<String>()
         for wait in waits[head...] {
-            guard now - wait.since >= settle else { break }
+            guard now - wait.since >= settle, out.count < limit else { break }
             guard let candidate = candidates[wait.path], candidate.since == wait.since, seen.insert(wait.path).inserted else { continue }
             out.append((wait.path, candidate.signature, wait.since))
         }
@@ -66,12 +93,14 @@ struct SettleTracker {
 
     private func isLive(_ wait: (path: String, since: Double)) -> Bool { candidates[wait.path]?.since == wait.since }
 
-    /// Drops stale entries at the front, and the dropped part of the array once it is half.
+    /// Drops stale entries at the front, and the dropped part of the array once it is half;
+    /// with nothing left waiting, the tables' storage too (a burst of files leaves nothing held).
     private mutating func dropStaleFront() {
         while head < waits.count && !isLive(waits[head]) { head += 1 }
         if head == waits.count {
-            waits.removeAll(keepingCapacity: waits.count < 4096)
+            waits.removeAll(keepingCapacity: waits.capacity <= 4096)
             head = 0
+            if candidates.capacity > 4096 { candidates = [:] }
         } else if head > 1024 && head * 2 > waits.count {
             waits.removeFirst(head)
             head = 0

@@ -17,14 +17,14 @@ final class WatchHandOver {
     let environment: [String: String]
     /// Versions handed over (by any process) still in the folder, so scans skip them without
     /// asking the store: one whose `after:` deleted or moved it is dropped.
-    private var handedOver: Set<WatchedFile>
+    private var handedOver: FileVersionSet
     /// Versions whose inputs did not evaluate: warned about once, not retried until they change.
-    private var refused: Set<WatchedFile> = []
+    private var refused = FileVersionSet()
     private var feedRunID: String?
     /// Succeeded hand-offs whose file was found gone or changed once: recorded only if it is
     /// still so at the next look, since another serve may be applying `after:` to it right now
     /// (its record, with what it did, is the one to keep).
-    private var foundGone: Set<WatchedFile> = []
+    private var foundGone = FileVersionSet()
 
     init(watched: WatchedFolder, store: any StateStore, queue: String, environment: [String: String]) throws {
         self.watched = watched
@@ -34,9 +34,20 @@ final class WatchHandOver {
         // Files whose `after:` deleted or moved them are not in the folder to be met again.
         let removesFiles: Bool
         if case .keep = watched.trigger.after { removesFiles = false } else { removesFiles = true }
-        handedOver = Set(try store.watchHandOffs(watch: watched.identity, pendingOnly: false)
-            .filter { !(removesFiles && $0.outcome == .done) }.map(\.file))
+        handedOver = FileVersionSet()
+        var after: WatchedFile?
+        repeat {
+            let page = try store.watchHandOffs(watch: watched.identity, after: after, limit: Self.startPage)
+            largestStartRead = max(largestStartRead, page.count)
+            for handOff in page where !(removesFiles && handOff.outcome == .done) { handedOver.insert(handOff.file) }
+            after = page.count == Self.startPage ? page.last?.file : nil
+        } while after != nil
     }
+
+    /// Hand-offs read from the store at a time at the start.
+    static let startPage = 1024
+    /// The most hand-offs one store read at the start returned.
+    private(set) var largestStartRead = 0
 
     func key(_ relative: String, _ signature: FileSignature) -> WatchedFile {
         WatchedFile(watch: watched.identity, path: relative, size: signature.size, mtimeNanoseconds: signature.mtimeNanoseconds)
@@ -188,7 +199,7 @@ final class WatchHandOver {
         if succeeded {
             let path = watched.folder + "/" + handOff.file.path
             let unchanged = FileSignature.of(path).map { key(handOff.file.path, $0) == handOff.file } ?? false
-            if !unchanged && foundGone.insert(handOff.file).inserted { return [] }
+            if !unchanged && foundGone.insert(handOff.file) { return [] }
             foundGone.remove(handOff.file)
             let (action, destination) = try applyAfter(handOff.file)
             if action == "delete" || action == "move-to" {

@@ -37,6 +37,23 @@ extension PostgresStateStore {
         }
     }
 
+    public func watchHandOffs(watch: String, after: WatchedFile?, limit: Int) throws -> [WatchHandOff] {
+        // Two statements, not one with `$2 = 'false' OR …`: the range on the primary key is what
+        // starts each page where the last ended.
+        try pool.withConnection { conn in
+            guard let after else {
+                return try conn.execute("""
+                    SELECT * FROM watch_handoffs WHERE watch = $1 ORDER BY path, size, mtime_ns LIMIT $2::bigint
+                    """, [watch, PGText.of(limit)]).all.map(Self.handOffRecord)
+            }
+            return try conn.execute("""
+                SELECT * FROM watch_handoffs WHERE watch = $1 AND (path, size, mtime_ns) > ($2, $3::bigint, $4::bigint)
+                ORDER BY path, size, mtime_ns LIMIT $5::bigint
+                """, [watch, after.path, PGText.of(after.size), PGText.of(after.mtimeNanoseconds), PGText.of(limit)])
+                .all.map(Self.handOffRecord)
+        }
+    }
+
     public func endedHandOffs(watch: String, after: WatchHandOff?, limit: Int) throws -> [EndedHandOff] {
         let finished = RunStatus.allCases.filter(\.isFinished).map { "'\($0.rawValue)'" }.joined(separator: ",")
         return try pool.withConnection { conn in

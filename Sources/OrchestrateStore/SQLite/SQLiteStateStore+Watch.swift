@@ -34,6 +34,22 @@ extension SQLiteStateStore {
         }
     }
 
+    public func watchHandOffs(watch: String, after: WatchedFile?, limit: Int) throws -> [WatchHandOff] {
+        // Two statements, not one with `? = 0 OR …`: under the OR, SQLite would search the key by
+        // `watch` alone and walk every earlier version again at each page.
+        try read { db in
+            guard let after else {
+                return try Row.fetchAll(db.cachedStatement(sql: """
+                    SELECT * FROM watch_handoffs WHERE watch = ? ORDER BY path, size, mtime_ns LIMIT ?
+                    """), arguments: [watch, limit]).map(Self.handOffRecord)
+            }
+            return try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT * FROM watch_handoffs WHERE watch = ? AND (path, size, mtime_ns) > (?, ?, ?)
+                ORDER BY path, size, mtime_ns LIMIT ?
+                """), arguments: [watch, after.path, after.size, after.mtimeNanoseconds, limit]).map(Self.handOffRecord)
+        }
+    }
+
     public func endedHandOffs(watch: String, after: WatchHandOff?, limit: Int) throws -> [EndedHandOff] {
         let finished = RunStatus.allCases.filter(\.isFinished).map { "'\($0.rawValue)'" }.joined(separator: ",")
         return try read { db in
