@@ -73,9 +73,12 @@ final class PartHasher: @unchecked Sendable {
     }
 
     /// Drops the parts not hashed yet and returns once the hashing thread is idle: no thread of
-    /// the step reads its file after the step returned.
+    /// the step reads its file after the step returned. Lets the work items go: each holds this
+    /// hasher, which holds them, so kept they would keep it and its buffer for the process's
+    /// life (a megabyte an upload, in a `serve` that runs for months).
     func stop() {
         lock.withLock { stopped = true }
         queue.sync {}
+        items.removeAll()
     }
 }
