@@ -8,7 +8,8 @@
 /// folder receiving 100,000 files holds up to that many candidates: both cost what is due, not
 /// what is tracked. Candidates are kept in the order their wait started (`waits`, times the
 /// caller passes in only grow); a restarted or forgotten wait leaves a stale entry behind,
-/// skipped and dropped once it reaches the front.
+/// skipped and dropped once it reaches the front, or with every other stale one once they
+/// outnumber the live ones.
 ///
 /// What it holds is bounded: at most `capacity` files wait at once (about 120 bytes each, their
 /// path included). A file met beyond that is left out and `missedSome` says so: the watcher
@@ -103,6 +104,11 @@ struct SettleTracker {
             if candidates.capacity > 4096 { candidates = [:] }
         } else if head > 1024 && head * 2 > waits.count {
             waits.removeFirst(head)
+            head = 0
+        } else if waits.count - head > 2 * candidates.count + 1024 {
+            // Waits restarted behind a live front (files still being written, seen again at
+            // each scan) leave stale entries the front never reaches: keep the live ones.
+            waits = waits[head...].filter { isLive($0) }
             head = 0
         }
     }
