@@ -64,7 +64,67 @@ import Testing
             if handedOver.count >= before.count + after.count { break }
             Thread.sleep(forTimeInterval: 0.2)
         }
-        #expect(handedOver.count == Set(handedOver).count, "a file handed over twice")
         #expect(Set(handedOver) == Set(before + after), "\(handedOver.count) of \(before.count + after.count) handed over")
+        // Exactly once: the feed run got one item a file (the store's key alone could not tell).
+        #expect(Self.itemsBySource(store).values.allSatisfy { $0 == 1 }, "a file handed over twice")
+        #expect(Self.itemsBySource(store).count == before.count + after.count)
+    }
+
+    /// How many items the watch's feed run got for each source path.
+    static func itemsBySource(_ store: any StateStore) -> [String: Int] {
+        guard let run = try? store.listRuns(RunFilter()).first,
+              let events = try? store.events(runID: run.id, afterSeq: 0, limit: 100_000) else { return [:] }
+        var counts: [String: Int] = [:]
+        for event in events where event.type == .itemAdded {
+            if let source = event.data["value"]?["source"]?.stringValue { counts[source, default: 0] += 1 }
+        }
+        return counts
+    }
+
+    /// With `after: keep` the watch remembers the versions it handed over that are still in the
+    /// folder, not every version the folder ever had: after files were deleted and rewritten
+    /// behind its back, a scan leaves it holding the folder's current files only, and none is
+    /// handed over again. Without the scan's pruning it held all 60 versions.
+    @Test(arguments: Kind.allCases)
+    func theVersionsHeldFollowTheFolderNotItsHistory(_ kind: Kind) throws {
+        let file = dir.write("feed-\(kind).yaml", """
+            name: feed
+            on:
+              watch: { path: in-\(kind), settle: 200ms, feed: accept }
+            steps:
+              accept:
+                uses: sftp.accept-paths
+                with: { host: h }
+            """).path
+        let folder = dir.file("in-\(kind)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for i in 0..<50 { try Data("v1 \(i)".utf8).write(to: URL(fileURLWithPath: folder + "/clip_\(i).mov")) }
+        let watched = try WatchedFolder(workflow: WorkflowLoader.parse(source: String(contentsOfFile: file, encoding: .utf8),
+                                                                       file: file, catalog: nil))
+        let store = try open(kind)
+        var options = FolderWatcher.Options()
+        options.pollOnly = true
+        options.environment = [:]
+        let watcher = try FolderWatcher(watched: watched, store: store, options: options)
+        watcher.start()
+        var stopped = false
+        defer { if !stopped { watcher.stop() } }
+        func handOffs() -> Int { (try? store.watchHandOffs(watch: watched.identity, pendingOnly: false).count) ?? 0 }
+        func waitFor(_ count: Int) -> Bool {
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline && handOffs() < count { Thread.sleep(forTimeInterval: 0.1) }
+            return handOffs() == count
+        }
+        #expect(waitFor(50))
+        // Behind the watch's back: 30 deleted, 10 rewritten (new versions, handed over again).
+        for i in 0..<30 { try FileManager.default.removeItem(atPath: folder + "/clip_\(i).mov") }
+        for i in 30..<40 { try Data("version two \(i)".utf8).write(to: URL(fileURLWithPath: folder + "/clip_\(i).mov")) }
+        #expect(waitFor(60))
+        Thread.sleep(forTimeInterval: 1)  // scans every 0.1 s (half the settle time)
+        watcher.stop()
+        stopped = true
+        #expect(handOffs() == 60)
+        #expect(watcher.heldVersions == 20, "\(watcher.heldVersions) versions held for 20 files")
+        #expect(Self.itemsBySource(store).values.reduce(0, +) == 60)
     }
 }

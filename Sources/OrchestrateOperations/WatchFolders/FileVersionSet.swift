@@ -40,6 +40,9 @@ struct FileVersionSet {
 
     mutating func remove(_ file: WatchedFile) { versions.remove(Self.version(file)) }
 
+    /// Keeps only the versions `other` holds too.
+    mutating func formIntersection(_ other: FileVersionSet) { versions.formIntersection(other.versions) }
+
     /// The bytes of a slot of its table, whatever the path (nothing else is allocated for a
     /// version).
     static let bytesPerSlot = MemoryLayout<Version>.stride

@@ -54,6 +54,9 @@ public final class FolderWatcher: @unchecked Sendable {
         handOver = try WatchHandOver(watched: watched, store: store, queue: options.queue, environment: options.environment)
     }
 
+    /// Versions held as handed over or refused (read once stopped: the watch's thread owns them).
+    var heldVersions: Int { handOver.heldVersions }
+
     public func start() {
         stopped.withLock { running = true }
         let thread = Thread { [self] in
@@ -108,15 +111,21 @@ public final class FolderWatcher: @unchecked Sendable {
             var now = clock()
             if now >= nextScan {
                 var stillThere = Set<String>()  // the waiting files this pass met; the others are gone
+                var settledThere = FileVersionSet()  // the settled versions it met; the others are gone
                 tracker.clearMissed()
                 let folders = filter.scan { relative, signature in
-                    if handOver.isSettledWith(handOver.key(relative, signature)) { tracker.forget(relative) } else {
+                    let file = handOver.key(relative, signature)
+                    if handOver.isSettledWith(file) {
+                        tracker.forget(relative)
+                        settledThere.insert(file)
+                    } else {
                         tracker.observe(relative, signature, now: now)
                         if tracker.isTracked(relative) { stillThere.insert(relative) }
                     }
                 }
                 if let inotify, !inotify.watch(folders) { scanInterval = scanAlone }
                 for relative in Array(tracker.paths) where !stillThere.contains(relative) { tracker.forget(relative) }
+                handOver.keepSettledVersions(settledThere)
                 nextScan = now + scanInterval
             }
             for (relative, seen) in tracker.due(now: now, limit: Self.handOverBatch) {

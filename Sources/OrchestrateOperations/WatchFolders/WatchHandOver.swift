@@ -16,7 +16,8 @@ final class WatchHandOver {
     let queue: String
     let environment: [String: String]
     /// Versions handed over (by any process) still in the folder, so scans skip them without
-    /// asking the store: one whose `after:` deleted or moved it is dropped.
+    /// asking the store: one whose `after:` deleted or moved it is dropped, and a scan of the
+    /// whole folder drops those it did not meet (`keepSettledVersions`).
     private var handedOver: FileVersionSet
     /// Versions whose inputs did not evaluate: warned about once, not retried until they change.
     private var refused = FileVersionSet()
@@ -55,6 +56,18 @@ final class WatchHandOver {
 
     /// Whether this version needs no (more) handing over.
     func isSettledWith(_ file: WatchedFile) -> Bool { handedOver.contains(file) || refused.contains(file) }
+
+    /// After a scan of the whole folder, given the settled versions it met: forgets the others
+    /// (files deleted or rewritten since, and the history read at the start), so what is held
+    /// follows the folder's files, not every version it ever received. Should one come back
+    /// (a folder unreadable for a scan), the store still knows it was handed over.
+    func keepSettledVersions(_ met: FileVersionSet) {
+        handedOver.formIntersection(met)
+        refused.formIntersection(met)
+    }
+
+    /// Versions held as handed over or refused.
+    var heldVersions: Int { handedOver.count + refused.count }
 
     /// Hands the file over. Returns the journaled events (none when another process had
     /// already handed this version over). Throws on store failures (the caller tries again)
