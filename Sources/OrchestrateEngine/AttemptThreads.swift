@@ -54,9 +54,7 @@ package final class AttemptThreads: @unchecked Sendable {
             for _ in 0 ..< max(jobs.count - idle, 0) {
                 idle += 1  // counted idle from now: the new thread takes a job before it waits
                 let thread = Thread { [self] in
-                    // Named from inside too: on Linux only a running thread's own name reaches
-                    // the system (`top -H`, `perf`, `pthread_getname_np`).
-                    Thread.current.name = name
+                    Self.nameInTheSystem(name)
                     work(startingIdle: true)
                 }
                 thread.name = name
@@ -66,6 +64,20 @@ package final class AttemptThreads: @unchecked Sendable {
             // The spinner takes the first job and wakes the next sleeper itself if need be.
             if !spinning { condition.signal() }
         }
+    }
+
+    /// Gives the calling thread `name` where the system shows it (`top -H`, `perf`,
+    /// `pthread_getname_np`; at most 15 bytes there). Foundation's `Thread.name` reaches the
+    /// system only when the thread that started it has already recorded the new thread, which
+    /// a thread quick off the mark (a loaded machine) runs ahead of: it kept its creator's name.
+    static func nameInTheSystem(_ name: String) {
+        var cut = Substring(name)
+        while cut.utf8.count > 15 { cut = cut.dropLast() }
+        // What pthread_setname_np does (glibc declares it only for C with _GNU_SOURCE).
+        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        _ = Array(cut.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Lets idle threads exit; busy ones exit after their current attempt.
