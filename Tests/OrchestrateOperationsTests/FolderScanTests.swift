@@ -27,4 +27,28 @@ import Testing
         _ = FolderFilter(root: dir.path, recursive: false, include: [], exclude: [], skippedFolders: []).scan { path, _ in flat.append(path) }
         #expect(flat == ["a.dpx"])
     }
+
+    /// Makes a file whose name is `bytes` (not necessarily UTF-8) in `folder`.
+    static func plant(_ folder: String, _ bytes: [UInt8]) throws {
+        let path = Array(folder.utf8) + [UInt8(ascii: "/")] + bytes + [0]
+        let fd = path.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o644) } }
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        close(fd)
+    }
+
+    /// A Latin-1 name (an old file server's) is not handed on as a repaired string that names no
+    /// file: it is reported, its bad byte shown, and the other files go on.
+    @Test func aNameThatIsNotUTF8IsReportedNotHandedOn() throws {
+        let dir = TemporaryDirectory("scan-latin1")
+        try FileManager.default.createDirectory(atPath: dir.path + "/shot", withIntermediateDirectories: true)
+        try Self.plant(dir.path + "/shot", Array("caf".utf8) + [0xE9] + Array(".mov".utf8))
+        _ = dir.write("shot/caf\u{E9}.mov", "utf-8")
+        var files: [String] = []
+        var unreadable: [String] = []
+        _ = FolderFilter(root: dir.path, recursive: true, include: [], exclude: [], skippedFolders: [])
+            .scan(unreadable: { unreadable.append($0) }) { path, _ in files.append(path) }
+        #expect(files == ["shot/caf\u{E9}.mov"])
+        #expect(unreadable == ["shot/caf\\xE9.mov"])
+        #expect(FolderFilter.shown([0x61, 0xC3, 0xA9, 0xFF, 0x62]) == "a\u{E9}\\xFFb")
+    }
 }

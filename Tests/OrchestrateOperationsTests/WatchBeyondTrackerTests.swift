@@ -127,4 +127,49 @@ import Testing
         #expect(watcher.heldVersions == 20, "\(watcher.heldVersions) versions held for 20 files")
         #expect(Self.itemsBySource(store).values.reduce(0, +) == 60)
     }
+
+    /// A file whose name is not UTF-8 is said once (not at every scan), and again only when
+    /// their number changes; the other files are handed over.
+    @Test func aNameThatIsNotUTF8IsSaidOnceNotAtEveryScan() throws {
+        let file = dir.write("latin1.yaml", """
+            name: feed
+            on:
+              watch: { path: in-latin1, settle: 200ms, feed: accept }
+            steps:
+              accept:
+                uses: sftp.accept-paths
+                with: { host: h }
+            """).path
+        let folder = dir.file("in-latin1").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FolderScanTests.plant(folder, Array("caf".utf8) + [0xE9] + Array(".mov".utf8))
+        try Data("ok".utf8).write(to: URL(fileURLWithPath: folder + "/ok.mov"))
+        let watched = try WatchedFolder(workflow: WorkflowLoader.parse(source: String(contentsOfFile: file, encoding: .utf8),
+                                                                       file: file, catalog: nil))
+        let store = try open(.sqlite)
+        let warnings = WarningLog()
+        var options = FolderWatcher.Options()
+        options.pollOnly = true
+        options.environment = [:]
+        options.warn = { warnings.append($0) }
+        let watcher = try FolderWatcher(watched: watched, store: store, options: options)
+        watcher.start()
+        Thread.sleep(forTimeInterval: 1.5)  // some 15 scans
+        try FolderScanTests.plant(folder, Array("na".utf8) + [0xEF] + Array("ve.mov".utf8))
+        Thread.sleep(forTimeInterval: 1)
+        watcher.stop()
+        let said = warnings.lines.filter { $0.contains("not UTF-8") }
+        #expect(said.count == 2, "\(warnings.lines)")
+        #expect(said.first?.contains("1 name(s)") == true && said.first?.contains("caf\\xE9.mov") == true, "\(said)")
+        #expect(said.last?.contains("2 name(s)") == true, "\(said)")
+        #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: false).map(\.file.path) == ["ok.mov"])
+    }
+}
+
+/// Warnings a watcher said, from its thread.
+final class WarningLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var said: [String] = []
+    func append(_ line: String) { lock.withLock { said.append(line) } }
+    var lines: [String] { lock.withLock { said } }
 }

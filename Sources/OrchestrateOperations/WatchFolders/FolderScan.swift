@@ -56,7 +56,11 @@ struct FolderFilter: Sendable {
     /// signature) as the folders are read (`readdir`, one `lstat` a file): no listing of a
     /// folder is held, so a pass over 100,000 files costs no memory for them. Returns every
     /// folder entered (relative, "" for the root), for inotify to watch.
-    func scan(_ body: (String, FileSignature) -> Void) -> [String] {
+    ///
+    /// A name that is not UTF-8 (a Latin-1 name from an old file server) cannot be a path in
+    /// a workflow's inputs or in the store: it is left alone and passed to `unreadable`
+    /// (relative, its bad bytes as `\xNN`), so the watcher can say so rather than skip it unseen.
+    func scan(unreadable: (String) -> Void = { _ in }, _ body: (String, FileSignature) -> Void) -> [String] {
         var folders: [String] = []
         var pending = [""]
         while let relativeFolder = pending.popLast() {
@@ -65,8 +69,13 @@ struct FolderFilter: Sendable {
             guard let directory = opendir(folder) else { continue }
             let descriptor = dirfd(directory)
             while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
-                if name.hasPrefix(".") { continue }
+                let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+                if bytes.first == UInt8(ascii: ".") { continue }
+                guard let name = String(validating: bytes, as: UTF8.self) else {
+                    let shown = Self.shown(bytes)
+                    unreadable(relativeFolder.isEmpty ? shown : relativeFolder + "/" + shown)
+                    continue
+                }
                 let relative = relativeFolder.isEmpty ? name : relativeFolder + "/" + name
                 var info = stat()
                 guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
@@ -80,4 +89,26 @@ struct FolderFilter: Sendable {
         }
         return folders
     }
+
+    /// `bytes` as text, each byte that is not part of valid UTF-8 as `\xNN`.
+    static func shown(_ bytes: [UInt8]) -> String {
+        var text = ""
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            var valid = rest.count
+            while valid > 0 && String(validating: rest.prefix(valid), as: UTF8.self) == nil { valid -= 1 }
+            if valid > 0 {
+                text += String(decoding: rest.prefix(valid), as: UTF8.self)
+                rest = rest.dropFirst(valid)
+            } else {
+                text += "\\x" + String(rest.first!, radix: 16, uppercase: true).leftPadded(to: 2)
+                rest = rest.dropFirst()
+            }
+        }
+        return text
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

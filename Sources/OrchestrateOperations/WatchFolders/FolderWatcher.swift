@@ -93,6 +93,7 @@ public final class FolderWatcher: @unchecked Sendable {
         var scanInterval = inotify == nil ? scanAlone : options.scanIntervalWithInotify
         var nextScan = 0.0
         var nextOutcomes = 0.0
+        var unreadableNames = 0  // as many as the last scan met: said again only when it changes
         func clock() -> Double { MonotonicClock.nowSeconds() }
 
         func look(_ relative: String, now: Double) {
@@ -113,7 +114,8 @@ public final class FolderWatcher: @unchecked Sendable {
                 var stillThere = Set<String>()  // the waiting files this pass met; the others are gone
                 var settledThere = FileVersionSet()  // the settled versions it met; the others are gone
                 tracker.clearMissed()
-                let folders = filter.scan { relative, signature in
+                var unreadable: (count: Int, first: String?) = (0, nil)
+                let folders = filter.scan(unreadable: { unreadable = (unreadable.count + 1, unreadable.first ?? $0) }) { relative, signature in
                     let file = handOver.key(relative, signature)
                     if handOver.isSettledWith(file) {
                         tracker.forget(relative)
@@ -126,6 +128,11 @@ public final class FolderWatcher: @unchecked Sendable {
                 if let inotify, !inotify.watch(folders) { scanInterval = scanAlone }
                 for relative in Array(tracker.paths) where !stillThere.contains(relative) { tracker.forget(relative) }
                 handOver.keepSettledVersions(settledThere)
+                if unreadable.count != unreadableNames, let first = unreadable.first {
+                    options.warn("watch \(watched.folder): \(unreadable.count) name(s) there are not UTF-8 and are left alone, e.g. "
+                        + "\(first): rename them to have them handed over")
+                }
+                unreadableNames = unreadable.count
                 nextScan = now + scanInterval
             }
             for (relative, seen) in tracker.due(now: now, limit: Self.handOverBatch) {
