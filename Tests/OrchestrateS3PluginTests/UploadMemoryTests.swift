@@ -37,8 +37,8 @@ import Testing
         }.joined(separator: "\n"))
     }
 
-    /// 44 multipart uploads one after the other peak within 30 MiB of 4 (10 here): a hasher kept alive by
-    /// its own work items kept its 1 MiB buffer and more (some 58 MiB for the 40 more uploads).
+    /// 44 multipart uploads one after the other peak within 30 MiB of 4 (10 here): a hasher
+    /// kept alive by its own work items kept its 1 MiB buffer and more (61 MiB for 40 more).
     @Test func finishedMultipartUploadsLeaveNothingBehind() throws {
         let peer = try S3Peer(.rclone)
         try peer.makeBucket("orc-bucket")
