@@ -397,6 +397,8 @@ steps:
                         elapsed, rss, state = orch_run(f"down-{key}", "sftp.download", f"{key}-{tool}", dest)
                         report(f"download {files} x {size >> 10} KiB", tool, time=f"{elapsed:.1f}s", rss=f"{rss:.0f}MiB",
                                per_file=f"{elapsed / files * 1000:.2f}ms", **journal(state))
+                        if count_files(dest) != files:
+                            raise SystemExit(f"{tool} left {count_files(dest)} of {files} files in {dest}")
                         runs = []
                     elif tool == "rclone":
                         runs = [("rclone", lambda: run_timed(rclone + [f":sftp:{src}", dest]))]
@@ -414,8 +416,6 @@ steps:
                                per_file=f"{elapsed / files * 1000:.2f}ms")
                         if count_files(dest) != files:
                             raise SystemExit(f"{label} left {count_files(dest)} of {files} files in {dest}")
-                    if count_files(dest) != files:
-                        raise SystemExit(f"{tool} left {count_files(dest)} of {files} files in {dest}")
                     shutil.rmtree(dest, ignore_errors=True)
             if key == "big":  # the big copies cost real disk
                 for tool in tools:
