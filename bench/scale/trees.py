@@ -12,7 +12,10 @@ Cases (--cases, comma-separated):
              `:sftp:` remote given by flags, an empty --config: nothing in $HOME; with
              --sftp-disable-hashcheck unless --rclone-hashcheck: by default it runs `md5sum` on the
              server after each file, a shell per file)  vs  `sftp -b` `put -r`
-  download   sftp.download of what the upload left  vs  `rclone copy` back  vs  `sftp -b` `get -r`
+  download   sftp.download of what the upload left  vs  `rclone copy` back  vs  `sftp -b` `get -r`;
+             each peer also as `PEER && sync -f DEST` (the sync in its wall time): the durable
+             reference, as in bench/s3 and bench/sftp, since orchestrate fsyncs each file before
+             its rename and the peers leave dirty pages behind
   resume     the small tree's upload and download killed (-9) once --kill-at (0.6) of the files are
              done, then `orchestrate resume`: files re-sent (inode changed on the receiving side),
              time from `resume` to the first new file, and the whole resume
@@ -264,6 +267,14 @@ def run_timed(args, env=None, log=None):
     return elapsed, peak
 
 
+def then_sync(timed, dest):
+    """`timed`'s (wall time, peak RSS) with a `sync -f DEST` after it counted in the wall time: the
+    peer's time until what it wrote is on the disk."""
+    elapsed, rss = timed()
+    synced, _ = run_timed(["sync", "-f", dest])
+    return elapsed + synced, rss
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -381,24 +392,30 @@ steps:
                 for tool in tools:
                     src = f"{up}-{tool}"
                     dest = f"{work}/down-{key}-{tool}"
-                    fresh(dest)
                     if tool == "orchestrate":
+                        fresh(dest)
                         elapsed, rss, state = orch_run(f"down-{key}", "sftp.download", f"{key}-{tool}", dest)
                         report(f"download {files} x {size >> 10} KiB", tool, time=f"{elapsed:.1f}s", rss=f"{rss:.0f}MiB",
                                per_file=f"{elapsed / files * 1000:.2f}ms", **journal(state))
+                        if count_files(dest) != files:
+                            raise SystemExit(f"{tool} left {count_files(dest)} of {files} files in {dest}")
+                        runs = []
                     elif tool == "rclone":
-                        elapsed, rss = run_timed(rclone + [f":sftp:{src}", dest])
-                        report(f"download {files} x {size >> 10} KiB", tool, time=f"{elapsed:.1f}s", rss=f"{rss:.0f}MiB",
-                               per_file=f"{elapsed / files * 1000:.2f}ms")
+                        runs = [("rclone", lambda: run_timed(rclone + [f":sftp:{src}", dest]))]
                     else:
                         batch = f"{work}/get-{key}"
                         with open(batch, "w") as f:
                             f.write(f"get -r {src} {dest}\n")
-                        elapsed, rss = run_timed(["sftp", "-q"] + ssh_opts + ["-b", batch, f"{user}@127.0.0.1"])
-                        report(f"download {files} x {size >> 10} KiB", "sftp -r", time=f"{elapsed:.1f}s", rss=f"{rss:.0f}MiB",
+                        runs = [("sftp -r", lambda: run_timed(["sftp", "-q"] + ssh_opts + ["-b", batch, f"{user}@127.0.0.1"]))]
+                    if runs:  # each peer plain, then as `PEER && sync -f DEST`
+                        runs.append((f"{runs[0][0]} && sync", lambda timed=runs[0][1]: then_sync(timed, dest)))
+                    for label, timed in runs:
+                        fresh(dest)
+                        elapsed, rss = timed()
+                        report(f"download {files} x {size >> 10} KiB", label, time=f"{elapsed:.1f}s", rss=f"{rss:.0f}MiB",
                                per_file=f"{elapsed / files * 1000:.2f}ms")
-                    if count_files(dest) != files:
-                        raise SystemExit(f"{tool} left {count_files(dest)} of {files} files in {dest}")
+                        if count_files(dest) != files:
+                            raise SystemExit(f"{label} left {count_files(dest)} of {files} files in {dest}")
                     shutil.rmtree(dest, ignore_errors=True)
             if key == "big":  # the big copies cost real disk
                 for tool in tools:
