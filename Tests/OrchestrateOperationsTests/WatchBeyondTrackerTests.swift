@@ -28,6 +28,23 @@ import Testing
         try Data(relative.utf8).write(to: URL(fileURLWithPath: path))
     }
 
+    /// A watch of the new folder `name` (not recursive, 200 ms settle) feeding a session step.
+    func feedWatch(_ name: String) throws -> (watched: WatchedFolder, folder: String) {
+        let file = dir.write("\(name).yaml", """
+            name: feed
+            on:
+              watch: { path: \(name), settle: 200ms, feed: accept }
+            steps:
+              accept:
+                uses: sftp.accept-paths
+                with: { host: h }
+            """).path
+        let folder = dir.file(name).path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let workflow = try WorkflowLoader.parse(source: String(contentsOfFile: file, encoding: .utf8), file: file, catalog: nil)
+        return (try WatchedFolder(workflow: workflow), folder)
+    }
+
     @Test(arguments: Kind.allCases)
     func filesBeyondWhatIsTrackedAreTakenInByAScanOnceThereIsRoom(_ kind: Kind) throws {
         let file = dir.write("feed.yaml", """
@@ -87,20 +104,8 @@ import Testing
     /// handed over again. Without the scan's pruning it held all 60 versions.
     @Test(arguments: Kind.allCases)
     func theVersionsHeldFollowTheFolderNotItsHistory(_ kind: Kind) throws {
-        let file = dir.write("feed-\(kind).yaml", """
-            name: feed
-            on:
-              watch: { path: in-\(kind), settle: 200ms, feed: accept }
-            steps:
-              accept:
-                uses: sftp.accept-paths
-                with: { host: h }
-            """).path
-        let folder = dir.file("in-\(kind)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let (watched, folder) = try feedWatch("in-\(kind)")
         for i in 0..<50 { try Data("v1 \(i)".utf8).write(to: URL(fileURLWithPath: folder + "/clip_\(i).mov")) }
-        let watched = try WatchedFolder(workflow: WorkflowLoader.parse(source: String(contentsOfFile: file, encoding: .utf8),
-                                                                       file: file, catalog: nil))
         let store = try open(kind)
         var options = FolderWatcher.Options()
         options.pollOnly = true
@@ -131,21 +136,9 @@ import Testing
     /// A file whose name is not UTF-8 is said once (not at every scan), and again only when
     /// their number changes; the other files are handed over.
     @Test func aNameThatIsNotUTF8IsSaidOnceNotAtEveryScan() throws {
-        let file = dir.write("latin1.yaml", """
-            name: feed
-            on:
-              watch: { path: in-latin1, settle: 200ms, feed: accept }
-            steps:
-              accept:
-                uses: sftp.accept-paths
-                with: { host: h }
-            """).path
-        let folder = dir.file("in-latin1").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let (watched, folder) = try feedWatch("in-latin1")
         try FolderScanTests.plant(folder, Array("caf".utf8) + [0xE9] + Array(".mov".utf8))
         try Data("ok".utf8).write(to: URL(fileURLWithPath: folder + "/ok.mov"))
-        let watched = try WatchedFolder(workflow: WorkflowLoader.parse(source: String(contentsOfFile: file, encoding: .utf8),
-                                                                       file: file, catalog: nil))
         let store = try open(.sqlite)
         let warnings = WarningLog()
         var options = FolderWatcher.Options()
