@@ -10,16 +10,9 @@ import Testing
 /// before removing it), and nothing else does: not a directory of a run the store holds, not a
 /// folder another store shares, not what a symbolic link points to.
 @Suite(.serialized) struct RunDirectorySweeperTests {
-    enum Kind: String, CaseIterable, Sendable { case sqlite, postgres }
-
     let dir = TemporaryDirectory("sweep")
 
-    func open(_ kind: Kind, _ name: String) throws -> any StateStore {
-        switch kind {
-        case .sqlite: return try StoreOpening.open(.sqlite(directory: dir.file(name).path))
-        case .postgres: return try StoreOpening.open(.postgres(connection: try PostgresServer.shared().createDatabase()))
-        }
-    }
+    func open(_ kind: StoreKind, _ name: String) throws -> any StateStore { try kind.open(in: dir, name) }
 
     /// Makes run `id` in `store`, finished (or still running), with a file in its directory
     /// under `state`, as the engine leaves it.
@@ -44,8 +37,8 @@ import Testing
         return lstat(path, &info) == 0
     }
 
-    @Test(arguments: Kind.allCases)
-    func theDirectoriesOfRunsGoneFromTheStoreGoAndNothingElse(_ kind: Kind) throws {
+    @Test(arguments: StoreKind.allCases)
+    func theDirectoriesOfRunsGoneFromTheStoreGoAndNothingElse(_ kind: StoreKind) throws {
         let store = try open(kind, "store")
         let state = dir.file("node").path
         let runs = state + "/runs"
@@ -95,8 +88,8 @@ import Testing
         #expect(!exists(runs + "/kept") && exists(runs + "/live/out/frame.dpx"))
     }
 
-    @Test(arguments: Kind.allCases)
-    func aRunsFolderAnotherStoreSharesIsLeftAlone(_ kind: Kind) throws {
+    @Test(arguments: StoreKind.allCases)
+    func aRunsFolderAnotherStoreSharesIsLeftAlone(_ kind: StoreKind) throws {
         let store = try open(kind, "mine"), other = try open(kind, "theirs")
         let state = dir.file("shared").path
         try run("mine-1", in: store, state: state)

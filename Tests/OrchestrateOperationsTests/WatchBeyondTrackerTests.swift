@@ -11,16 +11,9 @@ import Testing
 /// half of the tracked ones were handed over, not at the next periodic scan (set to a minute
 /// here), and every file is handed over exactly once.
 @Suite(.serialized) struct WatchBeyondTrackerTests {
-    enum Kind: String, CaseIterable, Sendable { case sqlite, postgres }
-
     let dir = TemporaryDirectory("watch-beyond")
 
-    func open(_ kind: Kind) throws -> any StateStore {
-        switch kind {
-        case .sqlite: return try StoreOpening.open(.sqlite(directory: dir.file("state").path))
-        case .postgres: return try StoreOpening.open(.postgres(connection: try PostgresServer.shared().createDatabase()))
-        }
-    }
+    func open(_ kind: StoreKind) throws -> any StateStore { try kind.open(in: dir) }
 
     func write(_ relative: String) throws {
         let path = dir.file("in/" + relative).path
@@ -45,8 +38,8 @@ import Testing
         return (try WatchedFolder(workflow: workflow), folder)
     }
 
-    @Test(arguments: Kind.allCases)
-    func filesBeyondWhatIsTrackedAreTakenInByAScanOnceThereIsRoom(_ kind: Kind) throws {
+    @Test(arguments: StoreKind.allCases)
+    func filesBeyondWhatIsTrackedAreTakenInByAScanOnceThereIsRoom(_ kind: StoreKind) throws {
         let file = dir.write("feed.yaml", """
             name: feed
             on:
@@ -102,8 +95,8 @@ import Testing
     /// folder, not every version the folder ever had: after files were deleted and rewritten
     /// behind its back, a scan leaves it holding the folder's current files only, and none is
     /// handed over again. Without the scan's pruning it held all 60 versions.
-    @Test(arguments: Kind.allCases)
-    func theVersionsHeldFollowTheFolderNotItsHistory(_ kind: Kind) throws {
+    @Test(arguments: StoreKind.allCases)
+    func theVersionsHeldFollowTheFolderNotItsHistory(_ kind: StoreKind) throws {
         let (watched, folder) = try feedWatch("in-\(kind)")
         for i in 0..<50 { try Data("v1 \(i)".utf8).write(to: URL(fileURLWithPath: folder + "/clip_\(i).mov")) }
         let store = try open(kind)

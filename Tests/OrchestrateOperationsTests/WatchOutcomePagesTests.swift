@@ -10,15 +10,17 @@ import Testing
 /// the hand-offs whose work ended a page at a time and never the work still going on, so what
 /// one pass holds does not grow with the files of a feed run (up to 100,000 pending).
 @Suite(.serialized) struct WatchOutcomePagesTests {
-    enum Kind: String, CaseIterable, Sendable { case sqlite, postgres }
-
     let dir = TemporaryDirectory("watch-outcomes")
 
-    func open(_ kind: Kind) throws -> any StateStore {
-        switch kind {
-        case .sqlite: return try StoreOpening.open(.sqlite(directory: dir.file("state").path))
-        case .postgres: return try StoreOpening.open(.postgres(connection: try PostgresServer.shared().createDatabase()))
-        }
+    func open(_ kind: StoreKind) throws -> any StateStore { try kind.open(in: dir) }
+
+    /// Makes the running feed run "feed" the hand-offs' items go to.
+    @discardableResult
+    static func makeFeedRun(_ store: any StateStore) throws -> RunRecord {
+        let run = RunRecord(id: "feed", workflowName: "feed", workflowFile: "/feed.yaml", workflowSource: "name: feed",
+                            inputs: [:], status: .running, createdAt: 1, runDir: RunRecord.runDirectory(for: "feed"))
+        try store.createRun(run, events: [])
+        return run
     }
 
     func watched() throws -> WatchedFolder {
@@ -39,13 +41,11 @@ import Testing
     /// A watcher starting over 2,100 hand-offs (twice and a bit its page) reads them a page at
     /// a time and holds those whose file can still be met: pending and failed ones, not those
     /// whose `after: delete` was applied.
-    @Test(arguments: Kind.allCases)
-    func aStartReadsTheHandOffsAPageAtATime(_ kind: Kind) throws {
+    @Test(arguments: StoreKind.allCases)
+    func aStartReadsTheHandOffsAPageAtATime(_ kind: StoreKind) throws {
         let watched = try watched()
         let store = try open(kind)
-        let run = RunRecord(id: "feed", workflowName: "feed", workflowFile: "/feed.yaml", workflowSource: "name: feed",
-                            inputs: [:], status: .running, createdAt: 1, runDir: RunRecord.runDirectory(for: "feed"))
-        try store.createRun(run, events: [])
+        try Self.makeFeedRun(store)
         let files = (0..<2_100).map {
             WatchedFile(watch: watched.identity, path: "shot\($0 % 7)/frame_\($0).dpx", size: 4096, mtimeNanoseconds: Int64($0))
         }
@@ -63,13 +63,11 @@ import Testing
     /// 300 files whose item is done among 900 handed over into one running feed run (300 failed,
     /// 300 still queued): one pass finishes the 600 ended ones (the done ones deleted, the failed
     /// ones left) in pages of at most `outcomePage`, and leaves the queued ones pending.
-    @Test(arguments: Kind.allCases)
-    func aPassReadsEndedHandOffsAPageAtATime(_ kind: Kind) throws {
+    @Test(arguments: StoreKind.allCases)
+    func aPassReadsEndedHandOffsAPageAtATime(_ kind: StoreKind) throws {
         let watched = try watched()
         let store = try open(kind)
-        let run = RunRecord(id: "feed", workflowName: "feed", workflowFile: "/feed.yaml", workflowSource: "name: feed",
-                            inputs: [:], status: .running, createdAt: 1, runDir: RunRecord.runDirectory(for: "feed"))
-        try store.createRun(run, events: [])
+        let run = try Self.makeFeedRun(store)
         let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
         let count = 900
         for i in 0..<count {
