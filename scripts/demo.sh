@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build
 bin="$(swift build --show-bin-path)"
-work="${DEMO_DIR:-$(mktemp -d /tmp/orchestrate-demo.XXXXXX)}"
+# A directory of its own, deleted at the end (the sample and its uploaded copy are 2 x 256 MiB)
+# unless DEMO_KEEP=1 or DEMO_DIR names one to keep.
+if [ -n "${DEMO_DIR:-}" ]; then work="$DEMO_DIR"; keep=1; else work="$(mktemp -d /tmp/orchestrate-demo.XXXXXX)"; keep="${DEMO_KEEP:-0}"; fi
 size_mib="${DEMO_SIZE_MIB:-256}"
 rate="${DEMO_MAX_RATE:-$((64 * 1024 * 1024))}"   # bytes/s, so the progress is visible on loopback
 echo "generating a ${size_mib} MiB sample in $work" >&2
@@ -19,7 +21,11 @@ head -c "$((size_mib * 1024 * 1024))" /dev/urandom > "$work/sample.mov"
 "$bin/orchestrate-sandbox" --port 0 --data-dir "$work/sandbox" \
   --drop-after-bytes "$((size_mib * 1024 * 1024 / 2))" --max-drops 1 > "$work/sandbox.out" &
 sandbox_pid=$!
-trap 'kill "$sandbox_pid" 2>/dev/null || true' EXIT
+finish() {
+  kill "$sandbox_pid" 2>/dev/null || true
+  if [ "$keep" = 1 ]; then echo "kept: $work" >&2; else wait "$sandbox_pid" 2>/dev/null || true; rm -rf "$work"; fi
+}
+trap finish EXIT
 for _ in $(seq 100); do grep -q listening "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
 api="$(sed -n 's/.* on //p' "$work/sandbox.out")"
 echo "sandbox (Vimeo-style API) at $api" >&2
@@ -30,6 +36,6 @@ export VIMEO_TOKEN=sandbox-token
   --input description="uploaded by scripts/demo.sh" --input max_rate="$rate" \
   --state "$work/state"
 cmp "$work/sample.mov" "$work/sandbox/videos/1001.bin"
-echo "the uploaded video is byte-identical: $work/sandbox/videos/1001.bin" >&2
+echo "the uploaded video is byte-identical to the sample (DEMO_KEEP=1 keeps both)" >&2
 curl -sS -H "Authorization: bearer $VIMEO_TOKEN" "$api/videos/1001"
 echo

@@ -2,8 +2,10 @@ import Foundation
 
 /// A throwaway PostgreSQL cluster for the tests: Debian's server binaries, `initdb` in a
 /// temporary directory, `pg_ctl` on a port of its own on 127.0.0.1 (and a Unix socket in the
-/// same directory), stopped when the test process exits. PostgreSQL refuses to run as root, so
-/// as root it runs as the `postgres` user (`runuser`).
+/// same directory), stopped and deleted when the test process exits. A process that crashed
+/// cannot do that, so the first use of the shared cluster stops and deletes the clusters of test
+/// processes that are gone (each is a few hundred megabytes; left behind they fill the disk).
+/// PostgreSQL refuses to run as root, so as root it runs as the `postgres` user (`runuser`).
 ///
 /// ```swift
 /// let url = try PostgresServer.shared().createDatabase()   // a fresh, empty database
@@ -28,9 +30,13 @@ public final class PostgresServer: @unchecked Sendable {
     public static func shared() throws -> PostgresServer {
         try sharedLock.withLock {
             if let server = sharedServer { return server }
+            removeAbandonedClusters()
             let server = try PostgresServer()
             sharedServer = server
-            atexit { PostgresServer.sharedServer?.stop() }
+            atexit {
+                PostgresServer.sharedServer?.stop()
+                PostgresServer.sharedServer?.remove()
+            }
             return server
         }
     }
@@ -47,6 +53,32 @@ public final class PostgresServer: @unchecked Sendable {
 
     /// Deletes the cluster's files (after `stop()`).
     public func remove() { try? FileManager.default.removeItem(atPath: directory) }
+
+    private static let directoryPrefix = "orchestrate-pg-"
+
+    /// Stops and deletes the clusters whose test process is no longer running (the process id is
+    /// in the directory's name: `orchestrate-pg-PID-RANDOM`).
+    public static func removeAbandonedClusters() {
+        let temporary = NSTemporaryDirectory()
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []
+        for name in names where name.hasPrefix(directoryPrefix) {
+            let fields = name.dropFirst(directoryPrefix.count).split(separator: "-")
+            guard fields.count == 2, let pid = pid_t(fields[0]), pid != getpid(),
+                  kill(pid, 0) != 0, errno == ESRCH,
+                  let binaries = findBinaries() else { continue }
+            let abandoned = PostgresServer(abandonedAt: temporary + name, binaries: binaries)
+            abandoned.stop()
+            abandoned.remove()
+        }
+    }
+
+    /// A handle on an existing cluster's directory, only to stop and delete it.
+    private init(abandonedAt directory: String, binaries: String) {
+        self.directory = directory
+        self.binaries = binaries
+        self.port = 0
+        self.extraAddress = nil
+    }
 
     /// The superuser's URL of database `name` (on `host`, 127.0.0.1 unless given).
     public func url(_ name: String = "postgres", host: String = "127.0.0.1") -> String {
@@ -78,11 +110,15 @@ public final class PostgresServer: @unchecked Sendable {
 
     public func start() throws {
         let status = try pgctlDetached(["start", "-w", "-t", "30", "-l", directory + "/log",
-                                        "-o", "-p \(port) -k \(directory) -c listen_addresses=\(["127.0.0.1", extraAddress].compactMap { $0 }.joined(separator: ",")) -c fsync=off -c max_connections=300"])
+                                        "-o", "-p \(port) -k \(directory) -c listen_addresses=\(["127.0.0.1", extraAddress].compactMap { $0 }.joined(separator: ",")) -c fsync=off -c max_connections=300 \(PostgresServer.smallDiskSettings)"])
         guard status == 0 else {
             throw Unavailable(description: "pg_ctl start failed: \((try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "")")
         }
     }
+
+    /// No WAL beyond what crash recovery needs (nothing replicates from a test cluster), and
+    /// checkpoints often enough that pg_wal stays near 64 MB instead of growing to 1 GB.
+    private static let smallDiskSettings = "-c wal_level=minimal -c max_wal_senders=0 -c max_wal_size=64MB -c min_wal_size=32MB"
 
     /// pg_ctl with its output in the server's log rather than in pipes (the server it starts
     /// lives on and would hold them), spawned and reaped with plain posix_spawn/waitpid: it may
@@ -113,7 +149,7 @@ public final class PostgresServer: @unchecked Sendable {
             throw Unavailable(description: "no PostgreSQL server binaries in /usr/lib/postgresql (scripts/install-deps.sh installs them)")
         }
         binaries = bin
-        directory = NSTemporaryDirectory() + "orchestrate-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        directory = NSTemporaryDirectory() + PostgresServer.directoryPrefix + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         if getuid() == 0 { _ = try ChildProcess.run(URL(fileURLWithPath: "/bin/chown"), ["postgres:postgres", directory]) }
