@@ -12,7 +12,9 @@ Stop/Start of a named queue, Pause/Resume on the schedules view, every other vie
 prints `CANCELLED RUN_ID` for the Swift test to check in the store. Exits non-zero on any
 failure, with what went wrong.
 """
+import atexit
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -187,6 +189,7 @@ def run(driver, api, url, artifacts):
 
     # A persistent session: a file added to it shows its own bar, advancing, its name as text.
     inbox = tempfile.mkdtemp(prefix="dashboard-inbox-")
+    atexit.register(shutil.rmtree, inbox, True)
     session = api("POST", "/api/runs", {"workflow_yaml": SESSION.replace("FILE", inbox + "/received")})["id"]
     wait("the session to run", lambda: api("GET", "/api/runs/" + session)["status"] == "running")
     api("POST", f"/api/runs/{session}/paths", {"source": HOSTILE_PATH, "destination": "in/clip.mov"})
