@@ -141,9 +141,11 @@ let package = Package(
         // S3 and compatibles: the plugin, and its SigV4 signer and credential chain as a module
         // of their own (no I/O beyond reading ~/.aws), unit-tested against botocore.
         .target(name: "OrchestrateS3Auth", dependencies: ["CLibCrypto"], path: "plugins/s3/Auth"),
+        // MD5 of several parts at once in the lanes of AVX-512 or AVX2 registers (C: intrinsics).
+        .target(name: "CMultiMD5", path: "plugins/s3/MultiMD5"),
         .target(name: "OrchestrateS3Plugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl", "CLibCrypto",
-                                                           "OrchestrateS3Auth", "OrchestrateDigest"],
-                path: "plugins/s3", exclude: ["README.md", "Auth"]),
+                                                           "OrchestrateS3Auth", "OrchestrateDigest", "CMultiMD5"],
+                path: "plugins/s3", exclude: ["README.md", "Auth", "MultiMD5"]),
         // FTPS (and plain FTP only when asked for by name) on libcurl.
         .target(name: "OrchestrateFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl"],
                 path: "plugins/ftp", exclude: ["README.md"]),
@@ -183,7 +185,7 @@ let package = Package(
         .testTarget(name: "OrchestrateHTTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateFTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateSFTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
-        .testTarget(name: "OrchestrateS3PluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateS3Auth"]),
+        .testTarget(name: "OrchestrateS3PluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateS3Auth", "CMultiMD5"]),
         // The HTTP API, /metrics and the dashboard of `serve --http`, through the real binary; the
         // event streams' reads in process.
         .testTarget(name: "OrchestrateHTTPAPITests", dependencies: [

@@ -80,7 +80,9 @@ import Testing
         #expect(resumed.status == 0, "\(TransferTests.check(resumed))")
         let gets = Self.requests(peer, "GET", prefix: "t/", status: 200)
         #expect(gets.count == Self.count, "\(gets)")
-        #expect(gets.values.filter { $0 > 1 }.count <= 2 && gets.values.allSatisfy { $0 <= 2 }, "\(gets)")
+        // Fetched twice: the 2 in flight at the kill, and those fetched and verified whose commit
+        // (fsync, rename, then the checkpoint) had not ended: on a loaded disk, one or two more.
+        #expect(gets.values.filter { $0 > 1 }.count <= 4 && gets.values.allSatisfy { $0 <= 2 }, "\(gets)")
         #expect((try runner.stepOutputs("get")?["files_resumed"]?.intValue ?? 0) >= 8)
         for i in 0 ..< Self.count {
             let relative = i % 2 == 0 ? "f\(i)" : "sub/f\(i)"
