@@ -71,12 +71,15 @@ let package = Package(
         // The durable journal: the StateStore protocol, SQLite (one machine) and PostgreSQL
         // (several machines sharing one queue).
         .target(name: "OrchestrateStore", dependencies: [
-            "OrchestrateJSON", "OrchestrateLock", "CLibPQ", .product(name: "GRDB", package: "GRDB.swift"),
+            "OrchestrateJSON", "OrchestrateLock", "OrchestrateExactPath", "CLibPQ", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // The one mutex every module uses (a module of its own: the plugin kit, built into
         // third-party plugins, must not pull in the host). Then the token bucket behind every
         // bandwidth cap (host and plugins alike).
         .target(name: "OrchestrateLock"),
+        // A path compared byte for byte (String compares by Unicode equivalence), for the sets
+        // and dictionaries of file names.
+        .target(name: "OrchestrateExactPath"),
         .target(name: "OrchestrateTokenBucket", dependencies: ["OrchestrateLock"]),
         .target(name: "OrchestratePluginHost", dependencies: ["OrchestrateJSON", "COrchestratePlugin", "OrchestrateTokenBucket",
                                                               "OrchestrateLock"]),
@@ -88,7 +91,7 @@ let package = Package(
         // read models (RunDocument...) that the CLI and the HTTP API show.
         .target(name: "OrchestrateOperations", dependencies: [
             "OrchestrateEngine", "OrchestrateJSON", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
-            "OrchestrateTokenBucket", "OrchestrateLock",
+            "OrchestrateTokenBucket", "OrchestrateLock", "OrchestrateExactPath",
         ]),
         // `serve` assembled: the queue worker, the schedule firer, the folder watchers, the
         // retention pruner and the HTTP API of one process, started and stopped together.
@@ -107,7 +110,7 @@ let package = Package(
         // and the web dashboard on it (its files compiled into the binary).
         .target(name: "OrchestrateHTTPAPI", dependencies: [
             "OrchestrateEngine", "OrchestrateOperations", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateJSON", "OrchestrateTokenBucket",
-            "OrchestrateLock", .product(name: "Hummingbird", package: "hummingbird"),
+            "OrchestrateLock", "OrchestrateExactPath", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
@@ -136,7 +139,8 @@ let package = Package(
         .target(name: "OrchestrateHTTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl",
                                                              "OrchestrateDigest", "OrchestrateTokenBucket"],
                 path: "plugins/http", exclude: ["README.md"]),
-        .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CLibSSH2", "CLibCrypto"],
+        .target(name: "OrchestrateSFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CLibSSH2", "CLibCrypto",
+                                                             "OrchestrateExactPath"],
                 path: "plugins/sftp", exclude: ["README.md"]),
         // S3 and compatibles: the plugin, and its SigV4 signer and credential chain as a module
         // of their own (no I/O beyond reading ~/.aws), unit-tested against botocore.
@@ -144,7 +148,7 @@ let package = Package(
         // MD5 of several parts at once in the lanes of AVX-512 or AVX2 registers (C: intrinsics).
         .target(name: "CMultiMD5", path: "plugins/s3/MultiMD5"),
         .target(name: "OrchestrateS3Plugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl", "CLibCrypto",
-                                                           "OrchestrateS3Auth", "OrchestrateDigest", "CMultiMD5"],
+                                                           "OrchestrateS3Auth", "OrchestrateDigest", "CMultiMD5", "OrchestrateExactPath"],
                 path: "plugins/s3", exclude: ["README.md", "Auth", "MultiMD5"]),
         // FTPS (and plain FTP only when asked for by name) on libcurl.
         .target(name: "OrchestrateFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl"],
@@ -174,7 +178,7 @@ let package = Package(
         ]),
         // Operations' read models and run ids, in process.
         .testTarget(name: "OrchestrateOperationsTests", dependencies: [
-            "OrchestrateOperations", "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestrateTestSupport",
+            "OrchestrateOperations", "OrchestrateEngine", "OrchestrateModel", "OrchestrateStore", "OrchestrateTestSupport", "OrchestrateExactPath",
         ]),
         // End to end through the real binary: run, submit, serve, resume, cancel, schedules,
         // watch folders, retention, crashes. Run twice by scripts/test.sh: SQLite, then PostgreSQL.

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateExactPath
 
 /// `serve --api-workflows DIR`: the only workflows the API may start, by name. A write token can
 /// otherwise submit any workflow (an `exec` step is a shell as the user `serve` runs as); with a
@@ -24,7 +25,7 @@ struct APIWorkflows: Sendable {
             let path = (directory as NSString).appendingPathComponent(candidate)
             var info = stat()
             guard lstat(path, &info) == 0 else { continue }
-            guard let real = Self.realPath(path), real.hasPrefix(root == "/" ? "/" : root + "/") else {
+            guard let real = Self.realPath(path), ExactPath(real).hasPrefix(ExactPath(root == "/" ? "/" : root + "/")) else {
                 throw Problem(.forbidden, "workflow '\(name)' leads outside the server's workflow directory (a symbolic link); refused")
             }
             guard stat(real, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {

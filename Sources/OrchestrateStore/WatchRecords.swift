@@ -1,3 +1,4 @@
+import OrchestrateExactPath
 // What the store journals about watch folders (`on.watch`): which file was handed over as
 // which work, so a file becomes work exactly once across restarts and serve processes.
 
@@ -18,6 +19,19 @@ public struct WatchedFile: Sendable, Hashable {
         self.path = path
         self.size = size
         self.mtimeNanoseconds = mtimeNanoseconds
+    }
+
+    /// Paths compare byte for byte, as the folder's filesystem and the store compare them: two
+    /// names that differ only in Unicode normalization are two files.
+    public static func == (a: WatchedFile, b: WatchedFile) -> Bool {
+        a.size == b.size && a.mtimeNanoseconds == b.mtimeNanoseconds && a.watch == b.watch && ExactPath(a.path) == ExactPath(b.path)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(watch)
+        hasher.combine(ExactPath(path))
+        hasher.combine(size)
+        hasher.combine(mtimeNanoseconds)
     }
 }
 

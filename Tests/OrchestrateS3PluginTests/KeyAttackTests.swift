@@ -99,6 +99,42 @@ import Testing
         #expect(failed["data"]?["code"]?.stringValue == "not_a_folder", "\(failed)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
     }
+
+    /// Two folder names that differ only in Unicode normalization ("café" precomposed and "cafe"
+    /// with a combining accent) are two folders to the filesystem, but equal Swift Strings: a
+    /// folder checked under one name must not vouch for the other, where a symbolic link towards
+    /// a folder outside was planted.
+    @Test func aFolderNameInTheOtherNormalizationIsCheckedToo() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("orc-bucket")
+        let runner = S3Runner()
+        let body = runner.path("body.txt")
+        _ = FileManager.default.createFile(atPath: body, contents: Data("planted".utf8))
+        let decomposed = "cafe\u{301}", precomposed = "caf\u{E9}"
+        #expect(Array(decomposed.utf8) != Array(precomposed.utf8) && decomposed == precomposed)
+        // Keys are fetched in byte order: the decomposed folder ("e", 0x65) first.
+        for key in ["p/\(decomposed)/a.txt", "p/\(precomposed)/b.txt"] {
+            #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", key, "--body", body]).status == 0)
+        }
+        let outside = runner.path("outside")
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        let destination = runner.path("dest")
+        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        #expect(symlink(outside, destination + "/" + precomposed) == 0)
+        let file = runner.workflow(TransferTests.workflow(peer, """
+              get:
+                uses: s3.download
+                retry: { max_attempts: 1 }
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, prefix: "p/", destination: "\(destination)", concurrency: 1 }
+            """))
+        let result = try runner.run(file)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty, "written through the planted link")
+        let failed = try #require(S3Runner.events(result.stdout).ofType("step.failed", step: "get").last, "\(TransferTests.check(result))")
+        #expect(failed["data"]?["code"]?.stringValue == "not_a_folder", "\(failed)")
+        // The decomposed name was a folder of its own, made as one (the run stopped at the link).
+        var info = stat()
+        #expect(lstat(destination + "/" + decomposed, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR)
+    }
 }
 
 /// A key with "." and ".." segments is one object's name in S3: s3.upload and s3.download of it

@@ -83,6 +83,22 @@ import Testing
         #expect(Harness.sameBytes(file, "\(root)/real/new/file.bin"))
     }
 
+    /// A root whose name has an accent, and beside it a folder whose name differs only in Unicode
+    /// normalization (two folders to the filesystem, equal Swift Strings): a symlink to that
+    /// folder leads outside the root and is refused.
+    @Test(arguments: SSHTransportKind.allCases)
+    func aFolderBesideTheRootNamedAlikeIsOutsideIt(transport: SSHTransportKind) throws {
+        let file = Harness.randomFile(h.path("small.bin"), size: 1000)
+        let accented = peer.dir.file("caf\u{E9}").path, lookalike = peer.dir.file("cafe\u{301}").path
+        #expect(accented == lookalike && Array(accented.utf8) != Array(lookalike.utf8))
+        for folder in [accented, lookalike] { #expect(mkdir(folder, 0o755) == 0 || errno == EEXIST) }
+        #expect(symlink(lookalike, accented + "/link") == 0)
+        let up = try run("sftp.upload", "source: \(file)\n      destination: link/file.bin", transport: transport, remoteRoot: accented)
+        #expect(up.status != 0, "\(up.stdout)")
+        #expect(up.stdout.contains("outside remote_root"), "\(up.stdout)")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: lookalike)) == [], "written beside the root")
+    }
+
     @Test(arguments: SSHTransportKind.allCases)
     func aPlantedPartialSymlinkIsRemovedNeverFollowed(transport: SSHTransportKind) throws {
         let file = Harness.randomFile(h.path("small.bin"), size: 100_000)

@@ -1,3 +1,4 @@
+import OrchestrateExactPath
 import OrchestrateJSON
 import OrchestratePluginFiles
 import OrchestratePluginKit
@@ -142,12 +143,12 @@ struct DownloadTree {
         var skipped = 0
         try ObjectListing.each(client, prefix: prefix, pageSize: inputs.pageSize) { objects throws(StepError) in
             for object in objects {
-                guard object.key.hasPrefix(prefix) else {
+                guard ExactPath(object.key).hasPrefix(ExactPath(prefix)) else {
                     step.log(.warn, "skipping \(client.uri(object.key)): the server listed it under \(prefix), which it is not")
                     skipped += 1
                     continue
                 }
-                switch KeyPaths.local(String(object.key.dropFirst(prefix.count))) {
+                switch KeyPaths.local(ExactPath(object.key).dropping(ExactPath(prefix))) {
                 case .path(let components):
                     entries.append(Entry(object: object, components: components))
                 case .folderMarker:
@@ -159,12 +160,12 @@ struct DownloadTree {
             }
             try step.checkCancellation()
         }
-        var byPath: [String: [String]] = [:]
-        for entry in entries { byPath[entry.relative] = entry.components }
-        let clashes = KeyPaths.clashes(Set(byPath.keys), components: byPath)
+        var byPath: [ExactPath: [String]] = [:]
+        for entry in entries { byPath[ExactPath(entry.relative)] = entry.components }
+        let clashes = KeyPaths.clashes(byPath)
         if !clashes.isEmpty {
             entries.removeAll { entry in
-                guard let why = clashes[entry.relative] else { return false }
+                guard let why = clashes[ExactPath(entry.relative)] else { return false }
                 step.log(.warn, "skipping the key \(quoted(entry.object.key)): \(why)")
                 skipped += 1
                 return true

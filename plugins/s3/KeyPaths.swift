@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import OrchestrateExactPath
 import OrchestratePluginKit
 
 /// Object keys as local paths under a download's destination folder. A key is a name another
@@ -36,19 +37,20 @@ enum KeyPaths {
         (components.dropLast() + [".\(components.last!).part"]).joined(separator: "/")
     }
 
-    /// Of `paths` (relative, `/`-joined), the ones a filesystem cannot hold beside the others,
-    /// with why: a name that is also a folder of other keys (`a` and `a/b`), a name that is the
-    /// partial file of another key (`x` and `.x.part`).
-    static func clashes(_ paths: Set<String>, components: [String: [String]]) -> [String: String] {
-        var folders = Set<String>()
+    /// Of the relative paths `components` holds (`/`-joined → their components), the ones a
+    /// filesystem cannot hold beside the others, with why: a name that is also a folder of other
+    /// keys (`a` and `a/b`), a name that is the partial file of another key (`x` and `.x.part`).
+    /// Byte for byte: names that differ only in Unicode normalization do not clash.
+    static func clashes(_ components: [ExactPath: [String]]) -> [ExactPath: String] {
+        var folders = Set<ExactPath>()
         for (_, parts) in components where parts.count > 1 {
-            for depth in 1 ..< parts.count { folders.insert(parts.prefix(depth).joined(separator: "/")) }
+            for depth in 1 ..< parts.count { folders.insert(ExactPath(parts.prefix(depth).joined(separator: "/"))) }
         }
-        var out: [String: String] = [:]
+        var out: [ExactPath: String] = [:]
         for (path, parts) in components {
             if folders.contains(path) { out[path] = "it is also the folder of other keys (\(path)/...)" }
-            let partial = partialName(of: parts)
-            if paths.contains(partial) { out[partial] = "it is the name of the partial file of \(path)" }
+            let partial = ExactPath(partialName(of: parts))
+            if components[partial] != nil { out[partial] = "it is the name of the partial file of \(path)" }
         }
         return out
     }
@@ -59,7 +61,9 @@ enum KeyPaths {
 /// someone put there, so no file lands outside the destination.
 final class LocalFolders {
     private let root: String
-    private var made = Set<String>()
+    /// Byte for byte: a folder checked under one normalization of its name says nothing of a
+    /// symbolic link planted under another.
+    private var made = Set<ExactPath>()
 
     init(root: String) { self.root = root }
 
@@ -70,7 +74,7 @@ final class LocalFolders {
         for (depth, name) in components.dropLast().enumerated() {
             path += "/" + name
             let relative = components.prefix(depth + 1).joined(separator: "/")
-            if made.contains(relative) { continue }
+            if made.contains(ExactPath(relative)) { continue }
             var info = stat()
             if lstat(path, &info) != 0 {
                 guard errno == ENOENT else { throw .posix("cannot stat \(path)") }
@@ -81,7 +85,7 @@ final class LocalFolders {
                 throw .permanent("\(path) is not a folder (a symbolic link or a file is there): not followed, nothing written through it",
                                  code: "not_a_folder")
             }
-            made.insert(relative)
+            made.insert(ExactPath(relative))
         }
         return path + "/" + components.last!
     }

@@ -1,3 +1,4 @@
+import OrchestrateExactPath
 import OrchestratePluginKit
 
 /// Keeps every remote path a step creates, reads or renames inside the server's
@@ -20,8 +21,9 @@ final class RootGuard: @unchecked Sendable {
     /// The server's realpath of the root: what every resolved path must lie in.
     let realRoot: String
     private let lock = Lock()
-    /// Folders below the root already checked or made: relative path → real path to use.
-    private var folders: [String: String] = [:]
+    /// Folders below the root already checked or made: relative path → real path to use (byte
+    /// for byte: one checked says nothing of another whose name differs only in normalization).
+    private var folders: [ExactPath: String] = [:]
 
     /// Resolves the root; a missing root is refused unless `create` (`create_root: true`), which
     /// makes it like `mkdir -p` (the workflow names the root, so the way to it is trusted).
@@ -44,20 +46,20 @@ final class RootGuard: @unchecked Sendable {
 
     /// Whether the absolute `path` (a server's realpath) lies inside the real root.
     func contains(_ path: String) -> Bool {
-        realRoot == "/" || path == realRoot || path.hasPrefix(realRoot + "/")
+        ExactPath(path).isInside(ExactPath(realRoot))
     }
 
     /// The real path of the folder `relative` (normalised, relative to the root; "" is the root),
     /// made one component at a time when missing and `create`.
     func folder(_ relative: String, create: Bool, fs: RemoteFS) throws(StepError) -> String {
         if relative.isEmpty { return realRoot }
-        if let known = lock.withLock({ folders[relative] }) { return known }
+        if let known = lock.withLock({ folders[ExactPath(relative)] }) { return known }
         let parts = relative.split(separator: "/").map(String.init)
         // Go on from the deepest folder already checked.
         var start = parts.count - 1
         var real = realRoot
         while start > 0 {
-            if let known = lock.withLock({ folders[parts[..<start].joined(separator: "/")] }) {
+            if let known = lock.withLock({ folders[ExactPath(parts[..<start].joined(separator: "/"))] }) {
                 real = known
                 break
             }
@@ -66,13 +68,13 @@ final class RootGuard: @unchecked Sendable {
         for index in start ..< parts.count {
             real = try enter(real + "/" + parts[index], create: create, fs: fs)
             let name = parts[...index].joined(separator: "/")
-            lock.withLock { folders[name] = real }
+            lock.withLock { folders[ExactPath(name)] = real }
         }
         return real
     }
 
     /// Whether `folder(relative)` is answered from what this guard checked before.
-    func isKnown(_ relative: String) -> Bool { relative.isEmpty || lock.withLock { folders[relative] != nil } }
+    func isKnown(_ relative: String) -> Bool { relative.isEmpty || lock.withLock { folders[ExactPath(relative)] != nil } }
 
     /// Forgets every checked folder (one was removed on the server meanwhile): the next use of
     /// each checks it again from the root.

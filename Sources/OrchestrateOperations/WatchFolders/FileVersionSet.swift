@@ -1,3 +1,4 @@
+import OrchestrateExactPath
 import OrchestrateStore
 
 /// A set of versions of one watched folder's files (path, size, mtime), held in 24 bytes a
@@ -27,7 +28,8 @@ struct FileVersionSet {
     }
 
     private static func version(_ file: WatchedFile) -> Version {
-        Version(pathHash: file.path.hashValue, size: file.size, mtimeNanoseconds: file.mtimeNanoseconds)
+        // The hash of the path's bytes: String's own hash folds Unicode-equivalent names together.
+        Version(pathHash: ExactPath(file.path).hashValue, size: file.size, mtimeNanoseconds: file.mtimeNanoseconds)
     }
 
     var count: Int { versions.count }

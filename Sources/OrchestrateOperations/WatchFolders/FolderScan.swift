@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 import OrchestrateEngine
+import OrchestrateExactPath
 #endif
 
 /// What a watch compares to decide a file has stopped changing.
@@ -43,7 +44,7 @@ struct FolderFilter: Sendable {
         // and rename it when complete.
         if components.contains(where: { $0.hasPrefix(".") }) { return false }
         if !recursive && components.count > 1 { return false }
-        if skippedFolders.contains(where: { relative.hasPrefix($0 + "/") }) { return false }
+        if skippedFolders.contains(where: { ExactPath(relative).isInside(ExactPath($0)) }) { return false }
         let name = String(components.last ?? "")
         func match(_ pattern: String) -> Bool {
             pattern.contains("/") ? fnmatch(pattern, relative, 0) == 0 : fnmatch(pattern, name, 0) == 0

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateEngine
+import OrchestrateExactPath
 import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
@@ -111,7 +112,7 @@ public final class FolderWatcher: @unchecked Sendable {
         while !isStopping {
             var now = clock()
             if now >= nextScan {
-                var stillThere = Set<String>()  // the waiting files this pass met; the others are gone
+                var stillThere = Set<ExactPath>()  // the waiting files this pass met; the others are gone
                 var settledThere = FileVersionSet()  // the settled versions it met; the others are gone
                 tracker.clearMissed()
                 var unreadable: (count: Int, first: String?) = (0, nil)
@@ -122,11 +123,11 @@ public final class FolderWatcher: @unchecked Sendable {
                         settledThere.insert(file)
                     } else {
                         tracker.observe(relative, signature, now: now)
-                        if tracker.isTracked(relative) { stillThere.insert(relative) }
+                        if tracker.isTracked(relative) { stillThere.insert(ExactPath(relative)) }
                     }
                 }
                 if let inotify, !inotify.watch(folders) { scanInterval = scanAlone }
-                for relative in Array(tracker.paths) where !stillThere.contains(relative) { tracker.forget(relative) }
+                for relative in tracker.paths where !stillThere.contains(ExactPath(relative)) { tracker.forget(relative) }
                 handOver.keepSettledVersions(settledThere)
                 if unreadable.count != unreadableNames, let first = unreadable.first {
                     options.warn("watch \(watched.folder): \(unreadable.count) name(s) there are not UTF-8 and are left alone, e.g. "
@@ -169,7 +170,7 @@ public final class FolderWatcher: @unchecked Sendable {
                 switch inotify.wait(timeout: timeout) {
                 case .paths(let paths)?:
                     let seenAt = clock()
-                    for relative in paths where filter.matches(relative) { look(relative, now: seenAt) }
+                    for relative in paths where filter.matches(relative.string) { look(relative.string, now: seenAt) }
                 case .rescan?:
                     nextScan = 0
                 case nil:

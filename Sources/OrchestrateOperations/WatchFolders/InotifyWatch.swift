@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 import OrchestrateEngine
+import OrchestrateExactPath
 #endif
 
 /// Linux inotify on a watched folder (and its subfolders): tells the watch which paths
@@ -12,7 +13,7 @@ final class InotifyWatch {
     /// What happened since the last call.
     enum Change {
         /// These relative paths were created, written, moved in or out, or deleted.
-        case paths(Set<String>)
+        case paths(Set<ExactPath>)
         /// Too much to tell (the kernel queue overflowed, a folder appeared or went): scan.
         case rescan
     }
@@ -20,7 +21,7 @@ final class InotifyWatch {
     private let fd: Int32
     private let root: String
     private var folders: [Int32: String] = [:]  // watch descriptor -> relative folder
-    private var watched: Set<String> = []
+    private var watched: Set<ExactPath> = []
 
     /// Nil where inotify is unavailable (not Linux, or the per-user limits are exhausted).
     init?(root: String) {
@@ -39,15 +40,15 @@ final class InotifyWatch {
     /// could not be watched (then the caller relies on scanning).
     @discardableResult
     func watch(_ relativeFolders: [String]) -> Bool {
-        var rootWatched = watched.contains("")
-        for folder in relativeFolders where !watched.contains(folder) {
+        var rootWatched = watched.contains(ExactPath(""))
+        for folder in relativeFolders where !watched.contains(ExactPath(folder)) {
             let path = folder.isEmpty ? root : root + "/" + folder
             let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_DELETE_SELF
                               | IN_MOVE_SELF | IN_ONLYDIR)
             let wd = inotify_add_watch(fd, path, mask)
             guard wd >= 0 else { continue }
             folders[wd] = folder
-            watched.insert(folder)
+            watched.insert(ExactPath(folder))
             if folder.isEmpty { rootWatched = true }
         }
         return rootWatched
@@ -58,7 +59,7 @@ final class InotifyWatch {
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let ready = poll(&poller, 1, Int32(max(0, min(timeout, 3600)) * 1000))
         guard ready > 0 else { return nil }
-        var changed: Set<String> = []
+        var changed: Set<ExactPath> = []
         var rescan = false
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -75,7 +76,7 @@ final class InotifyWatch {
                     if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { rescan = true; continue }
                     if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
                         // A watched folder went away: forget it; a scan finds what is there now.
-                        if let folder = folders.removeValue(forKey: event.wd) { watched.remove(folder) }
+                        if let folder = folders.removeValue(forKey: event.wd) { watched.remove(ExactPath(folder)) }
                         rescan = true
                         continue
                     }
@@ -84,7 +85,7 @@ final class InotifyWatch {
                     if event.mask & UInt32(IN_ISDIR) != 0 {
                         rescan = true  // a new or moved folder: scan it (and watch it)
                     } else {
-                        changed.insert(relative)
+                        changed.insert(ExactPath(relative))
                     }
                 }
             }

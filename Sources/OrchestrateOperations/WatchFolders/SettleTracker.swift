@@ -1,3 +1,4 @@
+import OrchestrateExactPath
 /// Decides when a file has settled: its signature (size and mtime) must be seen unchanged
 /// across `settle` seconds. Any change seen restarts its wait, so a file still being written
 /// (every write moves its mtime) is never due, and one that disappears is forgotten.
@@ -23,7 +24,8 @@ struct SettleTracker {
     let capacity: Int
     /// Whether a file was left out since `clearMissed`, the tracker being full.
     private(set) var missedSome = false
-    private var candidates: [String: (signature: FileSignature, since: Double)] = [:]
+    /// Byte for byte: two names that differ only in Unicode normalization are two files.
+    private var candidates: [ExactPath: (signature: FileSignature, since: Double)] = [:]
     /// (path, since) in the order of `since`; an entry whose path's wait is no longer that one
     /// is stale. `head` is the first entry not yet dropped: the front is always a live one.
     private var waits: [(path: String, since: Double)] = []
@@ -46,13 +48,14 @@ struct SettleTracker {
             forget(path)
             return
         }
-        let known = candidates[path]
+        let key = ExactPath(path)
+        let known = candidates[key]
         guard known?.signature != signature else { return }
         if known == nil && candidates.count >= capacity {
             missedSome = true
             return
         }
-        candidates[path] = (signature, now)
+        candidates[key] = (signature, now)
         if let last = waits.last, last.since > now {
             // A time earlier than one already seen (only a test does that): kept in order.
             let at = waits[head...].firstIndex { $0.since > now } ?? waits.count
@@ -64,26 +67,27 @@ struct SettleTracker {
     }
 
     mutating func forget(_ path: String) {
-        candidates.removeValue(forKey: path)
+        candidates.removeValue(forKey: ExactPath(path))
         dropStaleFront()
     }
 
-    func isTracked(_ path: String) -> Bool { candidates[path] != nil }
+    func isTracked(_ path: String) -> Bool { candidates[ExactPath(path)] != nil }
 
     /// Before a scan of the whole folder: what it meets is what was missed.
     mutating func clearMissed() { missedSome = false }
 
     /// Every path waiting (for a scan to forget those it no longer met).
-    var paths: Dictionary<String, (signature: FileSignature, since: Double)>.Keys { candidates.keys }
+    var paths: [String] { candidates.keys.map(\.string) }
 
     /// Paths unchanged since at least `settle` ago, oldest first (then by path), with the
     /// signature seen: the first `limit` of them.
     func due(now: Double, limit: Int = .max) -> [(path: String, signature: FileSignature)] {
         var out: [(path: String, signature: FileSignature, since: Double)] = []
-        var seen = Set<String>()
+        var seen = Set<ExactPath>()
         for wait in waits[head...] {
             guard now - wait.since >= settle, out.count < limit else { break }
-            guard let candidate = candidates[wait.path], candidate.since == wait.since, seen.insert(wait.path).inserted else { continue }
+            let key = ExactPath(wait.path)
+            guard let candidate = candidates[key], candidate.since == wait.since, seen.insert(key).inserted else { continue }
             out.append((wait.path, candidate.signature, wait.since))
         }
         return out.sorted { ($0.since, $0.path) < ($1.since, $1.path) }.map { ($0.path, $0.signature) }
@@ -92,7 +96,7 @@ struct SettleTracker {
     /// When the next candidate becomes due, if any.
     var nextDue: Double? { head < waits.count ? waits[head].since + settle : nil }
 
-    private func isLive(_ wait: (path: String, since: Double)) -> Bool { candidates[wait.path]?.since == wait.since }
+    private func isLive(_ wait: (path: String, since: Double)) -> Bool { candidates[ExactPath(wait.path)]?.since == wait.since }
 
     /// Drops stale entries at the front, and the dropped part of the array once it is half;
     /// with nothing left waiting, the tables' storage too (a burst of files leaves nothing held).

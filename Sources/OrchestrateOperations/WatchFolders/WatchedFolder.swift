@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateEngine
+import OrchestrateExactPath
 import OrchestrateModel
 import OrchestrateStore
 
@@ -59,7 +60,7 @@ public struct WatchedFolder: Sendable {
     /// The filter of files to hand over (the move-to folder, when inside, is never entered).
     var filter: FolderFilter {
         var skipped: Set<String> = []
-        if let moveTo, moveTo.hasPrefix(folder + "/") { skipped.insert(String(moveTo.dropFirst(folder.count + 1))) }
+        if let moveTo, ExactPath(moveTo).hasPrefix(ExactPath(folder + "/")) { skipped.insert(ExactPath(moveTo).dropping(ExactPath(folder + "/"))) }
         return FolderFilter(root: folder, recursive: trigger.recursive, include: trigger.include, exclude: trigger.exclude,
                             skippedFolders: skipped)
     }
