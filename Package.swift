@@ -127,7 +127,7 @@ let package = Package(
         // Local file I/O for plugins, written once: a partial file beside its destination
         // (resume from its size), early write-back, commit by fsync + atomic rename + directory
         // fsync, streamed reading and hashing.
-        .target(name: "OrchestratePluginFiles", dependencies: ["OrchestratePluginKit", "OrchestrateDigest", "CPluginFiles"]),
+        .target(name: "OrchestratePluginFiles", dependencies: ["OrchestratePluginKit", "OrchestrateDigest", "CPluginFiles", "OrchestrateExactPath"]),
         // sync_file_range for the write-back (Swift's Glibc module hides it).
         .target(name: "CPluginFiles"),
         .target(name: "OrchestrateFSPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "OrchestrateDigest"],
@@ -151,7 +151,7 @@ let package = Package(
                                                            "OrchestrateS3Auth", "OrchestrateDigest", "CMultiMD5", "OrchestrateExactPath"],
                 path: "plugins/s3", exclude: ["README.md", "Auth", "MultiMD5"]),
         // FTPS (and plain FTP only when asked for by name) on libcurl.
-        .target(name: "OrchestrateFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl"],
+        .target(name: "OrchestrateFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl", "OrchestrateExactPath"],
                 path: "plugins/ftp", exclude: ["README.md"]),
         .executableTarget(name: "OrchestrateSandbox", dependencies: [
             "OrchestrateJSON", .product(name: "Hummingbird", package: "hummingbird"),

@@ -21,6 +21,9 @@ It relays the client's requests unchanged and the server's replies too, except f
     session, so sshd closes the channel that much later (a polite close waits for that).
   * `refuse-write` / `refuse-fsync`: the server did the WRITE (or the fsync@openssh.com) but
     its OK reply is replaced by a failure (SSH_FX_FAILURE): the client must fail that file;
+  * `rename-listed:FROM=TO`: a directory listing (SSH_FXP_NAME reply to READDIR) names the
+    entry FROM as TO (e.g. `../outside.bin`): a client that uses listed names as local paths
+    without checking them writes where the server chose;
   * `trace:PATH` (no lie, a slow server): every reply to a WRITE leaves 0.1 s late, and PATH gets
     a line per request as it arrives (`req TYPE ID`, the extended ones by name) and per reply as
     it leaves (`rep ID`): what a client sent before it had a write's answer.
@@ -34,6 +37,7 @@ import time
 
 SSH_FXP_WRITE = 6
 SSH_FXP_STATUS = 101
+SSH_FXP_NAME = 104
 SSH_FXP_DATA = 103
 SSH_FXP_ATTRS = 105
 SSH_FXP_EXTENDED = 200
@@ -49,6 +53,41 @@ def read_exactly(stream, n):
             return None
         data += chunk
     return data
+
+
+def rename_listed(body, old, new):
+    """A NAME reply with the entry `old` renamed `new`: type(1) id(4) count(4), then per entry
+    string filename, string longname, attrs."""
+    (count,) = struct.unpack(">I", body[5:9])
+    out, at = body[:9], 9
+
+    def string(at):
+        (n,) = struct.unpack(">I", body[at:at + 4])
+        return body[at + 4:at + 4 + n], at + 4 + n
+
+    for _ in range(count):
+        name, at = string(at)
+        longname, at = string(at)
+        start = at
+        (flags,) = struct.unpack(">I", body[at:at + 4])
+        at += 4
+        if flags & 0x1:
+            at += 8  # size
+        if flags & 0x2:
+            at += 8  # uid, gid
+        if flags & 0x4:
+            at += 4  # permissions
+        if flags & 0x8:
+            at += 8  # atime, mtime
+        if flags & 0x80000000:
+            (pairs,) = struct.unpack(">I", body[at:at + 4])
+            at += 4
+            for _ in range(2 * pairs):
+                _, at = string(at)
+        if name == old:
+            name = new
+        out += struct.pack(">I", len(name)) + name + struct.pack(">I", len(longname)) + longname + body[start:at]
+    return out + body[at:]
 
 
 def main():
@@ -106,6 +145,10 @@ def main():
             if flags & SSH_FILEXFER_ATTR_SIZE:
                 (size,) = struct.unpack(">Q", body[9:17])
                 body = body[:9] + struct.pack(">Q", max(0, size + delta)) + body[17:]
+        if body[0] == SSH_FXP_NAME and lie.startswith("rename-listed:"):
+            old, new = lie[len("rename-listed:"):].split("=", 1)
+            body = rename_listed(body, old.encode(), new.encode())
+            header = struct.pack(">I", len(body))
         if body[0] == SSH_FXP_DATA and lie == "overlong-data":
             # DATA: type(1) id(4) string data
             (count,) = struct.unpack(">I", body[5:9])

@@ -44,3 +44,53 @@ extension ExactPath {
         String(decoding: string.utf8.dropFirst(prefix.string.utf8.count), as: UTF8.self)
     }
 }
+
+/// Paths taken apart at their "/" bytes. String's `split(separator: "/")`, `contains("/")` and
+/// `lastIndex(of: "/")` go by characters, and a "/" followed by a combining mark (U+0301) or a
+/// joiner is one character that is not "/": `"../\u{301}/x".split(separator: "/")` is
+/// `["../\u{301}", "x"]`, and the ".." a check looks for is not there while the filesystem
+/// climbs. Every check of a name another party chose goes through these.
+public enum PathBytes {
+    public static let slash = UInt8(ascii: "/")
+
+    /// The components between "/" bytes (empty ones kept unless `omittingEmpty`).
+    public static func components(_ path: String, omittingEmpty: Bool = false) -> [String] {
+        path.utf8.split(separator: slash, omittingEmptySubsequences: omittingEmpty).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Whether `text` holds the byte `byte` ("/", "\\", NUL).
+    public static func contains(_ text: String, _ byte: UInt8) -> Bool { text.utf8.contains(byte) }
+
+    public static func isAbsolute(_ path: String) -> Bool { path.utf8.first == slash }
+
+    public static func endsWithSlash(_ path: String) -> Bool { path.utf8.last == slash }
+
+    /// Whether `component` is exactly "." or "..".
+    public static func isDotOrDotDot(_ component: String) -> Bool {
+        component.utf8.elementsEqual(".".utf8) || component.utf8.elementsEqual("..".utf8)
+    }
+
+    /// Whether a name a server listed can be one path component inside a local folder: not
+    /// empty, not "." or "..", no "/" or "\\" byte, no control character (bytes below 32, 127).
+    public static func isSafeListedName(_ name: String) -> Bool {
+        !name.isEmpty && !isDotOrDotDot(name)
+            && !name.utf8.contains { $0 == slash || $0 == UInt8(ascii: "\\") || $0 < 32 || $0 == 127 }
+    }
+
+    /// A name in a message, quoted, its control characters escaped (a newline planted in a name
+    /// cannot forge a log line).
+    public static func quoted(_ name: String) -> String {
+        var out = "\""
+        for scalar in name.unicodeScalars {
+            if scalar.value < 32 || scalar.value == 127 { out += "\\u{\(String(scalar.value, radix: 16))}" } else { out.unicodeScalars.append(scalar) }
+        }
+        return out + "\""
+    }
+
+    /// `path` cut at its last "/" byte: what is before it and what follows; nil without one.
+    public static func splitAtLastSlash(_ path: String) -> (head: String, tail: String)? {
+        let bytes = path.utf8
+        guard let slashAt = bytes.lastIndex(of: slash) else { return nil }
+        return (String(decoding: bytes[..<slashAt], as: UTF8.self), String(decoding: bytes[bytes.index(after: slashAt)...], as: UTF8.self))
+    }
+}

@@ -3,23 +3,24 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OrchestrateExactPath
 import OrchestratePluginKit
 
 /// Operations on local paths that the plugins share: parent directories, `mkdir -p`, rename,
 /// remove, and the directory fsync that makes a rename durable.
 public enum LocalPath {
     /// The directory holding `path` ("." for a bare name, "/" for a top-level entry).
+    /// By bytes (PathBytes): a "/" that a combining mark follows is still a "/" to the kernel.
     public static func parent(of path: String) -> String {
-        var trimmed = Substring(path)
-        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
-        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+        var trimmed = path
+        while trimmed.utf8.count > 1 && PathBytes.endsWithSlash(trimmed) { trimmed = String(decoding: trimmed.utf8.dropLast(), as: UTF8.self) }
+        guard let (head, _) = PathBytes.splitAtLastSlash(trimmed) else { return "." }
+        return head.isEmpty ? "/" : head
     }
 
-    /// The last component of `path`.
+    /// The last component of `path` (after its last "/" byte).
     public static func name(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return path }
-        return String(path[path.index(after: slash)...])
+        PathBytes.splitAtLastSlash(path)?.tail ?? path
     }
 
     /// `mkdir -p`; an existing non-directory in the way is an error naming it.

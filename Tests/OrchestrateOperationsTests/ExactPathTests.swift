@@ -31,3 +31,29 @@ import Testing
         #expect(Array(key.dropping(ExactPath("p/")).utf8) == Array("cafe\u{301}/x".utf8))
     }
 }
+
+/// PathBytes takes paths apart at "/" bytes, where String goes by characters (a "/" that a
+/// combining mark follows is one character).
+@Suite struct PathBytesTests {
+    @Test func aSlashACombiningMarkFollowsIsStillASlash() {
+        let planted = "../\u{301}/evil"
+        #expect(planted.split(separator: "/").count == 2)  // what String does: no ".." component
+        #expect(PathBytes.components(planted) == ["..", "\u{301}", "evil"])
+        #expect(PathBytes.components("/a//b/", omittingEmpty: true) == ["a", "b"])
+        #expect(PathBytes.components("a//b") == ["a", "", "b"])
+        #expect(PathBytes.contains("a/\u{301}x", PathBytes.slash) && !"a/\u{301}x".contains("/"))
+        let split = PathBytes.splitAtLastSlash("dir/\u{200C}name")
+        #expect(split?.head == "dir" && split?.tail == "\u{200C}name")
+        #expect(PathBytes.splitAtLastSlash("name") == nil)
+    }
+
+    @Test func listedNamesThatCannotBeOneLocalComponentAreRefused() {
+        for bad in ["", ".", "..", "a/b", "../\u{301}x", "/\u{301}", "a\\b", "new\nline", "del\u{7F}"] {
+            #expect(!PathBytes.isSafeListedName(bad), "\(bad.debugDescription)")
+        }
+        for good in ["clip.mov", "caf\u{E9}", "cafe\u{301}", ".hidden", "...", "\u{301}x"] {
+            #expect(PathBytes.isSafeListedName(good), "\(good.debugDescription)")
+        }
+        #expect(PathBytes.quoted("a\nb") == "\"a\\u{a}b\"")
+    }
+}

@@ -60,6 +60,33 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: h.path("got/framed.bin")), "no destination file")
     }
 
+    /// A server's listing names become local paths in a tree download: a listed "../x" (a hostile
+    /// or compromised server) is skipped with a warning, never written beside the destination.
+    @Test(arguments: SSHTransportKind.allCases)
+    func aListedNameThatClimbsIsSkipped(transport: SSHTransportKind) throws {
+        let peer = try liar("rename-listed:evil.bin=../outside.bin")
+        Harness.randomFile("\(peer.remoteRoot)/tree/a.bin", size: 1000, seed: 31)
+        Harness.randomFile("\(peer.remoteRoot)/tree/evil.bin", size: 1000, seed: 32)
+        Harness.randomFile("\(peer.remoteRoot)/outside.bin", size: 1000, seed: 33)  // where the lie points
+        let wf = h.workflow("""
+            version: 1
+            name: liar
+            steps:
+              down:
+                uses: sftp.download
+                with:
+                  source: tree
+                  destination: \(h.path("got/tree"))
+                  remote_root: \(peer.remoteRoot)
+                  \(peer.connection(knownHosts: try peer.knownHosts(), transport: transport))
+            """, name: "liar-\(UUID().uuidString.prefix(6)).yaml")
+        let result = try h.orchestrate(["run", wf, "--json"])
+        #expect(result.status == 0, "\(result.stdout.suffix(2000))")
+        #expect(result.stdout.contains("skipping the entry \\\"../outside.bin\\\""), "\(result.stdout.suffix(2000))")
+        #expect(!FileManager.default.fileExists(atPath: h.path("got/outside.bin")), "written beside the destination")
+        #expect(Harness.sameBytes("\(peer.remoteRoot)/tree/a.bin", h.path("got/tree/a.bin")))
+    }
+
     /// The first piece of a file is refused (an overlong reply) after the second landed: the
     /// attempt fails without counting the second piece as done, so the retry asks for the first
     /// again (and fails again) instead of resuming from the end of the file and renaming a hole

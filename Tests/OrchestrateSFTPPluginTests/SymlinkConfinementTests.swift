@@ -99,6 +99,29 @@ import Testing
         #expect((try? FileManager.default.contentsOfDirectory(atPath: lookalike)) == [], "written beside the root")
     }
 
+    /// A "/" that a combining mark follows is one Swift character but a "/" to the server: a
+    /// file whose name starts with one, below a symlinked folder, still has that folder checked;
+    /// a path with ".." before such a "/" is still seen to climb.
+    @Test(arguments: SSHTransportKind.allCases)
+    func aNameStartingWithACombiningMarkStillHasItsFolderChecked(transport: SSHTransportKind) throws {
+        let tree = h.path("marks")
+        // Made with POSIX calls: Foundation's own path handling splits such a name by characters.
+        try FileManager.default.createDirectory(atPath: tree + "/sub", withIntermediateDirectories: true)
+        let fd = open(tree + "/sub/\u{301}f.bin", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        #expect(fd >= 0 && write(fd, "marked", 6) == 6)
+        close(fd)
+        try link("marks/sub", to: outside)
+        let up = try run("sftp.upload", "source: \(tree)\n      destination: marks", transport: transport)
+        #expect(up.status != 0, "\(up.stdout)")
+        #expect(up.stdout.contains("\(root)/marks/sub is a symbolic link"), "\(up.stdout)")
+        #expect(outsideContents() == [], "written outside the root: \(outsideContents())")
+        let file = Harness.randomFile(h.path("one.bin"), size: 100)
+        let climb = try run("sftp.upload", "source: \(file)\n      destination: \"../\\u0301/x.bin\"", transport: transport)
+        #expect(climb.status != 0, "\(climb.stdout)")
+        #expect(climb.stdout.contains("path_escape"), "\(climb.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: (root as NSString).deletingLastPathComponent + "/\u{301}"))
+    }
+
     @Test(arguments: SSHTransportKind.allCases)
     func aPlantedPartialSymlinkIsRemovedNeverFollowed(transport: SSHTransportKind) throws {
         let file = Harness.randomFile(h.path("small.bin"), size: 100_000)

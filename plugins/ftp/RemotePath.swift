@@ -1,3 +1,4 @@
+import OrchestrateExactPath
 import OrchestratePluginKit
 
 /// Remote paths confined to `remote_root`, lexically: `..` that would climb above the root is
@@ -47,9 +48,9 @@ struct RemoteRoot {
 
     private static func normalise(_ path: String) -> [String]? {
         var out: [String] = []
-        for part in path.split(separator: "/", omittingEmptySubsequences: true).map(String.init) {
-            if part == "." { continue }
-            if part == ".." {
+        for part in PathBytes.components(path, omittingEmpty: true) {  // by bytes: see PathBytes
+            if part.utf8.elementsEqual(".".utf8) { continue }
+            if part.utf8.elementsEqual("..".utf8) {
                 if out.isEmpty { return nil }
                 out.removeLast()
             } else {
@@ -91,7 +92,5 @@ enum RemoteName {
 
     /// A listed entry's name usable as one local path component inside the destination folder:
     /// not empty, `.` or `..`, no `/` (nor `\`), no control character.
-    static func isSafeEntry(_ name: String) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.contains("\\") && isSafe(name)
-    }
+    static func isSafeEntry(_ name: String) -> Bool { PathBytes.isSafeListedName(name) }
 }

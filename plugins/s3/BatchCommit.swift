@@ -1,4 +1,5 @@
 import Dispatch
+import OrchestrateExactPath
 import OrchestratePluginFiles
 import OrchestratePluginKit
 
@@ -97,10 +98,11 @@ final class BatchCommit: @unchecked Sendable {
         group.wait()
         if let error = failed.error { throw error }
         var folders: [String] = []
+        var seen = Set<ExactPath>()  // byte for byte: folders named alike in two normalizations are two
         for partial in files {
             try partial.moveIntoPlace()
             let folder = LocalPath.parent(of: partial.destination)
-            if !folders.contains(folder) { folders.append(folder) }
+            if seen.insert(ExactPath(folder)).inserted { folders.append(folder) }
         }
         for folder in folders { try LocalPath.syncDirectory(folder) }
     }

@@ -176,13 +176,7 @@ struct DownloadTree {
     }
 
     /// A key in a message: control characters (a newline planted in a key) escaped.
-    private func quoted(_ key: String) -> String {
-        var out = "\""
-        for scalar in key.unicodeScalars {
-            if scalar.value < 32 || scalar.value == 127 { out += "\\u{\(String(scalar.value, radix: 16))}" } else { out.unicodeScalars.append(scalar) }
-        }
-        return out + "\""
-    }
+    private func quoted(_ key: String) -> String { PathBytes.quoted(key) }
 
     /// A small object's answer checked (status, ETag, length, digests), before its commit.
     private func verifySmall(_ entry: Entry, response: Exchange.Response, bytes: Int64, digests: Digests, label: String) throws(StepError)

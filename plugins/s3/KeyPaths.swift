@@ -18,13 +18,14 @@ enum KeyPaths {
 
     /// What the part of a key after the prefix becomes.
     static func local(_ relative: String) -> Verdict {
-        if relative.isEmpty || relative.hasSuffix("/") { return .folderMarker }
-        if relative.utf8.contains(0) { return .refused("it holds a NUL byte") }
-        if relative.hasPrefix("/") { return .refused("it starts with \"/\" (an absolute path)") }
-        let components = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        // By bytes: a "/" followed by a combining mark is a "/" to the filesystem (PathBytes).
+        if relative.isEmpty || PathBytes.endsWithSlash(relative) { return .folderMarker }
+        if PathBytes.contains(relative, 0) { return .refused("it holds a NUL byte") }
+        if PathBytes.isAbsolute(relative) { return .refused("it starts with \"/\" (an absolute path)") }
+        let components = PathBytes.components(relative)
         for component in components {
             if component.isEmpty { return .refused("it has an empty path component (\"//\")") }
-            if component == "." || component == ".." { return .refused("it has a \"\(component)\" path component") }
+            if PathBytes.isDotOrDotDot(component) { return .refused("it has a \"\(component)\" path component") }
             if component.utf8.count > 255 { return .refused("a path component is longer than 255 bytes") }
         }
         // The partial file `.NAME.part` must fit too.

@@ -1,3 +1,4 @@
+import OrchestrateExactPath
 import OrchestrateJSON
 import OrchestratePluginFiles
 import OrchestratePluginKit
@@ -82,6 +83,12 @@ struct DownloadStep: StepDefinition {
     {
         var holdsAnything = false
         for entry in try fs.list(dir).sorted(by: { $0.name < $1.name }) {
+            // A listed name becomes a local path: a server that lists "../x" or "a/b" (hostile,
+            // or compromised) must not place a file outside the destination.
+            guard PathBytes.isSafeListedName(entry.name) else {
+                step.log(.warn, "skipping the entry \(PathBytes.quoted(entry.name)) listed in \(dir): it cannot be one name inside the destination")
+                continue
+            }
             let relative = prefix.isEmpty ? entry.name : prefix + "/" + entry.name
             let path = dir + "/" + entry.name
             if entry.attributes.isDirectory, try fs.lstat(path)?.isDirectory == true {
@@ -89,7 +96,7 @@ struct DownloadStep: StepDefinition {
                 holdsAnything = true
             } else if entry.attributes.isDirectory || entry.attributes.isSymlink {
                 step.log(.warn, "skipping \(path): a symbolic link (a tree download follows none)")
-            } else if entry.attributes.isRegular && !entry.name.hasSuffix(".partial") {
+            } else if entry.attributes.isRegular && !entry.name.utf8.reversed().starts(with: ".partial".utf8.reversed()) {
                 listing.files.append(.init(relative: relative, size: entry.attributes.size))
                 holdsAnything = true
             }

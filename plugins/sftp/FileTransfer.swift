@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import OrchestrateExactPath
 #endif
 import OrchestrateJSON
 import OrchestratePluginFiles
@@ -281,7 +282,7 @@ final class FileTransfer: @unchecked Sendable {
         {
             return Result(size: size, sha256: nil, resumedFrom: 0, skipped: true)
         }
-        let parent = String(local[..<(local.lastIndex(of: "/") ?? local.startIndex)])
+        let parent = PathBytes.splitAtLastSlash(local)?.head ?? ""
         if !parent.isEmpty { try LocalPath.makeDirectories(parent) }
         // The checkpoint names the partial: the engine shows it while the step can resume and
         // removes it once nothing can (a cancelled or failed run).

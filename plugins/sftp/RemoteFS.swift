@@ -1,3 +1,4 @@
+import OrchestrateExactPath
 import OrchestratePluginFiles
 import OrchestratePluginKit
 
@@ -38,7 +39,7 @@ struct RemoteFS {
     /// it is trusted; every path below it goes through `RootGuard`.
     func makeDirectories(_ path: String) throws(StepError) {
         var current = ""
-        for component in path.split(separator: "/") {
+        for component in PathBytes.components(path, omittingEmpty: true) {
             current += "/" + component
             if let existing = try stat(current) {
                 guard existing.isDirectory else { throw .permanent("\(current) exists and is not a directory", code: "ENOTDIR") }

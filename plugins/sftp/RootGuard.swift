@@ -54,7 +54,7 @@ final class RootGuard: @unchecked Sendable {
     func folder(_ relative: String, create: Bool, fs: RemoteFS) throws(StepError) -> String {
         if relative.isEmpty { return realRoot }
         if let known = lock.withLock({ folders[ExactPath(relative)] }) { return known }
-        let parts = relative.split(separator: "/").map(String.init)
+        let parts = PathBytes.components(relative, omittingEmpty: true)
         // Go on from the deepest folder already checked.
         var start = parts.count - 1
         var real = realRoot
@@ -114,8 +114,8 @@ final class RootGuard: @unchecked Sendable {
 
     /// `relative` split into its folder ("" for the root) and its last name.
     static func split(_ relative: String) -> (folder: String, name: String) {
-        guard let slash = relative.lastIndex(of: "/") else { return ("", relative) }
-        return (String(relative[..<slash]), String(relative[relative.index(after: slash)...]))
+        guard let (folder, name) = PathBytes.splitAtLastSlash(relative) else { return ("", relative) }
+        return (folder, name)
     }
 
     /// One component `path` of a folder (its parent checked): an existing directory, a symlink

@@ -34,18 +34,21 @@ struct FolderFilter: Sendable {
     let recursive: Bool
     let include: [String]
     let exclude: [String]
-    /// Relative folders never entered (the move-to folder when it lies inside the watched one).
-    let skippedFolders: Set<String>
+    /// Relative folders never entered (the move-to folder when it lies inside the watched one),
+    /// byte for byte: a folder named alike in the other Unicode normalization is entered.
+    let skippedFolders: Set<ExactPath>
 
     /// Whether the file at `relative` (a path below `root`) is one to hand over.
     func matches(_ relative: String) -> Bool {
-        let components = relative.split(separator: "/")
+        // By bytes (PathBytes), as the scan reads names: a "." a combining mark follows still
+        // starts a hidden name.
+        let components = PathBytes.components(relative, omittingEmpty: true)
         // Hidden names are skipped: rsync and many copy tools write to a hidden temporary name
         // and rename it when complete.
-        if components.contains(where: { $0.hasPrefix(".") }) { return false }
+        if components.contains(where: { $0.utf8.first == UInt8(ascii: ".") }) { return false }
         if !recursive && components.count > 1 { return false }
-        if skippedFolders.contains(where: { ExactPath(relative).isInside(ExactPath($0)) }) { return false }
-        let name = String(components.last ?? "")
+        if skippedFolders.contains(where: { ExactPath(relative).isInside($0) }) { return false }
+        let name = components.last ?? ""
         func match(_ pattern: String) -> Bool {
             pattern.contains("/") ? fnmatch(pattern, relative, 0) == 0 : fnmatch(pattern, name, 0) == 0
         }
@@ -81,7 +84,7 @@ struct FolderFilter: Sendable {
                 var info = stat()
                 guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
                 if (info.st_mode & S_IFMT) == S_IFDIR {
-                    if recursive && !skippedFolders.contains(relative) { pending.append(relative) }
+                    if recursive && !skippedFolders.contains(ExactPath(relative)) { pending.append(relative) }
                 } else if let signature = FileSignature.of(info), matches(relative) {
                     body(relative, signature)
                 }

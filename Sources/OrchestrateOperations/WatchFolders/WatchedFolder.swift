@@ -59,8 +59,8 @@ public struct WatchedFolder: Sendable {
 
     /// The filter of files to hand over (the move-to folder, when inside, is never entered).
     var filter: FolderFilter {
-        var skipped: Set<String> = []
-        if let moveTo, ExactPath(moveTo).hasPrefix(ExactPath(folder + "/")) { skipped.insert(ExactPath(moveTo).dropping(ExactPath(folder + "/"))) }
+        var skipped: Set<ExactPath> = []
+        if let moveTo, ExactPath(moveTo).hasPrefix(ExactPath(folder + "/")) { skipped.insert(ExactPath(ExactPath(moveTo).dropping(ExactPath(folder + "/")))) }
         return FolderFilter(root: folder, recursive: trigger.recursive, include: trigger.include, exclude: trigger.exclude,
                             skippedFolders: skipped)
     }
