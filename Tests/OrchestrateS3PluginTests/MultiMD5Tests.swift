@@ -10,8 +10,8 @@ import Testing
     /// The widths this CPU can run: 8 (AVX2) and 16 (AVX-512F) when it has them.
     static var widths: [Int32] { [8, 16].filter { $0 <= multi_md5_lanes() } }
 
-    @Test func everyLaneIsTheMD5OfItsOwnBytes() throws {
-        try #require(!Self.widths.isEmpty, "this CPU has neither AVX2 nor AVX-512F")
+    @Test(.enabled(if: multi_md5_lanes() >= 8, "this CPU has neither AVX2 nor AVX-512F: parts are hashed one at a time"))
+    func everyLaneIsTheMD5OfItsOwnBytes() throws {
         var random = SystemRandomNumberGenerator()
         for lanes in Self.widths {
             // Lengths around a chunk and MD5's padding edge; the stride leaves gaps between lanes.
@@ -39,8 +39,8 @@ import Testing
         }
     }
 
-    @Test func knownAnswers() throws {
-        try #require(!Self.widths.isEmpty, "this CPU has neither AVX2 nor AVX-512F")
+    @Test(.enabled(if: multi_md5_lanes() >= 8, "this CPU has neither AVX2 nor AVX-512F: parts are hashed one at a time"))
+    func knownAnswers() throws {
         for lanes in Self.widths {
             var state = multi_md5_state()
             multi_md5_init(&state, lanes)

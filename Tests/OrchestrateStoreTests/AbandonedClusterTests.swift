@@ -4,21 +4,27 @@ import Testing
 
 /// A test process that crashes cannot stop and delete its throwaway PostgreSQL cluster; the
 /// next test process must, or a few runs of the suite fill the disk (a CI run failed that way).
+/// What decides is the flock on the cluster's `owner.lock`, not the process id in its name.
 @Suite struct AbandonedClusterTests {
-    @Test func aClusterWhoseTestProcessIsGoneIsStoppedAndDeleted() throws {
+    @Test func aClusterNobodyOwnsIsStoppedAndDeletedAndAnOwnedOneIsLeft() throws {
         let server = try PostgresServer.dedicated()
         let postmaster = try Self.postmasterPID(server.directory)
-        // Pose as the cluster of a process that has ended: the id of a child we reaped.
-        let gone = try Process.run(URL(fileURLWithPath: "/bin/true"), arguments: [])
-        gone.waitUntilExit()
-        let abandoned = NSTemporaryDirectory() + "orchestrate-pg-\(gone.processIdentifier)-1"
+        // What a crash leaves: the lock let go, the server running.
+        server.releaseOwnership()
+        let abandoned = NSTemporaryDirectory() + "orchestrate-pg-\(getpid())-\(UInt32.random(in: 0 ... UInt32.max))"
         try FileManager.default.moveItem(atPath: server.directory, toPath: abandoned)
         defer { try? FileManager.default.removeItem(atPath: abandoned) }
         #expect(kill(postmaster, 0) == 0)
 
-        let ours = NSTemporaryDirectory() + "orchestrate-pg-\(getpid())-1"
-        try FileManager.default.createDirectory(atPath: ours, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: ours) }
+        // Owned (its lock held here), though the id in its name is of a process that ended.
+        let gone = try Process.run(URL(fileURLWithPath: "/bin/true"), arguments: [])
+        gone.waitUntilExit()
+        let owned = NSTemporaryDirectory() + "orchestrate-pg-\(gone.processIdentifier)-1"
+        try FileManager.default.createDirectory(atPath: owned, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: owned) }
+        let lock = open(owned + "/owner.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        #expect(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0)
+        defer { close(lock) }
 
         PostgresServer.removeAbandonedClusters()
         #expect(!FileManager.default.fileExists(atPath: abandoned))
@@ -26,7 +32,7 @@ import Testing
         let deadline = Date().addingTimeInterval(10)
         while kill(postmaster, 0) == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         #expect(kill(postmaster, 0) != 0, "the abandoned cluster's server is still running")
-        #expect(FileManager.default.fileExists(atPath: ours), "a running process's cluster was deleted")
+        #expect(FileManager.default.fileExists(atPath: owned), "an owned cluster was deleted")
     }
 
     /// The server's process id: the first line of `postmaster.pid`.

@@ -3,8 +3,11 @@ import Foundation
 /// A throwaway PostgreSQL cluster for the tests: Debian's server binaries, `initdb` in a
 /// temporary directory, `pg_ctl` on a port of its own on 127.0.0.1 (and a Unix socket in the
 /// same directory), stopped and deleted when the test process exits. A process that crashed
-/// cannot do that, so the first use of the shared cluster stops and deletes the clusters of test
-/// processes that are gone (each is a few hundred megabytes; left behind they fill the disk).
+/// cannot do that, so the first use of the shared cluster stops and deletes the clusters no live
+/// process owns (each is a few hundred megabytes; left behind they fill the disk). Ownership is
+/// an flock on `owner.lock` in the cluster's directory, held from creation until `remove()`:
+/// the kernel drops it when its process dies, whatever PID namespace that process ran in (a CI
+/// container sharing /tmp), and a reused PID cannot fake it.
 /// PostgreSQL refuses to run as root, so as root it runs as the `postgres` user (`runuser`).
 ///
 /// ```swift
@@ -18,6 +21,8 @@ public final class PostgresServer: @unchecked Sendable {
     public let directory: String
     public let port: Int
     private let binaries: String
+    /// The descriptor holding the ownership lock (-1 for a handle on an abandoned cluster).
+    private var ownerLock: Int32 = -1
     /// Addresses listened on besides 127.0.0.1.
     private let extraAddress: String?
     private let lock = NSLock()
@@ -52,24 +57,55 @@ public final class PostgresServer: @unchecked Sendable {
     }
 
     /// Deletes the cluster's files (after `stop()`).
-    public func remove() { try? FileManager.default.removeItem(atPath: directory) }
+    public func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
+        releaseOwnership()
+    }
+
+    /// Lets go of the ownership lock: from now on the cluster counts as abandoned (what a crash
+    /// does; a test of the sweep uses it).
+    public func releaseOwnership() {
+        if ownerLock >= 0 { close(ownerLock) }
+        ownerLock = -1
+    }
+
+    private static let lockName = "owner.lock"
 
     private static let directoryPrefix = "orchestrate-pg-"
 
-    /// Stops and deletes the clusters whose test process is no longer running (the process id is
-    /// in the directory's name: `orchestrate-pg-PID-RANDOM`).
+    /// Stops and deletes the clusters nobody owns: their `owner.lock` can be locked (a directory
+    /// without one, from before the lock, goes by the process id in its name,
+    /// `orchestrate-pg-PID-RANDOM`). A server that will not stop is killed first: deleted files
+    /// under a running server would keep their disk space.
     public static func removeAbandonedClusters() {
         let temporary = NSTemporaryDirectory()
         let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []
         for name in names where name.hasPrefix(directoryPrefix) {
-            let fields = name.dropFirst(directoryPrefix.count).split(separator: "-")
-            guard fields.count == 2, let pid = pid_t(fields[0]), pid != getpid(),
-                  kill(pid, 0) != 0, errno == ESRCH,
-                  let binaries = findBinaries() else { continue }
-            let abandoned = PostgresServer(abandonedAt: temporary + name, binaries: binaries)
-            abandoned.stop()
-            abandoned.remove()
+            let directory = temporary + name
+            let lock = open(directory + "/" + lockName, O_RDWR | O_CLOEXEC)
+            if lock >= 0 {
+                defer { close(lock) }  // after the removal: nobody can take it over meanwhile
+                guard flock(lock, LOCK_EX | LOCK_NB) == 0 else { continue }
+                removeAbandoned(directory)
+            } else {
+                let fields = name.dropFirst(directoryPrefix.count).split(separator: "-")
+                guard fields.count == 2, let pid = pid_t(fields[0]), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+                removeAbandoned(directory)
+            }
         }
+    }
+
+    private static func removeAbandoned(_ directory: String) {
+        guard let binaries = findBinaries() else { return }
+        let abandoned = PostgresServer(abandonedAt: directory, binaries: binaries)
+        abandoned.stop()
+        if let text = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8),
+           let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), pid > 0,
+           (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("postgres") == true
+        {
+            kill(pid, SIGKILL)  // still there only if the stop failed (and not a reused id)
+        }
+        abandoned.remove()
     }
 
     /// A handle on an existing cluster's directory, only to stop and delete it.
@@ -152,6 +188,10 @@ public final class PostgresServer: @unchecked Sendable {
         directory = NSTemporaryDirectory() + PostgresServer.directoryPrefix + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
+        ownerLock = open(directory + "/" + Self.lockName, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard ownerLock >= 0, flock(ownerLock, LOCK_EX | LOCK_NB) == 0 else {
+            throw Unavailable(description: "cannot lock \(directory)/\(Self.lockName): \(String(cString: strerror(errno)))")
+        }
         if getuid() == 0 { _ = try ChildProcess.run(URL(fileURLWithPath: "/bin/chown"), ["postgres:postgres", directory]) }
         port = Ports.free()
         let initdb = try asServerUser(bin + "/initdb", ["-D", directory + "/data", "-A", "trust", "-U", "postgres", "--no-sync"])

@@ -94,6 +94,7 @@ final class PartHasher: @unchecked Sendable {
         let end = part.offset + part.length
         while at < end {
             try step.checkCancellation()
+            if lock.withLock({ stopped }) { throw .cancelled("hashing stopped") }
             let want = Int(min(Int64(LocalFile.chunkSize), end - at))
             let chunk = UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< want])
             try readAll(file, into: chunk, at: at, end: end)
@@ -113,6 +114,8 @@ final class PartHasher: @unchecked Sendable {
         var done: Int64 = 0
         while done < length {
             try step.checkCancellation()
+            // A stop (the upload failed) need not wait for up to 16 parts to be read.
+            if lock.withLock({ stopped }) { throw .cancelled("hashing stopped") }
             let want = Int(min(Int64(Self.laneChunk), length - done))
             for (lane, part) in parts.enumerated() {
                 let chunk = UnsafeMutableRawBufferPointer(rebasing: buffer[lane * Self.laneChunk ..< lane * Self.laneChunk + want])
@@ -157,7 +160,7 @@ final class PartHasher: @unchecked Sendable {
     /// Drops the parts not hashed yet and returns once the hashing thread is idle: no thread of
     /// the step reads its file after the step returned. Lets the work items go: each holds this
     /// hasher, which holds them, so kept they would keep it and its buffer for the process's
-    /// life (a megabyte an upload, in a `serve` that runs for months).
+    /// life (its 4 MiB buffer an upload, in a `serve` that runs for months).
     func stop() {
         lock.withLock { stopped = true }
         queue.sync {}

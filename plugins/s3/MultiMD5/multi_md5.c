@@ -4,8 +4,10 @@
 
 #include "multi_md5.h"
 
-#include <immintrin.h>
 #include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
 
 static const uint32_t K[64] = {
     0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613, 0xfd469501,
@@ -123,6 +125,17 @@ int multi_md5_lanes(void) {
     return 0;
 }
 
+#else
+// Not x86-64: no lanes; the caller hashes one string at a time.
+int multi_md5_lanes(void) { return 0; }
+static void blocks16(multi_md5_state *state, const uint8_t *base, size_t stride, size_t blocks) {
+    (void)state, (void)base, (void)stride, (void)blocks;
+}
+static void blocks8(multi_md5_state *state, const uint8_t *base, size_t stride, size_t blocks) {
+    (void)state, (void)base, (void)stride, (void)blocks;
+}
+#endif
+
 void multi_md5_init(multi_md5_state *state, int lanes) {
     memset(state, 0, sizeof *state);
     state->lanes = lanes;
@@ -131,6 +144,10 @@ void multi_md5_init(multi_md5_state *state, int lanes) {
 }
 
 void multi_md5_blocks(multi_md5_state *state, const uint8_t *base, size_t stride, size_t blocks) {
+    // Outside the contract (a width the CPU lacks, offsets past 32 bits): a bug of the caller's,
+    // stopped here rather than run as an illegal instruction or a wrong gather.
+    if (state->lanes > multi_md5_lanes() || (state->lanes != 8 && state->lanes != 16)
+        || stride * (size_t)(state->lanes - 1) > 0x7fffffff) __builtin_trap();
     if (state->lanes == 16) blocks16(state, base, stride, blocks);
     else blocks8(state, base, stride, blocks);
 }

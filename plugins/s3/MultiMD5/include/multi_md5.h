@@ -31,7 +31,8 @@ int multi_md5_lanes(void);
 void multi_md5_init(multi_md5_state *state, int lanes);
 
 /// Hashes `blocks` 64-byte blocks of every lane: lane i's bytes start at `base + i * stride`.
-/// `stride * lanes` must stay below 2 GiB. Lanes the caller does not need may point anywhere
+/// `stride * (lanes - 1)` must stay below 2 GiB (the gather's offsets are 32-bit); a state whose
+/// width the CPU lacks, or a larger stride, traps. Lanes the caller does not need may point anywhere
 /// readable (their digests are ignored).
 void multi_md5_blocks(multi_md5_state *state, const uint8_t *base, size_t stride, size_t blocks);
 
