@@ -66,7 +66,7 @@ let package = Package(
         // The workflow reader composes libyaml's events itself: it imports Yams' `CYaml` module
         // (libyaml, built by the Yams package), which this product dependency brings in.
         .target(name: "OrchestrateModel", dependencies: [
-            "OrchestrateJSON", .product(name: "Yams", package: "Yams"),
+            "OrchestrateJSON", "OrchestrateExactPath", .product(name: "Yams", package: "Yams"),
         ]),
         // The durable journal: the StateStore protocol, SQLite (one machine) and PostgreSQL
         // (several machines sharing one queue).

@@ -6,23 +6,55 @@ import OrchestrateJSON
 /// so the redactor is rebuilt from the same resolution.
 public struct Redactor: Sendable {
     public static let mask = "***"
-    private let secrets: [String]
+    /// The secrets' UTF-8 bytes, longest first. Matched as bytes, not by String's `contains`,
+    /// which goes by characters: a secret followed by a combining mark (U+0301) is, to String,
+    /// part of another character, and was left in the clear.
+    private let secrets: [[UInt8]]
 
     /// `secrets`: the secret values; empty ones are ignored. Longer secrets are replaced first so
     /// a secret containing another is masked whole.
     public init(secrets: some Sequence<String>) {
-        self.secrets = Set(secrets.filter { !$0.isEmpty }).sorted { $0.count > $1.count }
+        self.secrets = Set(secrets.filter { !$0.isEmpty }.map { Array($0.utf8) }).sorted { $0.count > $1.count }
     }
 
     public var isEmpty: Bool { secrets.isEmpty }
 
     public func redact(_ text: String) -> String {
         guard !secrets.isEmpty else { return text }
-        var result = text
-        for secret in secrets where result.contains(secret) {
-            result = result.replacingOccurrences(of: secret, with: Redactor.mask)
+        var bytes = Array(text.utf8)
+        var changed = false
+        for secret in secrets {
+            if let masked = Self.replacing(secret, in: bytes) {
+                bytes = masked
+                changed = true
+            }
         }
-        return result
+        // A valid UTF-8 secret matched in valid UTF-8 starts and ends on scalar boundaries (UTF-8
+        // is self-synchronising), so the result decodes as it was.
+        return changed ? String(decoding: bytes, as: UTF8.self) : text
+    }
+
+    /// `bytes` with every occurrence of `secret` replaced by the mask; nil when there is none.
+    private static func replacing(_ secret: [UInt8], in bytes: [UInt8]) -> [UInt8]? {
+        guard let first = secret.first, bytes.count >= secret.count else { return nil }
+        var out: [UInt8] = []
+        var copied = 0
+        var at = 0
+        let last = bytes.count - secret.count
+        while at <= last {
+            if bytes[at] == first && bytes[at ..< at + secret.count].elementsEqual(secret) {
+                if out.isEmpty { out.reserveCapacity(bytes.count) }
+                out += bytes[copied ..< at]
+                out += mask.utf8
+                at += secret.count
+                copied = at
+            } else {
+                at += 1
+            }
+        }
+        guard copied > 0 else { return nil }
+        out += bytes[copied...]
+        return out
     }
 
     public func redact(_ value: JSONValue) -> JSONValue {

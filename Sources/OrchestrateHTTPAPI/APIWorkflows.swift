@@ -13,7 +13,9 @@ struct APIWorkflows: Sendable {
 
     /// The real path of the workflow `name`, or a problem that says why there is none.
     func resolve(_ name: String) throws -> String {
-        guard !name.isEmpty, name.utf8.count <= 255, !name.hasPrefix("."), !name.contains("/"), !name.contains("\0") else {
+        guard !name.isEmpty, name.utf8.count <= 255, name.utf8.first != UInt8(ascii: "."), !PathBytes.contains(name, PathBytes.slash),
+              !PathBytes.contains(name, 0)
+        else {
             throw Problem(.badRequest, "workflow '\(name)' is not a workflow name: a file name of the server's workflow directory, "
                           + "without '/' and not starting with '.'")
         }

@@ -1,4 +1,5 @@
 // The built-in functions of the expression language: names, arities and what they compute.
+import OrchestrateExactPath
 import OrchestrateJSON
 
 /// A function callable in expressions. Names are case-sensitive.
@@ -128,34 +129,43 @@ enum BuiltinFunction: String, Sendable, CaseIterable {
     }
 }
 
-/// POSIX-style path text operations (no file system access).
+/// POSIX-style path text operations (no file system access), on the path's bytes (PathBytes):
+/// a "/" that a combining mark follows is one Swift character, but a "/" to the kernel, so
+/// `basename("x/../\u{301}evil")` must be "\u{301}evil", not "../\u{301}evil".
 enum PathText {
+    private static let slash = PathBytes.slash
+
+    /// The path's bytes without trailing slashes (a lone "/" kept).
+    private static func trimmed(_ path: String) -> ArraySlice<UInt8> {
+        var bytes = ArraySlice(path.utf8)
+        while bytes.count > 1, bytes.last == slash { bytes = bytes.dropLast() }
+        return bytes
+    }
+
     /// `basename("/a/b.mov")` → "b.mov"; trailing slashes ignored; "/" → "/".
     static func basename(_ path: String) -> String {
-        var p = Substring(path)
-        while p.count > 1, p.hasSuffix("/") { p = p.dropLast() }
-        if p == "/" { return "/" }
-        if let slash = p.lastIndex(of: "/") { return String(p[p.index(after: slash)...]) }
-        return String(p)
+        let p = trimmed(path)
+        if p.elementsEqual([slash]) { return "/" }
+        if let at = p.lastIndex(of: slash) { return String(decoding: p[(at + 1)...], as: UTF8.self) }
+        return String(decoding: p, as: UTF8.self)
     }
 
     /// `dirname("/a/b.mov")` → "/a"; `dirname("b")` → "."; `dirname("/b")` → "/".
     static func dirname(_ path: String) -> String {
-        var p = Substring(path)
-        while p.count > 1, p.hasSuffix("/") { p = p.dropLast() }
-        guard let slash = p.lastIndex(of: "/") else { return "." }
-        var head = p[..<slash]
-        while head.count > 1, head.hasSuffix("/") { head = head.dropLast() }
-        return head.isEmpty ? "/" : String(head)
+        let p = trimmed(path)
+        guard let at = p.lastIndex(of: slash) else { return "." }
+        var head = p[..<at]
+        while head.count > 1, head.last == slash { head = head.dropLast() }
+        return head.isEmpty ? "/" : String(decoding: head, as: UTF8.self)
     }
 
     /// Makes `path` absolute against `directory` and removes `.`, `..` and doubled slashes.
     static func absolute(_ path: String, against directory: String) -> String {
-        let joined = path.hasPrefix("/") ? path : directory + "/" + path
-        var parts: [Substring] = []
-        for part in joined.split(separator: "/", omittingEmptySubsequences: true) {
-            if part == "." { continue }
-            if part == ".." { if !parts.isEmpty { parts.removeLast() }; continue }
+        let joined = PathBytes.isAbsolute(path) ? path : directory + "/" + path
+        var parts: [String] = []
+        for part in PathBytes.components(joined, omittingEmpty: true) {
+            if part.utf8.elementsEqual(".".utf8) { continue }
+            if part.utf8.elementsEqual("..".utf8) { if !parts.isEmpty { parts.removeLast() }; continue }
             parts.append(part)
         }
         return "/" + parts.joined(separator: "/")

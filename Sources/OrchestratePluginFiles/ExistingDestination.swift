@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OrchestrateExactPath
 import OrchestratePluginKit
 
 /// What a transfer step does with a destination file that already exists (`if_exists`), as
@@ -72,7 +73,7 @@ extension LocalPath {
     /// `path` made absolute against the current directory (a checkpoint's `partial` is read by
     /// the engine, which removes only absolute paths).
     public static func absolute(_ path: String) -> String {
-        guard !path.hasPrefix("/"), let cwd = getcwd(nil, 0) else { return path }
+        guard !PathBytes.isAbsolute(path), let cwd = getcwd(nil, 0) else { return path }
         defer { free(cwd) }
         return String(cString: cwd) + "/" + path
     }

@@ -261,6 +261,27 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: runner.path("out/x.partial")))
     }
 
+    /// A file whose name starts with a combining mark, so that its listing line's separating
+    /// space and that mark form one Swift character, and holds "facts" of its own: its MLSD line
+    /// is read at the first space byte, so it comes down as the file it is (not as a folder "y").
+    @Test func aNameThatLooksLikeListingFactsComesDownAsItself() throws {
+        let server = try PyFTPServer()
+        let runner = FTPSTests.runner(server)
+        try FileManager.default.createDirectory(atPath: server.root + "/tree", withIntermediateDirectories: true)
+        try Tools.randomFile(server.root + "/tree/fine.bin", bytes: 1000)
+        let odd = "\u{301}x;type=dir; y"
+        // POSIX calls: Foundation's own path handling splits such a name by characters.
+        let fd = open(server.root + "/tree/" + odd, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        #expect(fd >= 0 && write(fd, "odd bytes", 9) == 9)
+        close(fd)
+        let back = runner.path("out/back")
+        let result = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.download", with: "source: tree, destination: \"\(back)\""))
+        #expect(result.status == 0, "\(String(describing: FTPSTests.failure(result)))")
+        var info = stat()
+        #expect(lstat(back + "/" + odd, &info) == 0 && info.st_size == 9, "the file under its own name")
+        #expect(lstat(back + "/y", &info) != 0)
+    }
+
     /// A server whose PASV reply names another address (127.0.0.2, where nothing listens) and
     /// that refuses EPSV: the data connection still goes to the control connection's host.
     @Test func aPASVReplyCannotAimTheDataConnectionElsewhere() throws {

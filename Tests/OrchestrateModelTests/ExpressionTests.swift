@@ -1,6 +1,6 @@
 // The expression language: parsing, evaluation, precedence, functions and errors.
 import OrchestrateJSON
-import OrchestrateModel
+@testable import OrchestrateModel
 import Testing
 
 private let context = EvaluationContext(
@@ -129,6 +129,12 @@ struct ExpressionTests {
         #expect(try eval("dirname('/a/b/clip.mov')") == "/a/b")
         #expect(try eval("dirname('clip.mov')") == ".")
         #expect(try eval("dirname('/clip.mov')") == "/")
+        // By bytes: a "/" that a combining mark follows still separates (as a String character
+        // it does not), so a ".." hidden before it never reaches a destination built from them.
+        #expect(try eval("basename('x/../\u{301}evil')") == "\u{301}evil")
+        #expect(try eval("dirname('x/../\u{301}evil')") == "x/..")
+        #expect(PathText.absolute("in/../\u{301}x", against: "/srv") == "/srv/\u{301}x")
+        #expect(PathText.absolute("/srv/in/../../\u{301}x", against: "/") == "/\u{301}x")
         #expect(try eval("json(inputs.list)") == "[10,20,30]")
         #expect(try eval("json(inputs.obj.nested)") == #"{"deep":true}"#)
         #expect(try eval(#"fromJSON('{"a": [1, 2]}').a[1]"#) == .int(2))

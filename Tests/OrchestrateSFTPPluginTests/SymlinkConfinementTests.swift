@@ -122,6 +122,21 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: (root as NSString).deletingLastPathComponent + "/\u{301}"))
     }
 
+    /// A local name that is not UTF-8 (Latin-1 "caf\\xE9") cannot be carried as a path: the
+    /// tree upload is refused, naming the folder, rather than leaving that file out and succeeding.
+    @Test(arguments: SSHTransportKind.allCases)
+    func aLocalNameThatIsNotUTF8IsRefusedNotLeftOut(transport: SSHTransportKind) throws {
+        let tree = h.path("latin")
+        Harness.randomFile("\(tree)/fine.bin", size: 100, seed: 4)
+        var path = Array((tree + "/").utf8CString.dropLast()) + [0x63, 0x61, 0x66, CChar(bitPattern: 0xE9), 0]
+        let fd = open(&path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        #expect(fd >= 0)
+        close(fd)
+        let up = try run("sftp.upload", "source: \(tree)\n      destination: latin", transport: transport)
+        #expect(up.status != 0, "\(up.stdout)")
+        #expect(up.stdout.contains("name_not_utf8") && up.stdout.contains("is not UTF-8"), "\(up.stdout)")
+    }
+
     @Test(arguments: SSHTransportKind.allCases)
     func aPlantedPartialSymlinkIsRemovedNeverFollowed(transport: SSHTransportKind) throws {
         let file = Harness.randomFile(h.path("small.bin"), size: 100_000)

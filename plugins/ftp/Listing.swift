@@ -1,3 +1,4 @@
+import OrchestrateExactPath
 import OrchestratePluginKit
 
 /// A folder's listing as a server sends it, parsed. Every name is checked before it is used: a
@@ -16,13 +17,16 @@ enum Listing {
 
     /// One MLSD line (RFC 3659 §7): `fact=value;fact=value; name`. The current and parent
     /// folder entries (`type=cdir`, `type=pdir`) give nil.
+    /// Cut at the first space byte: as a String character, a space that a combining mark
+    /// follows is not " ", and a name like "\u{301}x;type=dir; y" would pass its tail for the name.
     static func mlsd(_ line: String, folder: String) throws(StepError) -> Entry? {
-        guard let space = line.firstIndex(of: " ") else { return nil }
-        let name = String(line[line.index(after: space)...])
+        let bytes = line.utf8
+        guard let space = bytes.firstIndex(of: UInt8(ascii: " ")) else { return nil }
+        let name = String(decoding: bytes[bytes.index(after: space)...], as: UTF8.self)
         var facts: [String: String] = [:]
-        for fact in line[..<space].split(separator: ";") {
-            let pair = fact.split(separator: "=", maxSplits: 1)
-            if pair.count == 2 { facts[pair[0].lowercased()] = String(pair[1]) }
+        for fact in bytes[..<space].split(separator: UInt8(ascii: ";")) {
+            let pair = fact.split(separator: UInt8(ascii: "="), maxSplits: 1)
+            if pair.count == 2 { facts[String(decoding: pair[0], as: UTF8.self).lowercased()] = String(decoding: pair[1], as: UTF8.self) }
         }
         let type = facts["type"]?.lowercased() ?? ""
         if type == "cdir" || type == "pdir" { return nil }
@@ -42,21 +46,23 @@ enum Listing {
     /// `drwxr-xr-x 2 owner group 4096 Nov 27 18:00 name`. `total N` gives nil.
     static func unixLS(_ line: String, folder: String) throws(StepError) -> Entry? {
         if line.hasPrefix("total ") || line.isEmpty { return nil }
-        // The name is what follows the eighth field (it may hold spaces).
-        var rest = Substring(line)
-        var fields: [Substring] = []
+        // The name is what follows the eighth field (it may hold spaces). Fields end at space
+        // bytes (see `mlsd`).
+        let space = UInt8(ascii: " ")
+        var rest = ArraySlice(line.utf8)
+        var fields: [String] = []
         while fields.count < 8 {
-            rest = rest.drop { $0 == " " }
-            guard let end = rest.firstIndex(of: " ") else {
+            while rest.first == space { rest = rest.dropFirst() }
+            guard let end = rest.firstIndex(of: space) else {
                 throw .permanent("the listing of \(folder) has a line this plugin cannot read: \(line.prefix(200))", code: "bad_listing")
             }
-            fields.append(rest[..<end])
+            fields.append(String(decoding: rest[..<end], as: UTF8.self))
             rest = rest[end...]
         }
-        var name = String(rest.dropFirst())
+        var name = String(decoding: rest.dropFirst(), as: UTF8.self)
         let type = fields[0].first ?? "?"
         if type == "l", let arrow = name.firstRange(of: " -> ") { name = String(name[..<arrow.lowerBound]) }
-        if name == "." || name == ".." { return nil }
+        if PathBytes.isDotOrDotDot(name) { return nil }
         try check(name, folder: folder)
         switch type {
         case "-":

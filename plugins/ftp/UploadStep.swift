@@ -110,11 +110,16 @@ enum LocalWalk {
     static func walk(_ dir: String, _ prefix: [String], files: inout [TreeRun.Entry], emptyFolders: inout [[String]]) throws(StepError) {
         guard let handle = opendir(dir) else { throw .posix("cannot list \(dir)") }
         var names: [String] = []
+        defer { closedir(handle) }
         while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            // Validated, not repaired: a repaired name (U+FFFD) would name another file, or none.
+            guard let name = withUnsafeBytes(of: entry.pointee.d_name, { String(validatingCString: $0.bindMemory(to: CChar.self).baseAddress!) })
+            else {
+                throw .invalidInput("a name in \(dir) is not UTF-8 (a Latin-1 name from an old file server?): rename it to upload this tree",
+                                    code: "name_not_utf8")
+            }
             if name != "." && name != ".." { names.append(name) }
         }
-        closedir(handle)
         var holdsAnything = false
         for name in names.sorted() {
             guard RemoteName.isSafe(name) else { throw .invalidInput("\(dir)/\(name): a control character in a name cannot go into an FTP command") }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
-import OrchestrateExactPath
 #endif
+import OrchestrateExactPath
 import OrchestrateJSON
 import OrchestratePluginFiles
 import OrchestratePluginKit

@@ -14,7 +14,13 @@ extension TreeListing {
             defer { closedir(handle) }
             var names: [String] = []
             while let entry = readdir(handle) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                // Validated, not repaired: a repaired name (U+FFFD) would name another file, or
+                // none, and the file would be left out while the step succeeds.
+                guard let name = withUnsafeBytes(of: entry.pointee.d_name, { String(validatingCString: $0.bindMemory(to: CChar.self).baseAddress!) })
+                else {
+                    throw .invalidInput("a name in \(dir) is not UTF-8 (a Latin-1 name from an old file server?): rename it to upload this tree",
+                                        code: "name_not_utf8")
+                }
                 if name != "." && name != ".." { names.append(name) }
             }
             var holdsAnything = false

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateEngine
+import OrchestrateExactPath
 import OrchestrateStore
 
 /// Removes finished runs past their retention (docs/durability.md#retention): `serve` runs
@@ -70,8 +71,9 @@ public final class RetentionPruner: @unchecked Sendable {
     static func removeRunDirectory(_ run: PrunableRun, stateDirectory: String) throws -> Bool {
         let expected = RunRecord.runDirectory(for: run.id)
         let path = stateDirectory + "/" + expected
-        guard !run.id.isEmpty, !run.id.contains("/"), run.id != ".", run.id != "..",
-              run.runDir == expected || run.runDir == path
+        // By bytes (PathBytes): a "/" a combining mark follows is one String character.
+        guard !run.id.isEmpty, !PathBytes.contains(run.id, PathBytes.slash), !PathBytes.isDotOrDotDot(run.id),
+              ExactPath(run.runDir) == ExactPath(expected) || ExactPath(run.runDir) == ExactPath(path)
         else { return false }
         var info = stat()
         guard lstat(path, &info) == 0 else { return false }

@@ -2,8 +2,8 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 import OrchestrateEngine
-import OrchestrateExactPath
 #endif
+import OrchestrateExactPath
 
 /// What a watch compares to decide a file has stopped changing.
 struct FileSignature: Equatable, Sendable {

@@ -2,8 +2,8 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 import OrchestrateEngine
-import OrchestrateExactPath
 #endif
+import OrchestrateExactPath
 
 /// Linux inotify on a watched folder (and its subfolders): tells the watch which paths
 /// changed, so a new file is seen at once rather than at the next scan. It is only a wake-up:
