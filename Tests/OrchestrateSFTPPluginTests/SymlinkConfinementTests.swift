@@ -137,6 +137,21 @@ import Testing
         #expect(up.stdout.contains("name_not_utf8") && up.stdout.contains("is not UTF-8"), "\(up.stdout)")
     }
 
+    /// A local tree holding X and X.partial (what an interrupted download leaves): X.partial is
+    /// X's partial name on the server, so it is left out with a warning, and X arrives whole
+    /// (two transfers writing one remote name could leave X holding X.partial's bytes).
+    @Test(arguments: SSHTransportKind.allCases)
+    func aFileNamedAsItsNeighboursPartialIsLeftOut(transport: SSHTransportKind) throws {
+        let tree = h.path("pair")
+        let whole = Harness.randomFile("\(tree)/clip.mov", size: 300_000, seed: 5)
+        Harness.randomFile("\(tree)/clip.mov.partial", size: 200_000, seed: 6)
+        let up = try run("sftp.upload", "source: \(tree)\n      destination: pair", transport: transport)
+        #expect(up.status == 0, "\(up.stdout)")
+        #expect(up.stdout.contains("skipping clip.mov.partial: its name is the partial file"), "\(up.stdout)")
+        #expect(Harness.sameBytes(whole, "\(root)/pair/clip.mov"))
+        #expect(!FileManager.default.fileExists(atPath: "\(root)/pair/clip.mov.partial"))
+    }
+
     @Test(arguments: SSHTransportKind.allCases)
     func aPlantedPartialSymlinkIsRemovedNeverFollowed(transport: SSHTransportKind) throws {
         let file = Harness.randomFile(h.path("small.bin"), size: 100_000)

@@ -51,6 +51,13 @@ struct UploadStep: StepDefinition {
         if info.isDirectory {
             entries = []
             try LocalWalk.walk(inputs.source, [], files: &entries, emptyFolders: &emptyFolders)
+            if inputs.temporaryName {
+                let clashing = PartialNameClash.clashing(entries.map { $0.relative.joined(separator: "/") })
+                for index in clashing.sorted() {
+                    step.log(.warn, "skipping \(entries[index].relative.joined(separator: "/")): its name is the partial file of the file beside it")
+                }
+                if !clashing.isEmpty { entries = entries.enumerated().filter { !clashing.contains($0.offset) }.map(\.element) }
+            }
         } else if let expected = inputs.sha256?.lowercased() {
             let actual = try LocalFile(reading: inputs.source).sha256().digest
             guard actual == expected else {

@@ -41,7 +41,12 @@ struct UploadStep: StepDefinition {
             let root = try RemoteRoot(inputs.tree.server.remoteRoot, home: try fs.realpath("."))
             let target = try root.resolve(destination)
             let relative = try root.relative(destination)
-            let listing = info.isDirectory ? try TreeListing.walk(source) : TreeListing(files: [.init(relative: "", size: info.size)])
+            var listing = info.isDirectory ? try TreeListing.walk(source) : TreeListing(files: [.init(relative: "", size: info.size)])
+            let clashing = PartialNameClash.clashing(listing.files.map(\.relative))
+            for index in clashing.sorted() {
+                step.log(.warn, "skipping \(listing.files[index].relative): its name is the partial file of the file beside it")
+            }
+            if !clashing.isEmpty { listing.files = listing.files.enumerated().filter { !clashing.contains($0.offset) }.map(\.element) }
             let entries = listing.files
             let guardRoot = try RootGuard(root, fs: fs, create: inputs.tree.server.createRoot)
             for directory in listing.emptyDirectories {
