@@ -77,12 +77,18 @@ public enum PathBytes {
             && !name.utf8.contains { $0 == slash || $0 == UInt8(ascii: "\\") || $0 < 32 || $0 == 127 }
     }
 
-    /// A name in a message, quoted, its control characters escaped (a newline planted in a name
-    /// cannot forge a log line).
+    /// A name in a message, quoted, its control characters escaped: C0 and DEL (a newline
+    /// planted in a name cannot forge a log line), C1 (U+009B opens a terminal escape) and the
+    /// bidirectional overrides and isolates (U+202A-202E, U+2066-2069: text shown reversed).
     public static func quoted(_ name: String) -> String {
         var out = "\""
         for scalar in name.unicodeScalars {
-            if scalar.value < 32 || scalar.value == 127 { out += "\\u{\(String(scalar.value, radix: 16))}" } else { out.unicodeScalars.append(scalar) }
+            let v = scalar.value
+            if v < 32 || (127 ... 159).contains(v) || (0x202A ... 0x202E).contains(v) || (0x2066 ... 0x2069).contains(v) {
+                out += "\\u{\(String(v, radix: 16))}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
         }
         return out + "\""
     }

@@ -55,5 +55,6 @@ import Testing
             #expect(PathBytes.isSafeListedName(good), "\(good.debugDescription)")
         }
         #expect(PathBytes.quoted("a\nb") == "\"a\\u{a}b\"")
+        #expect(PathBytes.quoted("\u{9B}31m\u{202E}vom.exe") == "\"\\u{9b}31m\\u{202e}vom.exe\"")
     }
 }

@@ -152,6 +152,22 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: "\(root)/pair/clip.mov.partial"))
     }
 
+    /// A remote name that is not UTF-8 (Latin-1, put there by another user) is skipped with a
+    /// warning: repaired to U+FFFD it named no file, and failed the whole tree download.
+    @Test(arguments: SSHTransportKind.allCases)
+    func aRemoteNameThatIsNotUTF8IsSkippedWithAWarning(transport: SSHTransportKind) throws {
+        let fine = Harness.randomFile("\(root)/latin-down/fine.bin", size: 1000, seed: 8)
+        var path = Array("\(root)/latin-down/".utf8CString.dropLast()) + [0x63, 0x61, 0x66, CChar(bitPattern: 0xE9), 0]
+        let fd = open(&path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        #expect(fd >= 0)
+        close(fd)
+        let back = h.path("latin-back")
+        let down = try run("sftp.download", "source: latin-down\n      destination: \(back)", transport: transport)
+        #expect(down.status == 0, "\(down.stdout)")
+        #expect(down.stdout.contains("skipping the entry \\\"caf\\\\xe9\\\" listed in"), "\(down.stdout)")
+        #expect(Harness.sameBytes(fine, back + "/fine.bin"))
+    }
+
     @Test(arguments: SSHTransportKind.allCases)
     func aPlantedPartialSymlinkIsRemovedNeverFollowed(transport: SSHTransportKind) throws {
         let file = Harness.randomFile(h.path("small.bin"), size: 100_000)

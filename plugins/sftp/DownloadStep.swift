@@ -82,7 +82,10 @@ struct DownloadStep: StepDefinition {
                              step: StepContext) throws(StepError)
     {
         var holdsAnything = false
-        for entry in try fs.list(dir).sorted(by: { $0.name < $1.name }) {
+        let entries = try fs.list(dir) { shown in
+            step.log(.warn, "skipping the entry \"\(shown)\" listed in \(dir): its name is not UTF-8 (rename it on the server to fetch it)")
+        }
+        for entry in entries.sorted(by: { $0.name < $1.name }) {
             // A listed name becomes a local path: a server that lists "../x" or "a/b" (hostile,
             // or compromised) must not place a file outside the destination.
             guard PathBytes.isSafeListedName(entry.name) else {

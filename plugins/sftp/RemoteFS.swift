@@ -138,7 +138,9 @@ struct RemoteFS {
     }
 
     /// Entries of a directory (without `.` and `..`).
-    func list(_ path: String) throws(StepError) -> [(name: String, attributes: Attributes)] {
+    /// A name that is not UTF-8 is not repaired (U+FFFD would name another entry, or none): it
+    /// goes to `notUTF8` (its bytes shown as `\xNN`) and is left out.
+    func list(_ path: String, notUTF8: (String) -> Void = { _ in }) throws(StepError) -> [(name: String, attributes: Attributes)] {
         let handle = try self.handle("open directory \(path)", try channel.call(.opendir, step) { $0.string(path) })
         defer { closeQuietly(handle) }
         var entries: [(String, Attributes)] = []
@@ -151,9 +153,13 @@ struct RemoteFS {
             }
             guard reply.type == SFTP.Packet.name.rawValue else { throw WireReader.malformed }
             for _ in 0 ..< (try reply.reader.u32()) {
-                let name = try reply.reader.string()
+                let raw = try reply.reader.data()
                 _ = try reply.reader.stringRange()  // the `ls -l` line
                 let attributes = try reply.reader.attributes()
+                guard let name = String(validating: raw, as: UTF8.self) else {
+                    notUTF8(raw.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16) }.joined())
+                    continue
+                }
                 if name != "." && name != ".." { entries.append((name, attributes)) }
             }
         }
