@@ -21,22 +21,7 @@ import Testing
         try Data(relative.utf8).write(to: URL(fileURLWithPath: path))
     }
 
-    /// A watch of the new folder `name` (not recursive, 200 ms settle) feeding a session step.
-    func feedWatch(_ name: String) throws -> (watched: WatchedFolder, folder: String) {
-        let file = dir.write("\(name).yaml", """
-            name: feed
-            on:
-              watch: { path: \(name), settle: 200ms, feed: accept }
-            steps:
-              accept:
-                uses: sftp.accept-paths
-                with: { host: h }
-            """).path
-        let folder = dir.file(name).path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let workflow = try WorkflowLoader.parse(source: String(contentsOfFile: file, encoding: .utf8), file: file, catalog: nil)
-        return (try WatchedFolder(workflow: workflow), folder)
-    }
+    func feedWatch(_ name: String) throws -> (watched: WatchedFolder, folder: String) { try FeedWatch.make(name, in: dir) }
 
     @Test(arguments: StoreKind.allCases)
     func filesBeyondWhatIsTrackedAreTakenInByAScanOnceThereIsRoom(_ kind: StoreKind) throws {

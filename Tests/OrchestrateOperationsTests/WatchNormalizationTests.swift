@@ -19,20 +19,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func namesThatDifferOnlyInNormalizationAreTwoFiles(_ kind: StoreKind) throws {
         #expect(Self.precomposed == Self.decomposed && Array(Self.precomposed.utf8) != Array(Self.decomposed.utf8))
-        let name = "in-\(kind)"
-        let file = dir.write("\(name).yaml", """
-            name: feed
-            on:
-              watch: { path: \(name), settle: 200ms, feed: accept }
-            steps:
-              accept:
-                uses: sftp.accept-paths
-                with: { host: h }
-            """).path
-        let folder = dir.file(name).path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let watched = try WatchedFolder(workflow: WorkflowLoader.parse(source: String(contentsOfFile: file, encoding: .utf8),
-                                                                       file: file, catalog: nil))
+        let (watched, folder) = try FeedWatch.make("in-\(kind)", in: dir)
         // Met by the first scan: the same bytes, the same mtime.
         let when = timespec(tv_sec: 1_700_000_000, tv_nsec: 123_456_789)
         for relative in [Self.precomposed, Self.decomposed] {

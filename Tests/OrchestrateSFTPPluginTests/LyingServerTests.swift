@@ -68,19 +68,7 @@ import Testing
         Harness.randomFile("\(peer.remoteRoot)/tree/a.bin", size: 1000, seed: 31)
         Harness.randomFile("\(peer.remoteRoot)/tree/evil.bin", size: 1000, seed: 32)
         Harness.randomFile("\(peer.remoteRoot)/outside.bin", size: 1000, seed: 33)  // where the lie points
-        let wf = h.workflow("""
-            version: 1
-            name: liar
-            steps:
-              down:
-                uses: sftp.download
-                with:
-                  source: tree
-                  destination: \(h.path("got/tree"))
-                  remote_root: \(peer.remoteRoot)
-                  \(peer.connection(knownHosts: try peer.knownHosts(), transport: transport))
-            """, name: "liar-\(UUID().uuidString.prefix(6)).yaml")
-        let result = try h.orchestrate(["run", wf, "--json"])
+        let result = try download(peer, file: "tree", transport: transport)
         #expect(result.status == 0, "\(result.stdout.suffix(2000))")
         #expect(result.stdout.contains("skipping the entry \\\"../outside.bin\\\""), "\(result.stdout.suffix(2000))")
         #expect(!FileManager.default.fileExists(atPath: h.path("got/outside.bin")), "written beside the destination")
