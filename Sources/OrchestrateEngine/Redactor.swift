@@ -21,21 +21,25 @@ public struct Redactor: Sendable {
 
     public func redact(_ text: String) -> String {
         guard !secrets.isEmpty else { return text }
-        var bytes = Array(text.utf8)
-        var changed = false
-        for secret in secrets {
-            if let masked = Self.replacing(secret, in: bytes) {
-                bytes = masked
-                changed = true
+        var text = text
+        // Searched in the string's own UTF-8 storage: a text holding no secret (most of them)
+        // costs no copy.
+        let masked: [UInt8]? = text.withUTF8 { original in
+            var current: [UInt8]?
+            for secret in secrets {
+                let replaced = current.map { bytes in bytes.withUnsafeBufferPointer { Self.replacing(secret, in: $0) } }
+                    ?? Self.replacing(secret, in: original)
+                if let replaced { current = replaced }
             }
+            return current
         }
         // A valid UTF-8 secret matched in valid UTF-8 starts and ends on scalar boundaries (UTF-8
         // is self-synchronising), so the result decodes as it was.
-        return changed ? String(decoding: bytes, as: UTF8.self) : text
+        return masked.map { String(decoding: $0, as: UTF8.self) } ?? text
     }
 
     /// `bytes` with every occurrence of `secret` replaced by the mask; nil when there is none.
-    private static func replacing(_ secret: [UInt8], in bytes: [UInt8]) -> [UInt8]? {
+    private static func replacing(_ secret: [UInt8], in bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard let first = secret.first, bytes.count >= secret.count else { return nil }
         var out: [UInt8] = []
         var copied = 0

@@ -93,6 +93,31 @@ public enum PathBytes {
         return out + "\""
     }
 
+    /// Whether `name`'s bytes end with `suffix`'s (`String.hasSuffix` goes by characters).
+    public static func hasSuffix(_ name: String, _ suffix: String) -> Bool {
+        name.utf8.reversed().starts(with: suffix.utf8.reversed())
+    }
+
+    /// `bytes` (a name that may not be UTF-8) as text, each byte that is not part of valid UTF-8
+    /// as `\xNN`.
+    public static func shown(_ bytes: [UInt8]) -> String {
+        var text = ""
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            var valid = rest.count
+            while valid > 0 && String(validating: rest.prefix(valid), as: UTF8.self) == nil { valid -= 1 }
+            if valid > 0 {
+                text += String(decoding: rest.prefix(valid), as: UTF8.self)
+                rest = rest.dropFirst(valid)
+            } else {
+                let hex = String(rest.first!, radix: 16, uppercase: true)
+                text += "\\x" + (hex.count < 2 ? "0" : "") + hex
+                rest = rest.dropFirst()
+            }
+        }
+        return text
+    }
+
     /// `path` cut at its last "/" byte: what is before it and what follows; nil without one.
     public static func splitAtLastSlash(_ path: String) -> (head: String, tail: String)? {
         let bytes = path.utf8

@@ -10,10 +10,8 @@ public enum PartialNameClash {
     public static func clashing(_ relatives: [String], suffix: String = ".partial") -> Set<Int> {
         let all = Set(relatives.map(ExactPath.init))
         var out = Set<Int>()
-        for (index, path) in relatives.enumerated() where path.utf8.count > suffix.utf8.count {
-            let bytes = path.utf8
-            guard bytes.reversed().starts(with: suffix.utf8.reversed()) else { continue }
-            let base = String(decoding: bytes.dropLast(suffix.utf8.count), as: UTF8.self)
+        for (index, path) in relatives.enumerated() where path.utf8.count > suffix.utf8.count && PathBytes.hasSuffix(path, suffix) {
+            let base = String(decoding: path.utf8.dropLast(suffix.utf8.count), as: UTF8.self)
             if all.contains(ExactPath(base)) { out.insert(index) }
         }
         return out

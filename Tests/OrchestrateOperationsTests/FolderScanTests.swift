@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateExactPath
 @testable import OrchestrateOperations
 import OrchestrateTestSupport
 import Testing
@@ -49,6 +50,6 @@ import Testing
             .scan(unreadable: { unreadable.append($0) }) { path, _ in files.append(path) }
         #expect(files == ["shot/caf\u{E9}.mov"])
         #expect(unreadable == ["shot/caf\\xE9.mov"])
-        #expect(FolderFilter.shown([0x61, 0xC3, 0xA9, 0xFF, 0x62]) == "a\u{E9}\\xFFb")
+        #expect(PathBytes.shown([0x61, 0xC3, 0xA9, 0xFF, 0x62]) == "a\u{E9}\\xFFb")
     }
 }

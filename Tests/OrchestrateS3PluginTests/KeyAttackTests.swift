@@ -77,53 +77,24 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: runner.path("x")) && !FileManager.default.fileExists(atPath: runner.path("y")))
     }
 
-    /// A symbolic link planted inside the destination (towards a folder outside it) is not
-    /// followed: the download fails on it, and nothing is written through it.
-    @Test func symlinkInTheDestinationIsNotFollowed() throws {
+    /// Puts `keys` (under the prefix "p/"), plants a symbolic link at `link` in the destination
+    /// towards a folder outside it, and downloads the prefix: the step must fail on the link
+    /// (`not_a_folder`) with nothing written through it. Returns the runner (its folder lives
+    /// as long as it does) and the destination.
+    func downloadThroughPlantedLink(keys: [String], link: String) throws -> (runner: S3Runner, destination: String) {
         let peer = try S3Peer(.moto)
         try peer.makeBucket("orc-bucket")
         let runner = S3Runner()
         let body = runner.path("body.txt")
         _ = FileManager.default.createFile(atPath: body, contents: Data("planted".utf8))
-        #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", "p/sub/f.txt", "--body", body]).status == 0)
-        let outside = runner.path("outside")
-        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
-        let destination = runner.path("dest")
-        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: destination + "/sub", withDestinationPath: outside)
-        let file = runner.workflow(TransferTests.workflow(peer, """
-              get:
-                uses: s3.download
-                retry: { max_attempts: 1 }
-                with: { endpoint: ENDPOINT, bucket: orc-bucket, prefix: "p/", destination: "\(destination)" }
-            """))
-        let result = try runner.run(file)
-        let failed = try #require(S3Runner.events(result.stdout).ofType("step.failed", step: "get").last, "\(TransferTests.check(result))")
-        #expect(failed["data"]?["code"]?.stringValue == "not_a_folder", "\(failed)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
-    }
-
-    /// Two folder names that differ only in Unicode normalization ("café" precomposed and "cafe"
-    /// with a combining accent) are two folders to the filesystem, but equal Swift Strings: a
-    /// folder checked under one name must not vouch for the other, where a symbolic link towards
-    /// a folder outside was planted.
-    @Test func aFolderNameInTheOtherNormalizationIsCheckedToo() throws {
-        let peer = try S3Peer(.moto)
-        try peer.makeBucket("orc-bucket")
-        let runner = S3Runner()
-        let body = runner.path("body.txt")
-        _ = FileManager.default.createFile(atPath: body, contents: Data("planted".utf8))
-        let decomposed = "cafe\u{301}", precomposed = "caf\u{E9}"
-        #expect(Array(decomposed.utf8) != Array(precomposed.utf8) && decomposed == precomposed)
-        // Keys are fetched in byte order: the decomposed folder ("e", 0x65) first.
-        for key in ["p/\(decomposed)/a.txt", "p/\(precomposed)/b.txt"] {
-            #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", key, "--body", body]).status == 0)
+        for key in keys {
+            #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", "p/" + key, "--body", body]).status == 0)
         }
         let outside = runner.path("outside")
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         let destination = runner.path("dest")
         try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
-        #expect(symlink(outside, destination + "/" + precomposed) == 0)
+        #expect(symlink(outside, destination + "/" + link) == 0)
         let file = runner.workflow(TransferTests.workflow(peer, """
               get:
                 uses: s3.download
@@ -134,9 +105,28 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty, "written through the planted link")
         let failed = try #require(S3Runner.events(result.stdout).ofType("step.failed", step: "get").last, "\(TransferTests.check(result))")
         #expect(failed["data"]?["code"]?.stringValue == "not_a_folder", "\(failed)")
+        return (runner, destination)
+    }
+
+    /// A symbolic link planted inside the destination (towards a folder outside it) is not
+    /// followed: the download fails on it, and nothing is written through it.
+    @Test func symlinkInTheDestinationIsNotFollowed() throws {
+        _ = try downloadThroughPlantedLink(keys: ["sub/f.txt"], link: "sub")
+    }
+
+    /// Two folder names that differ only in Unicode normalization ("café" precomposed and "cafe"
+    /// with a combining accent) are two folders to the filesystem, but equal Swift Strings: a
+    /// folder checked under one name must not vouch for the other, where a symbolic link towards
+    /// a folder outside was planted.
+    @Test func aFolderNameInTheOtherNormalizationIsCheckedToo() throws {
+        let decomposed = "cafe\u{301}", precomposed = "caf\u{E9}"
+        #expect(Array(decomposed.utf8) != Array(precomposed.utf8) && decomposed == precomposed)
+        // Keys are fetched in byte order: the decomposed folder ("e", 0x65) first.
+        let (runner, destination) = try downloadThroughPlantedLink(keys: ["\(decomposed)/a.txt", "\(precomposed)/b.txt"], link: precomposed)
         // The decomposed name was a folder of its own, made as one (the run stopped at the link).
         var info = stat()
         #expect(lstat(destination + "/" + decomposed, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR)
+        withExtendedLifetime(runner) {}
     }
 }
 

@@ -1,3 +1,4 @@
+import OrchestrateExactPath
 import OrchestrateJSON
 import OrchestratePluginFiles
 import OrchestratePluginKit
@@ -118,7 +119,7 @@ struct DownloadStep: StepDefinition {
         var holdsAnything = false
         for entry in try client.list(folder).sorted(by: { $0.name < $1.name }) {
             switch entry.kind {
-            case .file(let size) where !entry.name.hasSuffix(".partial"):
+            case .file(let size) where !PathBytes.hasSuffix(entry.name, ".partial"):
                 files.append(.init(relative: prefix + [entry.name], size: size))
                 holdsAnything = true
             case .file:

@@ -99,7 +99,7 @@ struct DownloadStep: StepDefinition {
                 holdsAnything = true
             } else if entry.attributes.isDirectory || entry.attributes.isSymlink {
                 step.log(.warn, "skipping \(path): a symbolic link (a tree download follows none)")
-            } else if entry.attributes.isRegular && !entry.name.utf8.reversed().starts(with: ".partial".utf8.reversed()) {
+            } else if entry.attributes.isRegular && !PathBytes.hasSuffix(entry.name, ".partial") {
                 listing.files.append(.init(relative: relative, size: entry.attributes.size))
                 holdsAnything = true
             }

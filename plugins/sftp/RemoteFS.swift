@@ -157,7 +157,7 @@ struct RemoteFS {
                 _ = try reply.reader.stringRange()  // the `ls -l` line
                 let attributes = try reply.reader.attributes()
                 guard let name = String(validating: raw, as: UTF8.self) else {
-                    notUTF8(raw.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16) }.joined())
+                    notUTF8(PathBytes.shown(raw))
                     continue
                 }
                 if name != "." && name != ".." { entries.append((name, attributes)) }

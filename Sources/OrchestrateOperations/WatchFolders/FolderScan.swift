@@ -76,7 +76,7 @@ struct FolderFilter: Sendable {
                 let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
                 if bytes.first == UInt8(ascii: ".") { continue }
                 guard let name = String(validating: bytes, as: UTF8.self) else {
-                    let shown = Self.shown(bytes)
+                    let shown = PathBytes.shown(bytes)
                     unreadable(relativeFolder.isEmpty ? shown : relativeFolder + "/" + shown)
                     continue
                 }
@@ -93,26 +93,4 @@ struct FolderFilter: Sendable {
         }
         return folders
     }
-
-    /// `bytes` as text, each byte that is not part of valid UTF-8 as `\xNN`.
-    static func shown(_ bytes: [UInt8]) -> String {
-        var text = ""
-        var rest = bytes[...]
-        while !rest.isEmpty {
-            var valid = rest.count
-            while valid > 0 && String(validating: rest.prefix(valid), as: UTF8.self) == nil { valid -= 1 }
-            if valid > 0 {
-                text += String(decoding: rest.prefix(valid), as: UTF8.self)
-                rest = rest.dropFirst(valid)
-            } else {
-                text += "\\x" + String(rest.first!, radix: 16, uppercase: true).leftPadded(to: 2)
-                rest = rest.dropFirst()
-            }
-        }
-        return text
-    }
-}
-
-private extension String {
-    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
