@@ -147,9 +147,11 @@ let package = Package(
         .target(name: "OrchestrateS3Auth", dependencies: ["CLibCrypto"], path: "plugins/s3/Auth"),
         // MD5 of several parts at once in the lanes of AVX-512 or AVX2 registers (C: intrinsics).
         .target(name: "CMultiMD5", path: "plugins/s3/MultiMD5"),
+        // CRC-64/NVME (S3's CRC64NVME) by carry-less multiply: what a download verifies with.
+        .target(name: "CCRC64NVME", path: "plugins/s3/CRC64", linkerSettings: [.linkedLibrary("pthread")]),
         .target(name: "OrchestrateS3Plugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl", "CLibCrypto",
-                                                           "OrchestrateS3Auth", "OrchestrateDigest", "CMultiMD5", "OrchestrateExactPath"],
-                path: "plugins/s3", exclude: ["README.md", "Auth", "MultiMD5"]),
+                                                           "OrchestrateS3Auth", "OrchestrateDigest", "CMultiMD5", "CCRC64NVME", "OrchestrateExactPath"],
+                path: "plugins/s3", exclude: ["README.md", "Auth", "MultiMD5", "CRC64"]),
         // FTPS (and plain FTP only when asked for by name) on libcurl.
         .target(name: "OrchestrateFTPPlugin", dependencies: ["OrchestratePluginKit", "OrchestratePluginFiles", "CCurl", "OrchestrateCurl", "OrchestrateExactPath"],
                 path: "plugins/ftp", exclude: ["README.md"]),
@@ -189,7 +191,7 @@ let package = Package(
         .testTarget(name: "OrchestrateHTTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateFTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateSFTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
-        .testTarget(name: "OrchestrateS3PluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateS3Auth", "CMultiMD5"]),
+        .testTarget(name: "OrchestrateS3PluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport", "OrchestrateS3Auth", "CMultiMD5", "CCRC64NVME"]),
         // The HTTP API, /metrics and the dashboard of `serve --http`, through the real binary; the
         // event streams' reads in process.
         .testTarget(name: "OrchestrateHTTPAPITests", dependencies: [

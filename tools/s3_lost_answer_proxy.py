@@ -20,6 +20,10 @@ CompleteMultipartUpload answer that lies about the object, or says nothing of it
 With --corrupt, the first matching request's body is forwarded with one byte changed (its
 headers, signed checksums included, as the client sent them): bytes damaged on the way.
 
+With --answer-header "NAME: VALUE", every answer to a request matching --lose carries that header
+(in place of the server's, if it sent one) and nothing is lost: a checksum header the server does
+not keep (S3's x-amz-checksum-crc64nvme), right or wrong.
+
 With --headers FILE, each request's method, path and header names (lower-cased, sorted) are
 appended to FILE, one request a line: what the client sent, for a test to read.
 
@@ -47,10 +51,15 @@ def main():
     parser.add_argument("--etag", default=None)
     parser.add_argument("--corrupt", action="store_true")
     parser.add_argument("--headers", default=None)
+    parser.add_argument("--answer-header", default=None)
     args = parser.parse_args()
     host, port = args.target.rsplit(":", 1)
     pattern = re.compile(args.lose)
     lost = threading.Event()
+    added = None
+    if args.answer_header:
+        name, _, value = args.answer_header.partition(":")
+        added = (name.strip().lower(), value.strip())
     logged = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -82,7 +91,10 @@ def main():
             response = upstream.getresponse()
             payload = response.read()
             wrong = None
-            if args.etag is not None and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+            extra = added if added and pattern.search(f"{self.command} {self.path}") else None
+            if extra:
+                pass
+            elif args.etag is not None and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
                 lost.set()
                 element = f"<ETag>{args.etag}</ETag>".encode() if args.etag else b""
                 payload = re.sub(rb"<ETag>[^<]*</ETag>", lambda _: element, payload, count=1)
@@ -97,12 +109,16 @@ def main():
                 return
             self.send_response(response.status)
             for name, value in response.getheaders():
+                if extra and name.lower() == extra[0]:
+                    continue
                 if name.lower() not in ("connection", "keep-alive", "transfer-encoding", "content-length", "x-amz-checksum-sha256"):
                     self.send_header(name, value)
                 elif name.lower() == "x-amz-checksum-sha256" and wrong is None:
                     self.send_header(name, value)
             if wrong is not None:
                 self.send_header("x-amz-checksum-sha256", wrong)
+            if extra:
+                self.send_header(*extra)
             # A HEAD's Content-Length is the object's size: passed through.
             length = response.getheader("Content-Length") if self.command == "HEAD" else None
             self.send_header("Content-Length", length or str(len(payload)))

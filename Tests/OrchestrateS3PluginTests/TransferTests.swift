@@ -56,7 +56,7 @@ import Testing
         #expect(bigOutputs?["parts"]?.intValue == 5, "\(String(describing: bigOutputs))")
         #expect(bigOutputs?["etag"]?.stringValue?.hasSuffix("-5") == true)
         // A file's outputs, and none of a folder's.
-        #expect(bigOutputs?.objectValue?.keys.sorted() == ["bucket", "etag", "key", "parts", "parts_resumed", "sha256", "size", "uri"])
+        #expect(bigOutputs?.objectValue?.keys.sorted() == ["bucket", "crc64nvme", "etag", "key", "parts", "parts_resumed", "sha256", "size", "uri"])
 
         // The AWS CLI reads the multipart object back byte for byte, with its SHA-256 metadata.
         let readBack = runner.path("cli-big.bin")
@@ -67,11 +67,11 @@ import Testing
         let local = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sha256sum"), [big]).stdout.prefix(64)
         // (rclone answers the metadata's name as Sha256.)
         #expect((head["Metadata"]?["sha256"] ?? head["Metadata"]?["Sha256"])?.stringValue == String(local), "\(head)")
-        // s3.download got the same bytes, verified against that SHA-256.
+        // s3.download got the same bytes, verified against the CRC-64 stored beside it.
         #expect(Tools.sameBytes(runner.path("back/big.bin"), big))
         let getOutputs = try runner.stepOutputs("get")
-        #expect(getOutputs?["verified"]?.stringValue == "sha256")
-        #expect(getOutputs?.objectValue?.keys.sorted() == ["etag", "path", "ranges_resumed", "sha256", "size", "uri", "verified"])
+        #expect(getOutputs?["verified"]?.stringValue == "crc64nvme")
+        #expect(getOutputs?.objectValue?.keys.sorted() == ["crc64nvme", "etag", "path", "ranges_resumed", "size", "uri", "verified"])
         #expect(try runner.stepOutputs("drop")?.objectValue?.keys.sorted() == ["deleted", "uri"])
         // The small one went up in one PUT and was deleted.
         let gone = try peer.aws(["s3api", "head-object", "--bucket", "orc-bucket", "--key", "\(key).small"])

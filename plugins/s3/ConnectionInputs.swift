@@ -106,11 +106,12 @@ final class S3Client {
         return response
     }
 
-    /// HEAD of an object. A HEAD's error has no body (no S3 error code): on a failure, a GET of
-    /// its first byte fetches the error document, so the error can say what is wrong.
+    /// HEAD of an object, with its S3 checksum when the server keeps one (`x-amz-checksum-mode`).
+    /// A HEAD's error has no body (no S3 error code): on a failure, a GET of its first byte
+    /// fetches the error document, so the error can say what is wrong.
     func head(_ key: String) throws(StepError) -> Exchange.Response {
         let label = "HEAD \(uri(key))"
-        let response = try send("HEAD", key: key, label: label, accept: Set(100 ... 599))
+        let response = try send("HEAD", key: key, headers: [Self.checksumMode], label: label, accept: Set(100 ... 599))
         if response.status == 200 { return response }
         // Throws the error the document describes; a GET that works (a race) leaves the HEAD's.
         _ = try send("GET", key: key, headers: [("Range", "bytes=0-0")], label: label, accept: [200, 206, 416])
@@ -122,6 +123,9 @@ final class S3Client {
         context.key = key
         return S3Errors.status(response, label: label, context: context)
     }
+
+    /// Asks a HEAD or GET for the object's S3 checksum headers (ignored where there are none).
+    static let checksumMode = (name: "x-amz-checksum-mode", value: "ENABLED")
 
     /// `s3://bucket/key`, for messages and outputs.
     func uri(_ key: String) -> String { "s3://\(bucket)/\(key)" }

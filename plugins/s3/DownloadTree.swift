@@ -50,7 +50,7 @@ struct DownloadTree {
         // the transfers and journaled by the committing thread (under `journalLock` until the
         // batches are drained: the step's thread reads the counts for its progress meanwhile).
         var pending = (0 ..< smallCount).filter { !journal.isDone($0) }.makeIterator()
-        var inFlight: [Int: (partial: PartialFile, digests: Digests)] = [:]
+        var inFlight: [Int: SmallObject] = [:]
         let journalLock = Lock()
         let commits = BatchCommit { committed in
             journalLock.withLock {
@@ -64,11 +64,17 @@ struct DownloadTree {
                 guard let index = pending.next() else { return nil }
                 let entry = order[index]
                 let partial = try PartialFile(for: try folders.prepare(entry.components), naming: .hiddenPart, keeping: .nothing)
-                let digests = Digests()
-                inFlight[index] = (partial, digests)
-                let exchange = try client.exchange("GET", key: entry.object.key, headers: [("If-Match", "\"\(entry.object.etag)\"")],
+                let small = SmallObject(partial: partial)
+                inFlight[index] = small
+                let exchange = try client.exchange("GET", key: entry.object.key,
+                                                   headers: [("If-Match", "\"\(entry.object.etag)\""), S3Client.checksumMode],
                                                    label: "GET \(client.uri(entry.object.key))", tag: index)
-                exchange.acceptBody = { $0.status == 200 }
+                // The answer's head says what the bytes are checked against.
+                exchange.acceptBody = { head in
+                    guard head.status == 200 else { return false }
+                    small.expect(ObjectChecksum(head, etag: entry.object.etag))
+                    return true
+                }
                 var at: Int64 = 0
                 exchange.sink = { [unowned exchange] bytes in
                     guard at + Int64(bytes.count) <= entry.object.size else {
@@ -80,21 +86,21 @@ struct DownloadTree {
                         exchange.callbackError = error
                         return false
                     }
-                    digests.update(bytes)
+                    small.digests.update(bytes)
                     at += Int64(bytes.count)
                     return true
                 }
                 return exchange
             }, done: { (exchange, response) throws(StepError) in
-                guard let (partial, digests) = inFlight.removeValue(forKey: exchange.tag) else { return }
+                guard let small = inFlight.removeValue(forKey: exchange.tag) else { return }
                 let entry = order[exchange.tag]
                 do throws(StepError) {
-                    try verifySmall(entry, response: response, bytes: exchange.bytesMoved, digests: digests, label: exchange.label)
+                    try verifySmall(entry, response: response, bytes: exchange.bytesMoved, small: small, label: exchange.label)
                 } catch {
-                    try? partial.discard()
+                    try? small.partial.discard()
                     throw error
                 }
-                commits.submit(exchange.tag, partial)
+                commits.submit(exchange.tag, small.partial)
                 journalLock.withLock { report() }
                 try commits.check()
             })
@@ -104,7 +110,7 @@ struct DownloadTree {
         } catch {
             // The small objects still in flight or not committed start from nothing next time: no
             // partial left behind.
-            for (partial, _) in inFlight.values { try? partial.discard() }
+            for small in inFlight.values { try? small.partial.discard() }
             commits.abandon()
             throw error
         }
@@ -178,8 +184,8 @@ struct DownloadTree {
     /// A key in a message: control characters (a newline planted in a key) escaped.
     private func quoted(_ key: String) -> String { PathBytes.quoted(key) }
 
-    /// A small object's answer checked (status, ETag, length, digests), before its commit.
-    private func verifySmall(_ entry: Entry, response: Exchange.Response, bytes: Int64, digests: Digests, label: String) throws(StepError)
+    /// A small object's answer checked (status, ETag, length, checksum), before its commit.
+    private func verifySmall(_ entry: Entry, response: Exchange.Response, bytes: Int64, small: SmallObject, label: String) throws(StepError)
     {
         if response.status == 412 {
             throw .retryable("\(client.uri(entry.object.key)) changed since it was listed; the next attempt lists it again", code: "object_changed")
@@ -192,14 +198,21 @@ struct DownloadTree {
         guard bytes == entry.object.size else {
             throw .retryable("\(label): got \(bytes) of \(entry.object.size) bytes", code: "short_body")
         }
-        let (md5, sha256) = digests.finish()
-        if let expected = response.header("x-amz-meta-sha256")?.lowercased() {
-            guard expected == S3Crypto.hex(sha256) else {
-                throw .permanent("\(client.uri(entry.object.key)): the SHA-256 of the bytes received is \(S3Crypto.hex(sha256)), "
-                    + "the object's metadata says \(expected)", code: "sha256_mismatch")
-            }
-        } else if ETag.isMD5(entry.object.etag), entry.object.etag.lowercased() != S3Crypto.hex(md5) {
-            throw .permanent("\(client.uri(entry.object.key)): the MD5 of the bytes received is not the ETag \(entry.object.etag)", code: "md5_mismatch")
-        }
+        try small.expected.check(small.digests.finish(), what: client.uri(entry.object.key))
+    }
+}
+
+/// A small object in flight: its partial file, and the digests its answer's head asked for
+/// (set before the first byte of the body).
+private final class SmallObject {
+    let partial: PartialFile
+    private(set) var expected = ObjectChecksum.none
+    private(set) var digests = Digests(md5: false, sha256: false)
+
+    init(partial: PartialFile) { self.partial = partial }
+
+    func expect(_ checksum: ObjectChecksum) {
+        expected = checksum
+        digests = checksum.digests(sha256: false)
     }
 }

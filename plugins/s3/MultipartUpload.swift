@@ -6,7 +6,7 @@ import OrchestrateS3Auth
 /// A multipart upload that survives `kill -9`.
 ///
 /// The checkpoint (never a secret in it) is `{"v":1, "bucket", "key", "size", "mtime",
-/// "part_size", "sha256", "upload_id", "parts": [[n, etag, md5?]...], "complete": etag?}`: a
+/// "part_size", "sha256", "crc64nvme"?, "upload_id", "parts": [[n, etag, md5?]...], "complete": etag?}`: a
 /// part is in `parts` only once the server confirmed it (its ETag; the MD5 is listed only when
 /// the ETag is not it). On resume, ListParts is asked: a confirmed part the server has with the
 /// same ETag and size is kept, a part the server has that the checkpoint missed (confirmed just
@@ -17,6 +17,9 @@ struct MultipartUpload {
     struct Result {
         var etag: String
         var sha256: String
+        /// The file's CRC-64/NVME (hex), also in the object's metadata; nil for an upload a
+        /// build before the CRC began (its metadata has none).
+        var crc64: String?
         var parts: Int
         var partsResumed: Int
     }
@@ -48,6 +51,7 @@ struct MultipartUpload {
     struct State {
         var partSize: Int64
         var sha256: String
+        var crc64: String?
         var uploadID: String?
         var parts: [Int: Part] = [:]
         var completeETag: String?
@@ -100,7 +104,7 @@ struct MultipartUpload {
         guard let saved = slot.load(), saved["v"]?.intValue == 1, saved["bucket"]?.stringValue == client.bucket,
               saved["key"]?.stringValue == key, saved["size"]?.intValue == source.size, saved["mtime"]?.intValue == source.mtime,
               let size = saved["part_size"]?.intValue, size > 0, let sha = saved["sha256"]?.stringValue else { return nil }
-        var state = State(partSize: size, sha256: sha, uploadID: saved["upload_id"]?.stringValue)
+        var state = State(partSize: size, sha256: sha, crc64: saved["crc64nvme"]?.stringValue, uploadID: saved["upload_id"]?.stringValue)
         for entry in saved["parts"]?.arrayValue ?? [] {
             guard let n = entry[0]?.intValue, let etag = entry[1]?.stringValue else { continue }
             let md5 = entry[2]?.stringValue.flatMap(S3Crypto.unhex) ?? S3Crypto.unhex(etag) ?? []
@@ -110,12 +114,12 @@ struct MultipartUpload {
         return state
     }
 
-    /// A new state, after hashing the whole file (its SHA-256 goes in the object's metadata,
-    /// which only CreateMultipartUpload can set).
+    /// A new state, after hashing the whole file (its SHA-256 and CRC-64 go in the object's
+    /// metadata, which only CreateMultipartUpload can set).
     private func start() throws(StepError) -> State {
-        step.log(.info, "hashing \(source.file.path) (SHA-256, stored in the object's metadata)")
-        let sha = try source.file.sha256(upTo: source.size) { _ throws(StepError) in try step.checkCancellation() }.digest
-        let state = State(partSize: partSize, sha256: sha)
+        step.log(.info, "hashing \(source.file.path) (SHA-256 and CRC-64, stored in the object's metadata)")
+        let sums = try Digests.of(source.file, offset: 0, length: source.size, md5: false, step: step)
+        let state = State(partSize: partSize, sha256: S3Crypto.hex(sums.sha256), crc64: CRC64Text.hex(sums.crc64))
         save(state)
         return state
     }
@@ -127,7 +131,7 @@ struct MultipartUpload {
                try objectIsComplete(etag, state)
             {
                 step.log(.info, "the multipart upload \(client.uri(key)) was completed before the restart")
-                return Result(etag: etag, sha256: state.sha256, parts: count, partsResumed: count)
+                return Result(etag: etag, sha256: state.sha256, crc64: state.crc64, parts: count, partsResumed: count)
             }
             if let server = try listParts(uploadID) {
                 resumed = try reconcile(&state, server: server, count: count, hasher: hasher)
@@ -144,17 +148,16 @@ struct MultipartUpload {
         }
         try sendParts(&state, count: count, hasher: hasher)
         let etag = try complete(&state, count: count, hasher: hasher)
-        return Result(etag: etag, sha256: state.sha256, parts: count, partsResumed: resumed)
+        return Result(etag: etag, sha256: state.sha256, crc64: state.crc64, parts: count, partsResumed: resumed)
     }
 
     // MARK: - Requests
 
     private func create(_ state: State) throws(StepError) -> String {
         let label = "CreateMultipartUpload \(client.uri(key))"
-        let response = try client.send("POST", key: key, query: [("uploads", "")],
-                                       headers: [("Content-Type", contentType), ("x-amz-meta-sha256", state.sha256),
-                                                                                        ("x-amz-checksum-algorithm", "SHA256")],
-                                       label: label, accept: [200])
+        var headers = [("Content-Type", contentType), ("x-amz-meta-sha256", state.sha256), ("x-amz-checksum-algorithm", "SHA256")]
+        if let crc = state.crc64 { headers.append((ObjectChecksum.metadataHeader, crc)) }
+        let response = try client.send("POST", key: key, query: [("uploads", "")], headers: headers, label: label, accept: [200])
         guard let id = XML.value("UploadId", in: response.bodyText), !id.isEmpty else {
             throw .retryable("\(label): the answer has no UploadId", code: "s3_protocol")
         }
@@ -382,6 +385,7 @@ struct MultipartUpload {
             "v": 1, "bucket": .string(client.bucket), "key": .string(key), "size": .int(source.size), "mtime": .int(source.mtime),
             "part_size": .int(state.partSize), "sha256": .string(state.sha256),
         ]
+        if let crc = state.crc64 { json["crc64nvme"] = .string(crc) }
         if let id = state.uploadID { json["upload_id"] = .string(id) }
         json["parts"] = .array(state.parts.keys.sorted().map { n in
             let part = state.parts[n]!

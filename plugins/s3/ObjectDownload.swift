@@ -9,31 +9,35 @@ import OrchestrateS3Auth
 ///
 /// The checkpoint `{"v":1, "bucket", "key", "etag", "size", "range_size", "done": [i...],
 /// "partial"}` lists the ranges on disk (fsynced before they are listed, on a thread of their
-/// own: RangeSync): a resume fetches the others. The SHA-256 follows the written prefix on
+/// own: RangeSync): a resume fetches the others. The digests follow the written prefix on
 /// another thread (PrefixHash), so the end only hashes the tail. An object that changed since
-/// (another ETag, 412 on If-Match) starts the download over. Verification: the SHA-256 against
-/// the object's `x-amz-meta-sha256` (written by s3.upload), else the MD5 against a single-part
-/// ETag.
+/// (another ETag, 412 on If-Match) starts the download over. Verification: ObjectChecksum (the
+/// CRC-64/NVME s3.upload stores, or S3's own; else the SHA-256 it stored before; else a
+/// single-part ETag's MD5).
 enum ObjectDownload {
     struct Result {
         var size: Int64
         var etag: String
-        var sha256: String
-        /// sha256, md5 or none.
+        var crc64: UInt64
+        /// Computed when it verified the file or `sha256` asked for it.
+        var sha256: String?
+        /// crc64nvme, sha256, md5 or none.
         var verified: String
         var rangesResumed: Int
     }
 
-    /// Fetches `key` to `destination` (whose folder exists). `onProgress` is told the bytes on disk and the object's size.
-    static func fetch(_ client: S3Client, key: String, destination: String, rangeSize: Int64, concurrency: Int, slot: CheckpointSlot,
-                      onProgress: (_ done: Int64, _ total: Int64) -> Void) throws(StepError) -> Result
+    /// Fetches `key` to `destination` (whose folder exists), computing the file's SHA-256 also
+    /// when `sha256` (else only when it is what verifies). `onProgress` is told the bytes on disk
+    /// and the object's size.
+    static func fetch(_ client: S3Client, key: String, destination: String, rangeSize: Int64, concurrency: Int, sha256: Bool = false,
+                      slot: CheckpointSlot, onProgress: (_ done: Int64, _ total: Int64) -> Void) throws(StepError) -> Result
     {
         let step = client.step
         let head = try client.head(key)
         guard let size = head.header("content-length").flatMap({ Int64($0) }), let etag = head.header("etag"), !etag.isEmpty else {
             throw StepError.retryable("HEAD \(client.uri(key)): no Content-Length or ETag in the answer", code: "s3_protocol")
         }
-        let expectedSHA = head.header("x-amz-meta-sha256")?.lowercased()
+        let expected = ObjectChecksum(head, etag: etag)
 
         let saved = slot.load()
                 var done = Set<Int>()
@@ -71,7 +75,7 @@ enum ObjectDownload {
         var written = done
         var prefix = 0
         let plainETag = ETag.unquoted(etag)
-        let hash = PrefixHash(file: partial.file, md5: expectedSHA == nil && ETag.isMD5(plainETag), step: step)
+        let hash = PrefixHash(file: partial.file, digests: expected.digests(sha256: sha256), step: step)
         defer { hash.stop() }
         // Journals on its own thread as each fsync returns; the owner touches `done` again only
         // after `drain`.
@@ -152,32 +156,22 @@ enum ObjectDownload {
         syncer.drain()
         try syncer.check()
         // Verified before it takes the destination's name: only the tail is left to hash.
-        let (md5, sha256) = try hash.finish(at: size)
-        let sha = S3Crypto.hex(sha256)
-        var verified = "none"
-        if let expectedSHA {
-            guard expectedSHA == sha else {
-                try partial.discard()
-                slot.save([:])
-                throw StepError.permanent("\(client.uri(key)): the SHA-256 of the bytes received is \(sha), the object's metadata says \(expectedSHA); "
-                    + "the partial file was deleted", code: "sha256_mismatch")
-            }
-            verified = "sha256"
-        } else if ETag.isMD5(plainETag) {
-            guard plainETag.lowercased() == S3Crypto.hex(md5) else {
-                try partial.discard()
-                slot.save([:])
-                throw StepError.permanent("\(client.uri(key)): the MD5 of the bytes received is not the ETag \(plainETag); the partial file was deleted",
-                                          code: "md5_mismatch")
-            }
-            verified = "md5"
-        } else {
-            step.log(.warn, "\(client.uri(key)) has no SHA-256 metadata and a multipart ETag: only the size is checked")
+        let sums = try hash.finish(at: size)
+        do throws(StepError) { try expected.check(sums, what: client.uri(key)) } catch {
+            try partial.discard()
+            slot.save([:])
+            var failure = error
+            failure.message += "; the partial file was deleted"
+            throw failure
+        }
+        if case .none = expected {
+            step.log(.warn, "\(client.uri(key)) has no CRC-64 or SHA-256 in its metadata and a multipart ETag: only the size is checked")
         }
         if partial.size != size { try partial.file.truncate(to: size) }
         try partial.commit()
         onProgress(size, size)
-        return Result(size: size, etag: plainETag, sha256: sha, verified: verified, rangesResumed: resumed)
+        return Result(size: size, etag: plainETag, crc64: sums.crc64, sha256: sums.sha256.isEmpty ? nil : S3Crypto.hex(sums.sha256),
+                      verified: expected.name, rangesResumed: resumed)
     }
 
     /// True when `response` carries bytes `start`-`end` of a `size`-byte object: a 206 with that

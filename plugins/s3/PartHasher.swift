@@ -89,7 +89,7 @@ final class PartHasher: @unchecked Sendable {
 
     /// The digests of one part through `buffer`, by libcrypto.
     private func hash(_ file: LocalFile, _ part: (offset: Int64, length: Int64), step: StepContext) throws(StepError) -> Digest {
-        let digests = Digests()
+        let digests = Digests(md5: true, sha256: true)
         var at = part.offset
         let end = part.offset + part.length
         while at < end {
@@ -101,7 +101,8 @@ final class PartHasher: @unchecked Sendable {
             digests.update(UnsafeRawBufferPointer(chunk))
             at += Int64(want)
         }
-        return digests.finish()
+        let sums = digests.finish()
+        return (sums.md5, sums.sha256)
     }
 
     /// The digests of parts of one length (a multiple of 64), side by side: a chunk of each
@@ -110,7 +111,7 @@ final class PartHasher: @unchecked Sendable {
         let length = parts[0].length
         var md5 = multi_md5_state()
         multi_md5_init(&md5, Int32(Self.lanes))
-        let sha = parts.map { _ in Digests(md5: false) }
+        let sha = parts.map { _ in Digests(md5: false, sha256: true) }
         var done: Int64 = 0
         while done < length {
             try step.checkCancellation()

@@ -5,7 +5,7 @@ import OrchestratePluginKit
 /// The digests of a file being written in ranges that complete out of order, computed on a
 /// thread of its own from the bytes already written (read back, from the page cache), as the
 /// written prefix grows: when the last range lands, only the tail is left to hash, not the
-/// whole file. The MD5 only when asked (nothing compares it when the object has a SHA-256).
+/// whole file. Which digests (`Digests`) is the caller's choice.
 final class PrefixHash: @unchecked Sendable {
     private let file: LocalFile
     private let step: StepContext
@@ -24,10 +24,10 @@ final class PrefixHash: @unchecked Sendable {
     /// Less than this is not worth a wake-up of the hashing thread.
     private static let step: Int64 = 4 << 20
 
-    init(file: LocalFile, md5: Bool, step: StepContext) {
+    init(file: LocalFile, digests: Digests, step: StepContext) {
         self.file = file
         self.step = step
-        digests = Digests(md5: md5)
+        self.digests = digests
     }
 
     deinit { buffer.deallocate() }
@@ -37,9 +37,9 @@ final class PrefixHash: @unchecked Sendable {
         if offset - dispatched >= Self.step { dispatch(to: offset) }
     }
 
-    /// Hashes up to `size`, waits, and returns (MD5 or empty, SHA-256); a read that failed on
-    /// the way is the error.
-    func finish(at size: Int64) throws(StepError) -> (md5: [UInt8], sha256: [UInt8]) {
+    /// Hashes up to `size`, waits, and returns the digests; a read that failed on the way is
+    /// the error.
+    func finish(at size: Int64) throws(StepError) -> Digests.Sums {
         dispatch(to: size)
         let result = queue.sync { [self] in (digests.finish(), hashed) }
         if let failure = lock.withLock({ failure }) { throw failure }

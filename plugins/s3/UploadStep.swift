@@ -8,7 +8,8 @@ import OrchestrateS3Auth
 /// journaled part by part (MultipartUpload.swift), resumable across restarts. Every request's
 /// body is signed with its SHA-256 and carries its Content-MD5, so the server checks each byte;
 /// the object's ETag is checked against the local MD5s at the end, and the file's SHA-256 is
-/// stored in the object's metadata (`x-amz-meta-sha256`) for s3.download to verify end to end.
+/// stored in the object's metadata (`x-amz-meta-sha256`) with its CRC-64/NVME
+/// (`x-amz-meta-crc64nvme`, what s3.download verifies with, end to end).
 struct UploadStep: StepDefinition {
     static let id = "s3.upload"
     static let version = "0.2.0"
@@ -46,6 +47,8 @@ struct UploadStep: StepDefinition {
         @Output(help: "a file's size", minimum: 0) var size: Int64?
         @Output(help: "a file's ETag (without quotes)") var etag: String?
         @Output(help: "a file's SHA-256 (hex), also in the object's x-amz-meta-sha256", pattern: LocalFile.sha256Pattern) var sha256: String?
+        @Output(help: "a file's CRC-64/NVME (16 hex digits), also in the object's x-amz-meta-crc64nvme", pattern: "^[0-9a-f]{16}$")
+        var crc64nvme: String?
         @Output(help: "a file's parts: 0 for a single PUT", minimum: 0) var parts: Int64?
         @Output(help: "a file's parts an earlier attempt had sent, kept", minimum: 0) var partsResumed: Int64?
         @Output(help: "a folder's files uploaded (those an earlier attempt sent included)", minimum: 0) var files: Int64?
@@ -99,6 +102,7 @@ struct UploadStep: StepDefinition {
         outputs.size = source.size
         outputs.etag = result.etag
         outputs.sha256 = result.sha256
+        outputs.crc64nvme = result.crc64
         outputs.parts = Int64(result.parts)
         outputs.partsResumed = Int64(result.partsResumed)
         try step.setOutputs(outputs)
@@ -118,21 +122,24 @@ struct SinglePut {
     let key: String
     let md5: [UInt8]
     let sha256: String
+    let crc64: String
     /// The SHA-256 as x-amz-checksum-sha256 carries it (base64).
     private let checksum: String
     private let client: S3Client
 
     init(_ client: S3Client, key: String, source: SourceFile, contentType: String, tag: Int = 0) throws(StepError) {
-        let (md5, sha256) = try Digests.of(source.file, offset: 0, length: source.size, step: client.step)
+        let sums = try Digests.of(source.file, offset: 0, length: source.size, step: client.step)
         self.client = client
         self.key = key
-        self.md5 = md5
-        self.sha256 = S3Crypto.hex(sha256)
-        checksum = S3Crypto.base64(sha256)
+        md5 = sums.md5
+        sha256 = S3Crypto.hex(sums.sha256)
+        crc64 = CRC64Text.hex(sums.crc64)
+        checksum = S3Crypto.base64(sums.sha256)
         exchange = try client.exchange("PUT", key: key, headers: [
-            ("Content-MD5", S3Crypto.base64(md5)), ("Content-Type", contentType), ("x-amz-meta-sha256", self.sha256),
+            ("Content-MD5", S3Crypto.base64(sums.md5)), ("Content-Type", contentType), ("x-amz-meta-sha256", sha256),
+            (ObjectChecksum.metadataHeader, crc64),
             // (The SDKs' algorithm header too: moto keeps the checksum only with it.)
-            ("x-amz-checksum-sha256", S3Crypto.base64(sha256)), ("x-amz-sdk-checksum-algorithm", "SHA256"),
+            ("x-amz-checksum-sha256", checksum), ("x-amz-sdk-checksum-algorithm", "SHA256"),
         ], body: .file(source.file, offset: 0, length: source.size), payloadHash: self.sha256, label: "PUT \(client.uri(key))", tag: tag)
     }
 
@@ -148,7 +155,7 @@ struct SinglePut {
             throw StepError.retryable("\(exchange.label): the server's SHA-256 \(answered) is not the file's: the bytes changed on the way",
                                       code: "checksum_mismatch")
         }
-        return .init(etag: etag, sha256: sha256, parts: 0, partsResumed: 0)
+        return .init(etag: etag, sha256: sha256, crc64: crc64, parts: 0, partsResumed: 0)
     }
 }
 
