@@ -19,7 +19,7 @@ import Testing
         try Tools.randomFile(source, bytes: 9 * (1 << 20) + 777)  // 10 ranges of 1 MiB, the last short
         let wrong = String(repeating: "ab", count: 32)
         #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", "big.bin", "--body", source,
-                              "--metadata", "sha256=\(wrong)"]).status == 0)
+                              "--metadata", "sha256=\(wrong)", "--checksum-algorithm", "SHA256"]).status == 0)
         let destination = runner.path("out/big.bin")
         let file = runner.workflow(TransferTests.workflow(peer, """
               get:
@@ -47,7 +47,7 @@ import Testing
         try Tools.randomFile(source, bytes: 9 * (1 << 20) + 777)
         let sha = try Tools.sha256(source)
         #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", "big.bin", "--body", source,
-                              "--metadata", "sha256=\(sha)"]).status == 0)
+                              "--metadata", "sha256=\(sha)", "--checksum-algorithm", "SHA256"]).status == 0)
         let destination = runner.path("out/big.bin")
         let file = runner.workflow(TransferTests.workflow(peer, """
               get:
@@ -145,10 +145,10 @@ import Testing
                         part_size: 1048576 }
               tree:
                 uses: s3.download
+                continue_on_error: true
                 with: { endpoint: ENDPOINT, bucket: orc-bucket, prefix: "dir/", destination: "\(runner.path("tree"))" }
             """))
         let result = try runner.run(file)
-        #expect(result.status != 0)
         let crc = try Self.crc64(source)
         for step in ["get", "tree"] {
             let failed = try #require(S3Runner.events(result.stdout).ofType("step.failed", step: step).last, "\(TransferTests.check(result))")
@@ -181,23 +181,89 @@ import Testing
         }
         let proxy = try ScriptedServer("s3_lost_answer_proxy.py", ["--target", "127.0.0.1:\(peer.port)", "--lose", "^(HEAD|GET) /orc-bucket/obj",
                                                                     "--answer-header", "x-amz-checksum-crc64nvme: \(value)"])
+        // In ranges (HEAD's answer), and as a tree's small object (its GET's answer).
         let file = runner.workflow(TransferTests.workflow(peer, """
               get:
                 uses: s3.download
+                continue_on_error: true
                 with: { endpoint: "http://\(proxy.address)", bucket: orc-bucket, key: obj.bin, destination: "\(runner.path("obj.bin"))",
                         part_size: 1048576 }
+              tree:
+                uses: s3.download
+                continue_on_error: true
+                with: { endpoint: "http://\(proxy.address)", bucket: orc-bucket, prefix: "", destination: "\(runner.path("tree"))" }
             """))
         let result = try runner.run(file)
         switch claim {
         case "wrong":
-            #expect(result.status != 0)
-            let failed = S3Runner.events(result.stdout).ofType("step.failed", step: "get").last
-            #expect(failed?["data"]?["code"]?.stringValue == "crc64_mismatch", "\(TransferTests.check(result))")
-            #expect(!FileManager.default.fileExists(atPath: runner.path("obj.bin")))
+            for step in ["get", "tree"] {
+                let failed = S3Runner.events(result.stdout).ofType("step.failed", step: step).last
+                #expect(failed?["data"]?["code"]?.stringValue == "crc64_mismatch", "\(step): \(TransferTests.check(result))")
+            }
+            for left in ["obj.bin", ".obj.bin.part", "tree/obj.bin", "tree/.obj.bin.part"] {
+                #expect(!FileManager.default.fileExists(atPath: runner.path(left)), "\(left)")
+            }
         default:
             #expect(result.status == 0, "\(TransferTests.check(result))")
+            #expect(S3Runner.events(result.stdout).ofType("step.failed").isEmpty, "\(TransferTests.check(result))")
             #expect(try runner.stepOutputs("get")?["verified"]?.stringValue == (claim == "right" ? "crc64nvme" : "md5"))
-            #expect(Tools.sameBytes(runner.path("obj.bin"), source))
+            #expect(Tools.sameBytes(runner.path("obj.bin"), source) && Tools.sameBytes(runner.path("tree/obj.bin"), source))
         }
+    }
+
+    /// A tree's small objects are checked by what their own answer carries: one with only a
+    /// false `x-amz-meta-sha256` fails by it, and an empty one (no body, so no head before one)
+    /// with a false CRC-64 fails by that.
+    @Test(arguments: ["sha-only", "empty"]) func aTreesSmallObjectIsCheckedByItsAnswer(_ kind: String) throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("orc-bucket")
+        let runner = S3Runner()
+        let source = runner.path("src.bin")
+        try Tools.randomFile(source, bytes: kind == "empty" ? 0 : 40_000)
+        let metadata = kind == "empty" ? "crc64nvme=0123456789abcdef" : "sha256=\(String(repeating: "cd", count: 32))"
+        #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", "d/f.bin", "--body", source,
+                              "--metadata", metadata, "--checksum-algorithm", "SHA256"]).status == 0)
+        let file = runner.workflow(TransferTests.workflow(peer, """
+              tree:
+                uses: s3.download
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, prefix: "d/", destination: "\(runner.path("tree"))" }
+            """))
+        let result = try runner.run(file)
+        #expect(result.status != 0)
+        let failed = S3Runner.events(result.stdout).ofType("step.failed", step: "tree").last
+        #expect(failed?["data"]?["code"]?.stringValue == (kind == "empty" ? "crc64_mismatch" : "sha256_mismatch"),
+                "\(TransferTests.check(result))")
+        #expect(!FileManager.default.fileExists(atPath: runner.path("tree/f.bin")))
+        #expect(!FileManager.default.fileExists(atPath: runner.path("tree/.f.bin.part")))
+    }
+
+    /// `sha256: true` pays for the SHA-256, so a stored `x-amz-meta-sha256` is compared as well:
+    /// a true CRC-64 beside a false SHA-256 fails then, and passes without it.
+    @Test func aComputedSHA256IsComparedWithTheStoredOne() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("orc-bucket")
+        let runner = S3Runner()
+        let source = runner.path("src.bin")
+        try Tools.randomFile(source, bytes: 3 * (1 << 20) + 1)
+        let crc = try Self.crc64(source)
+        #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", "o.bin", "--body", source, "--metadata",
+                              "crc64nvme=\(crc),sha256=\(String(repeating: "ef", count: 32))", "--checksum-algorithm", "SHA256"]).status == 0)
+        let file = runner.workflow(TransferTests.workflow(peer, """
+              plain:
+                uses: s3.download
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: o.bin, destination: "\(runner.path("plain.bin"))", part_size: 1048576 }
+              hashed:
+                needs: [plain]
+                uses: s3.download
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: o.bin, destination: "\(runner.path("hashed.bin"))", part_size: 1048576,
+                        sha256: true }
+            """))
+        let result = try runner.run(file)
+        #expect(result.status != 0)
+        #expect(try runner.stepOutputs("plain")?["verified"]?.stringValue == "crc64nvme")
+        #expect(Tools.sameBytes(runner.path("plain.bin"), source))
+        let failed = S3Runner.events(result.stdout).ofType("step.failed", step: "hashed").last
+        #expect(failed?["data"]?["code"]?.stringValue == "sha256_mismatch", "\(TransferTests.check(result))")
+        #expect(!FileManager.default.fileExists(atPath: runner.path("hashed.bin")))
     }
 }

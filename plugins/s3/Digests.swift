@@ -77,8 +77,10 @@ enum CRC64Text {
         return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
+    /// Exactly 16 hex digits (no sign, no space), either case.
     static func parseHex(_ text: String) -> UInt64? {
-        guard text.utf8.count == 16 else { return nil }
+        let digits = Array(text.utf8)
+        guard digits.count == 16, digits.allSatisfy({ $0 < 128 && Character(Unicode.Scalar($0)).isHexDigit }) else { return nil }
         return UInt64(text, radix: 16)
     }
 

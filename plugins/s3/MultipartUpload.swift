@@ -85,7 +85,9 @@ struct MultipartUpload {
         }
         defer { hasher.stop() }
         var state: State
-        if let saved { state = saved } else { state = try start() }
+        // A checkpoint of a build before the CRC-64 whose upload was not created yet: hashed
+        // again, so the object gets its CRC too.
+        if let saved, saved.crc64 != nil || saved.uploadID != nil { state = saved } else { state = try start() }
         do {
             return try upload(&state, count: count, hasher: hasher)
         } catch {

@@ -73,4 +73,11 @@ enum ObjectChecksum {
             break
         }
     }
+
+    /// A SHA-256 computed beside the CRC (`sha256: true`) is compared with the object's
+    /// `x-amz-meta-sha256` too, when it has one: paid for, it is checked.
+    static func checkStoredSHA256(_ sums: Digests.Sums, answer: Exchange.Response, what: String) throws(StepError) {
+        guard !sums.sha256.isEmpty, let stored = answer.header("x-amz-meta-sha256")?.lowercased() else { return }
+        try ObjectChecksum.sha256(stored).check(sums, what: what)
+    }
 }

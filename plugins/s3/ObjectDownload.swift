@@ -157,7 +157,10 @@ enum ObjectDownload {
         try syncer.check()
         // Verified before it takes the destination's name: only the tail is left to hash.
         let sums = try hash.finish(at: size)
-        do throws(StepError) { try expected.check(sums, what: client.uri(key)) } catch {
+        do throws(StepError) {
+            try expected.check(sums, what: client.uri(key))
+            try ObjectChecksum.checkStoredSHA256(sums, answer: head, what: client.uri(key))
+        } catch {
             try partial.discard()
             slot.save([:])
             var failure = error

@@ -9,13 +9,21 @@
 #include "crc64nvme.h"
 
 #include <pthread.h>
-#include <string.h>
 
 /// The polynomial without its x^64 term, bits reflected.
 #define POLY 0x9A6C9329AC4BC9B5ull
 
 static uint64_t table[8][256];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+#if defined(__x86_64__)
+/// 1 when the CPU has PCLMULQDQ and SSE4.1 (set once, with the tables).
+static int fast;
+
+static int has_pclmul(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+}
+#endif
 
 /// x^n mod P, reflected (x^0 is bit 63).
 static uint64_t x_pow_mod(unsigned n) {
@@ -41,14 +49,18 @@ static void make_tables(void) {
     fold16_high = x_pow_mod(128 - 1);
     fold64_low = x_pow_mod(512 + 64 - 1);
     fold64_high = x_pow_mod(512 - 1);
+#if defined(__x86_64__)
+    fast = has_pclmul();
+#endif
 }
 
 /// The raw register (no initial value or final XOR) after `length` more bytes.
 static uint64_t update_tables(uint64_t reg, const uint8_t *p, size_t length) {
     for (; length >= 8; p += 8, length -= 8) {
-        uint64_t word;
-        memcpy(&word, p, 8);
-        word ^= reg;  // little-endian: the register meets the next eight bytes
+        // The next eight bytes, first byte lowest (one load on a little-endian CPU), meet the register.
+        uint64_t word = (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
+                        (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+        word ^= reg;
         reg = table[7][word & 0xff] ^ table[6][(word >> 8) & 0xff] ^ table[5][(word >> 16) & 0xff] ^
               table[4][(word >> 24) & 0xff] ^ table[3][(word >> 32) & 0xff] ^ table[2][(word >> 40) & 0xff] ^
               table[1][(word >> 48) & 0xff] ^ table[0][word >> 56];
@@ -101,17 +113,11 @@ static uint64_t update_folding(uint64_t reg, const uint8_t *p, size_t length) {
     return update_tables(update_tables(0, last, 16), p, length);
 }
 
-static int has_pclmul(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
-}
 #endif
 
 uint64_t crc64nvme_update(uint64_t crc, const void *data, size_t length) {
     pthread_once(&tables_once, make_tables);
 #if defined(__x86_64__)
-    static int fast = -1;  // a benign race: every thread computes the same answer
-    if (fast < 0) fast = has_pclmul();
     if (fast && length >= 64) return ~update_folding(~crc, data, length);
 #endif
     return ~update_tables(~crc, data, length);
