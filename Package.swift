@@ -186,7 +186,7 @@ let package = Package(
         // watch folders, retention, crashes. Run twice by scripts/test.sh: SQLite, then PostgreSQL.
         .testTarget(name: "OrchestrateCLITests", dependencies: [
             "OrchestrateEngine", "OrchestrateOperations", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost",
-            "OrchestrateTestSupport",
+            "OrchestrateTestSupport", "OrchestrateExactPath",
         ]),
         .testTarget(name: "OrchestrateHTTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),
         .testTarget(name: "OrchestrateFTPPluginTests", dependencies: ["OrchestrateJSON", "OrchestrateTestSupport"]),

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateEngine
+import OrchestrateExactPath
 import OrchestrateJSON
 import OrchestrateModel
 import OrchestrateStore
@@ -128,9 +129,12 @@ final class WatchHandOver {
     /// `file` in expressions: `path` (absolute), `name`, `relative`, `dir` (absolute), `size`,
     /// `mtime` (seconds since 1970).
     private func fileContext(_ relative: String, _ signature: FileSignature) -> JSONValue {
+        // Cut at "/" bytes: Foundation's path functions go by characters, and "sub/\u{301}x.mov"
+        // (a combining mark after the slash) would be named whole, its folder one level up.
         let path = watched.folder + "/" + relative
-        return ["path": .string(path), "name": .string((relative as NSString).lastPathComponent),
-                "relative": .string(relative), "dir": .string((path as NSString).deletingLastPathComponent),
+        let cut = PathBytes.splitAtLastSlash(path)
+        return ["path": .string(path), "name": .string(cut?.tail ?? relative),
+                "relative": .string(relative), "dir": .string(cut?.head ?? watched.folder),
                 "size": .int(signature.size), "mtime": .double(Double(signature.mtimeNanoseconds) / 1e9)]
     }
 
@@ -241,9 +245,10 @@ final class WatchHandOver {
             try FileManager.default.removeItem(atPath: path)
             return ("delete", nil)
         case .moveTo:
-            let target = freeName((watched.moveTo! as NSString).appendingPathComponent(file.path))
-            try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent,
-                                                    withIntermediateDirectories: true)
+            let target = freeName(watched.moveTo! + "/" + file.path)
+            if let folder = PathBytes.splitAtLastSlash(target)?.head {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            }
             try FileManager.default.moveItem(atPath: path, toPath: target)
             return ("move-to", target)
         }
