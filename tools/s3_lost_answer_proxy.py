@@ -92,16 +92,14 @@ def main():
             payload = response.read()
             wrong = None
             extra = added if added and pattern.search(f"{self.command} {self.path}") else None
-            if extra:
-                pass
-            elif args.etag is not None and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+            if args.etag is not None and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
                 lost.set()
                 element = f"<ETag>{args.etag}</ETag>".encode() if args.etag else b""
                 payload = re.sub(rb"<ETag>[^<]*</ETag>", lambda _: element, payload, count=1)
             elif args.wrong_checksum and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
                 lost.set()
                 wrong = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="  # SHA-256 of nothing sent
-            elif not args.corrupt and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
+            elif not args.corrupt and added is None and not lost.is_set() and pattern.search(f"{self.command} {self.path}"):
                 lost.set()
                 sys.stderr.write(f"lost the answer to {self.command} {self.path}\n")
                 self.close_connection = True

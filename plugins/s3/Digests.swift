@@ -110,8 +110,6 @@ enum CRC64Text {
         }
         return bits
     }
-
-    static func base64(_ crc: UInt64) -> String { S3Crypto.base64((0 ..< 8).map { UInt8(truncatingIfNeeded: crc >> (56 - 8 * $0)) }) }
 }
 
 /// S3's ETags: the MD5 of a single-PUT object, `md5(md5(part 1) ‖ … ‖ md5(part N))-N` of a

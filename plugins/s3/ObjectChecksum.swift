@@ -19,7 +19,7 @@ enum ObjectChecksum {
     static let nativeHeader = "x-amz-checksum-crc64nvme"
 
     init(_ answer: Exchange.Response, etag: String) {
-        if let text = answer.header(Self.metadataHeader), let crc = CRC64Text.parseHex(text.lowercased()) {
+        if let text = answer.header(Self.metadataHeader), let crc = CRC64Text.parseHex(text) {
             self = .crc64(crc, header: Self.metadataHeader)
         } else if let text = answer.header(Self.nativeHeader), let crc = CRC64Text.parseBase64(text) {
             self = .crc64(crc, header: Self.nativeHeader)
