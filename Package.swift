@@ -101,7 +101,7 @@ let package = Package(
         ]),
         .target(name: "OrchestrateCLI", dependencies: [
             "OrchestrateEngine", "OrchestrateOperations", "OrchestrateServe", "OrchestrateHTTPAPI", "OrchestrateModel", "OrchestrateStore", "OrchestratePluginHost", "OrchestrateTokenBucket",
-            "OrchestrateLock",
+            "OrchestrateLock", "OrchestrateExactPath",
             // libcurl: status/list/events --server talk to a remote serve over HTTP(S).
             "CCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateExactPath
 import OrchestrateJSON
 import OrchestrateModel
 import OrchestratePluginHost
@@ -94,7 +95,7 @@ struct CopyPlan {
         func upload(type: RemoteType, remote: String?, fields: [String: JSONValue], from: String, folder: Bool,
                     to path: String) throws(Refusal) -> CopyPlan
         {
-            let name = (from as NSString).lastPathComponent
+            let name = PathBytes.lastComponent(from)
             // DST ending in "/" (or a remote's bare root) is the folder to copy into, as cp does.
             let target = path.isEmpty || path.hasSuffix("/") ? path + name : path
             var values = fields
@@ -136,7 +137,7 @@ struct CopyPlan {
             case .sftp, .ftp:
                 let source = path.isEmpty ? "." : path
                 values["source"] = .string(source)
-                let name = (source as NSString).lastPathComponent
+                let name = PathBytes.lastComponent(source)
                 values["destination"] = .string(name == "." || name.isEmpty ? local : localTarget(local, name: name))
                 return try make("\(type.rawValue).download", remote: remote, values)
             case .http:
@@ -155,7 +156,7 @@ struct CopyPlan {
 
         /// The last path component a local name can be made of (never `.`, `..` or empty).
         func lastComponent(of path: String, what: String) throws(Refusal) -> String {
-            let name = path.split(separator: "/").last.map(String.init) ?? ""
+            let name = PathBytes.lastComponent(path)
             guard !name.isEmpty, name != ".", name != "..", !name.contains("\0") else {
                 throw Refusal(message: "\(what) names no file: give the local destination's file name")
             }

@@ -58,6 +58,19 @@ public enum PathBytes {
         path.utf8.split(separator: slash, omittingEmptySubsequences: omittingEmpty).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// The last non-empty component ("" for "", "/" or "//"); trailing "/" bytes are ignored,
+    /// so "media/" names "media", as `basename` does.
+    public static func lastComponent(_ path: String) -> String {
+        components(path, omittingEmpty: true).last ?? ""
+    }
+
+    /// Byte order, the order a tree's files are listed and journaled in. String's `<` compares
+    /// canonical equivalents as equal ("\u{E9}" and "e\u{301}" are two files to the kernel), which
+    /// would leave their order to the sort and the listing.
+    public static func precedes(_ a: String, _ b: String) -> Bool {
+        a.utf8.lexicographicallyPrecedes(b.utf8)
+    }
+
     /// Whether `text` holds the byte `byte` ("/", "\\", NUL).
     public static func contains(_ text: String, _ byte: UInt8) -> Bool { text.utf8.contains(byte) }
 

@@ -65,4 +65,24 @@ import Testing
         let noIfExists = try runner.orchestrate(["copy", "--if-exists", "skip", file, "drop:in/a.bin"])
         #expect(noIfExists.status == 2 && noIfExists.stderr.contains("ftp.upload has no if_exists input"), "\(noIfExists.stderr)")
     }
+
+    /// A remote file whose name starts with a combining mark lands under its own name in the
+    /// folder given: split by characters, "in/" and the mark were one, and the whole remote
+    /// path was taken for the name.
+    @Test func aRemoteNameThatStartsWithACombiningMarkLandsUnderItsOwnName() throws {
+        let server = try PyFTPServer()
+        let (runner, config) = try Self.runner(server)
+        defer { withExtendedLifetime(config) {} }
+        let name = "\u{301}take.bin"
+        try FileManager.default.createDirectory(atPath: server.root + "/in", withIntermediateDirectories: true)
+        try Tools.randomFile(server.root + "/in/" + name, bytes: 50_000)
+        let into = runner.path("into")
+        try FileManager.default.createDirectory(atPath: into, withIntermediateDirectories: true)
+
+        let down = try runner.orchestrate(["copy", "drop:in/" + name, into])
+        #expect(down.status == 0, "\(down.stdout)\n\(down.stderr)")
+        let landed = try FileManager.default.contentsOfDirectory(atPath: into)
+        #expect(landed.map { Array($0.utf8) } == [Array(name.utf8)], "\(landed)")
+        #expect(try Tools.sha256(into + "/" + name) == Tools.sha256(server.root + "/in/" + name))
+    }
 }

@@ -57,4 +57,20 @@ import Testing
         #expect(PathBytes.quoted("a\nb") == "\"a\\u{a}b\"")
         #expect(PathBytes.quoted("\u{9B}31m\u{202E}vom.exe") == "\"\\u{9b}31m\\u{202e}vom.exe\"")
     }
+
+    @Test func aLastComponentIsCutAtTheSlashByteAndIgnoresTrailingSlashes() {
+        #expect(Array(PathBytes.lastComponent("sub/\u{301}x.bin").utf8) == Array("\u{301}x.bin".utf8))
+        #expect(PathBytes.lastComponent("media/") == "media")
+        #expect(PathBytes.lastComponent("name") == "name")
+        #expect(PathBytes.lastComponent("/") == "" && PathBytes.lastComponent("") == "")
+    }
+
+    /// Byte order, not String's: "e\u{301}" and "\u{E9}" are distinct names that String's `<`
+    /// compares as equal, and "e\u{301}" sorts after "f" by String (as "\u{E9}") but before it by bytes.
+    @Test func treeOrderIsByteOrder() {
+        #expect(PathBytes.precedes("e\u{301}.txt", "f.txt") && !("e\u{301}.txt" < "f.txt"))
+        #expect(PathBytes.precedes("e\u{301}", "\u{E9}") != PathBytes.precedes("\u{E9}", "e\u{301}"))
+        let names = ["\u{E9}", "f", "e\u{301}", "E"]
+        #expect(names.sorted(by: PathBytes.precedes).map { Array($0.utf8) } == [[0x45], [0x65, 0xCC, 0x81], [0x66], [0xC3, 0xA9]])
+    }
 }

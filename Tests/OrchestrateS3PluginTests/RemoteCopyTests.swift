@@ -67,6 +67,32 @@ import Testing
         #expect(listed.allSatisfy { $0["workflow"]?.stringValue == "copy" && $0["status"]?.stringValue == "succeeded" }, "\(listed)")
     }
 
+    /// A name that starts with a combining mark: "/" and the mark are one Swift Character, so a
+    /// split by characters took the whole path for the file's name (the key became
+    /// "masters/" + the local path, and the download landed in a folder named after the prefix).
+    @Test func aNameThatStartsWithACombiningMarkKeepsItsOwnNameBothWays() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("media")
+        let runner = try Self.runner(remotes: Self.remote("media", peer, bucket: "media"))
+        let name = "\u{301}take.bin"
+        try FileManager.default.createDirectory(atPath: runner.path("sub"), withIntermediateDirectories: true)
+        let source = runner.path("sub/" + name)
+        try Tools.randomFile(source, bytes: 70_000)
+
+        let up = try Self.copy(runner, [source, "media:masters/"])
+        #expect(up.status == 0, "\(TransferTests.check(up))")
+        let keys = try peer.aws(["s3api", "list-objects-v2", "--bucket", "media", "--query", "Contents[].Key", "--output", "json"]).stdout
+        let listed = try JSONSerialization.jsonObject(with: Data(keys.utf8)) as? [String] ?? []
+        #expect(listed.map { Array($0.utf8) } == [Array(("masters/" + name).utf8)], "\(listed)")
+
+        try FileManager.default.createDirectory(atPath: runner.path("back"), withIntermediateDirectories: true)
+        let down = try Self.copy(runner, ["media:masters/" + name, runner.path("back")])
+        #expect(down.status == 0, "\(TransferTests.check(down))")
+        let landed = try FileManager.default.contentsOfDirectory(atPath: runner.path("back"))
+        #expect(landed.map { Array($0.utf8) } == [Array(name.utf8)], "\(landed)")
+        #expect(Tools.sameBytes(runner.path("back/" + name), source))
+    }
+
     @Test func aFolderGoesUpUnderAPrefixAndComesBackWithRecursive() throws {
         let peer = try S3Peer(.moto)
         try peer.makeBucket("media")

@@ -117,7 +117,7 @@ struct DownloadStep: StepDefinition {
                              emptyFolders: inout [[String]], step: StepContext) throws(StepError)
     {
         var holdsAnything = false
-        for entry in try client.list(folder).sorted(by: { $0.name < $1.name }) {
+        for entry in try client.list(folder).sorted(by: { PathBytes.precedes($0.name, $1.name) }) {
             switch entry.kind {
             case .file(let size) where !PathBytes.hasSuffix(entry.name, ".partial"):
                 files.append(.init(relative: prefix + [entry.name], size: size))

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import OrchestrateExactPath
 import OrchestrateJSON
 import OrchestratePluginFiles
 import OrchestratePluginKit
@@ -128,7 +129,7 @@ enum LocalWalk {
             if name != "." && name != ".." { names.append(name) }
         }
         var holdsAnything = false
-        for name in names.sorted() {
+        for name in names.sorted(by: PathBytes.precedes) {
             guard RemoteName.isSafe(name) else { throw .invalidInput("\(dir)/\(name): a control character in a name cannot go into an FTP command") }
             let full = dir + "/" + name
             guard let info = try OrchestratePluginFiles.FileInfo.of(full) else { continue }

@@ -177,7 +177,7 @@ struct DownloadTree {
                 return true
             }
         }
-        entries.sort { Array($0.object.key.utf8).lexicographicallyPrecedes(Array($1.object.key.utf8)) }
+        entries.sort { PathBytes.precedes($0.object.key, $1.object.key) }
         return (entries, skipped)
     }
 

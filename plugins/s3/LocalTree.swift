@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import OrchestrateExactPath
 import OrchestratePluginKit
 
 /// The regular files under a local folder, as an upload tree sees them: relative paths with
@@ -32,7 +33,7 @@ enum LocalTree {
                 }
                 if name != "." && name != ".." { names.append(name) }
             }
-            for name in names.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
+            for name in names.sorted(by: PathBytes.precedes) {
                 let full = dir + "/" + name, relative = prefix + name
                 var info = stat()
                 guard lstat(full, &info) == 0 else {

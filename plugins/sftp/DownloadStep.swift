@@ -85,7 +85,7 @@ struct DownloadStep: StepDefinition {
         let entries = try fs.list(dir) { shown in
             step.log(.warn, "skipping the entry \"\(shown)\" listed in \(dir): its name is not UTF-8 (rename it on the server to fetch it)")
         }
-        for entry in entries.sorted(by: { $0.name < $1.name }) {
+        for entry in entries.sorted(by: { PathBytes.precedes($0.name, $1.name) }) {
             // A listed name becomes a local path: a server that lists "../x" or "a/b" (hostile,
             // or compromised) must not place a file outside the destination.
             guard PathBytes.isSafeListedName(entry.name) else {

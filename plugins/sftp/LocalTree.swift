@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import OrchestrateExactPath
 import OrchestratePluginFiles
 import OrchestratePluginKit
 
@@ -24,7 +25,7 @@ extension TreeListing {
                 if name != "." && name != ".." { names.append(name) }
             }
             var holdsAnything = false
-            for name in names.sorted() {
+            for name in names.sorted(by: PathBytes.precedes) {
                 let full = dir + "/" + name, relative = prefix.isEmpty ? name : prefix + "/" + name
                 guard let info = try FileInfo.of(full) else { continue }
                 if info.isDirectory {
