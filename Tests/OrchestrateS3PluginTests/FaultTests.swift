@@ -53,6 +53,48 @@ import Testing
         #expect(Tools.sameBytes(cli, source))
     }
 
+    /// One GET asks for several journaled ranges (fewer requests for the server); when its body is
+    /// cut, the ranges that came whole before the cut are kept and only the rest is fetched again.
+    @Test func aGETCutMidwayKeepsTheRangesThatCameWhole() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("orc-bucket")
+        let runner = S3Runner()
+        let source = runner.path("src.bin")
+        try Tools.randomFile(source, bytes: 32 * Self.mib)  // 32 ranges of 1 MiB, asked 16 at a time
+        #expect(try peer.aws(["s3api", "put-object", "--bucket", "orc-bucket", "--key", "big.bin", "--body", source]).status == 0)
+        // One reset, 10.5 MiB into the answers of the first connection (the HEAD's few hundred
+        // bytes, then the first GET's).
+        let cut = 10 * Self.mib + Self.mib / 2
+        let proxy = try FaultProxy(target: "127.0.0.1:\(peer.port)", seed: 1, down: .init(reset: 1, after: cut...cut), maxFaults: 1)
+        let destination = runner.path("big.bin")
+        let file = runner.workflow("""
+            version: 1
+            name: s3-cut-get
+            steps:
+              get:
+                uses: s3.download
+                retry: { max_attempts: 3, initial_interval: 20ms }
+                with: { endpoint: "http://\(proxy.address)", bucket: orc-bucket, key: big.bin, destination: "\(destination)",
+                        part_size: 1048576, concurrency: 1 }
+            """)
+        let result = try runner.run(file)
+        #expect(result.status == 0, "\(TransferTests.check(result))")
+        #expect(Tools.sameBytes(destination, source))
+        let stats = try proxy.stats()
+        #expect(stats.resets == 1, "\(stats)")
+        // GETs of up to 16 ranges: the one cut (logged or not), then ranges 10-25 and 26-31.
+        let gets = peer.serverLog.components(separatedBy: "\"GET /orc-bucket/big.bin HTTP/1.1\" 206").count - 1
+        #expect((2 ... 3).contains(gets), "\(gets) ranged GETs")
+        // The reset also throws away what sat unread in the client's socket buffer (a few MiB on
+        // loopback), so fewer than ten ranges reach the file; each of those is kept all the same,
+        // where a GET journaled only once whole would have kept none.
+        let outputs = try runner.stepOutputs("get")
+        let kept = outputs?["ranges_resumed"]?.intValue ?? 0
+        #expect(kept >= 5, "\(String(describing: outputs))")
+        // After the cut, only the ranges not kept were fetched.
+        #expect(stats.bytesDown <= cut + (32 - Int(kept)) * Self.mib + 64 * 1024, "\(stats), \(kept) ranges kept")
+    }
+
     /// kill -9 in the middle of a ranged download, then resume: the ranges on disk are kept.
     @Test func killNineMidDownloadThenResumeKeepsTheRangesOnDisk() throws {
         let peer = try S3Peer(.moto)

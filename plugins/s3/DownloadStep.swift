@@ -12,9 +12,9 @@ struct DownloadStep: StepDefinition {
         Downloads `key` to the file `destination`, or every object under `prefix` into the \
         folder `destination` (each to the rest of its key; a key that could leave the folder, \
         `..`, `.`, `//`, a leading `/`, NUL, is skipped with a warning, a key ending in `/` is a \
-        folder marker and skipped). Big objects come in ranges of `part_size`, `concurrency` at \
-        a time, through `.NAME.part`; each file is verified before it is renamed into place: by \
-        its CRC-64/NVME (the one s3.upload stores in `x-amz-meta-crc64nvme`, or S3's own \
+        folder marker and skipped). Big objects come in ranges of `part_size` (a GET asks for \
+        up to 32 MiB of them, `concurrency` GETs at a time), through `.NAME.part`; each file is \
+        verified before it is renamed into place: by its CRC-64/NVME (the one s3.upload stores in `x-amz-meta-crc64nvme`, or S3's own \
         full-object checksum), else the SHA-256 an older s3.upload stored, else an MD5 ETag. \
         Finished files and ranges are journaled: a resume fetches only the rest.
         """
@@ -24,8 +24,9 @@ struct DownloadStep: StepDefinition {
         @Input(help: "every object under this prefix: \"\" (the whole bucket) or ending with \"/\" (exactly one of key and prefix)")
         var prefix: String?
         @Input(help: "the file's final path (with key), or the folder to fill (with prefix)", minLength: 1) var destination: String
-        @Input(help: "bytes per ranged GET; a tree's objects up to this size come in one GET each", minimum: 1 << 20) var partSize: Int64 = 8 << 20
-        @Input(help: "requests in flight at once: ranges of a big object (default 4), or a tree's small objects (default 16)", minimum: 1,
+        @Input(help: "bytes per range a download journals (one GET asks for several, up to 32 MiB); a tree's objects up to this size come in one GET each",
+               minimum: 1 << 20) var partSize: Int64 = 8 << 20
+        @Input(help: "requests in flight at once: ranged GETs of a big object (default 4), or a tree's small objects (default 16)", minimum: 1,
                maximum: 64) var concurrency: Int?
         @Input(help: "keys asked per ListObjectsV2 page (with prefix)", minimum: 1, maximum: 1000) var pageSize = 1000
         @Input(help: "with key: also compute the file's SHA-256 (output sha256) when a CRC-64 verifies it (about 0.5 s of CPU a GiB)")
