@@ -96,22 +96,24 @@ struct CopyPlan {
                     to path: String) throws(Refusal) -> CopyPlan
         {
             let name = PathBytes.lastComponent(from)
-            // DST ending in "/" (or a remote's bare root) is the folder to copy into, as cp does.
-            let target = path.isEmpty || path.hasSuffix("/") ? path + name : path
+            // DST ending in "/" (or a remote's bare root) is the folder to copy into, as cp does;
+            // a SRC of "." or ".." has no name of its own to add: what it holds goes there.
+            let named = !(name.isEmpty || name == "." || name == "..")
+            let target = named && (path.isEmpty || path.hasSuffix("/")) ? path + name : path
             var values = fields
             switch type {
             case .s3:
                 // A folder goes under a prefix ("" or ending in "/"), a file to a key.
                 values["source"] = .string(from)
                 if folder {
-                    values["prefix"] = .string(target.hasSuffix("/") ? target : target + "/")
+                    values["prefix"] = .string(target.isEmpty || target.hasSuffix("/") ? target : target + "/")
                 } else {
                     values["key"] = .string(target)
                 }
                 return try make("s3.upload", remote: remote, values)
             case .sftp, .ftp:
                 values["source"] = .string(from)
-                values["destination"] = .string(target)
+                values["destination"] = .string(target.isEmpty ? "." : target)
                 return try make("\(type.rawValue).upload", remote: remote, values)
             case .http:
                 throw Refusal(message: "copy does not upload to http remotes")
@@ -138,7 +140,8 @@ struct CopyPlan {
                 let source = path.isEmpty ? "." : path
                 values["source"] = .string(source)
                 let name = PathBytes.lastComponent(source)
-                values["destination"] = .string(name == "." || name.isEmpty ? local : localTarget(local, name: name))
+                let named = !(name.isEmpty || name == "." || name == "..")
+                values["destination"] = .string(named ? localTarget(local, name: name) : local)
                 return try make("\(type.rawValue).download", remote: remote, values)
             case .http:
                 throw Refusal(message: "copy does not download from http remotes: give the URL")

@@ -116,6 +116,30 @@ import Testing
         }
     }
 
+    /// A SRC of "DIR/." names no folder of its own: what it holds goes into DST, as with cp, and
+    /// no key gets a "." component.
+    @Test func aDotSourceFillsTheDestinationItself() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("media")
+        let runner = try Self.runner(remotes: Self.remote("media", peer, bucket: "media"))
+        let tree = runner.path("renders")
+        try FileManager.default.createDirectory(atPath: tree + "/day1", withIntermediateDirectories: true)
+        try Tools.randomFile(tree + "/a.bin", bytes: 1000)
+        try Tools.randomFile(tree + "/day1/b.bin", bytes: 2000)
+
+        let up = try Self.copy(runner, ["-r", tree + "/.", "media:in/"])
+        #expect(up.status == 0, "\(TransferTests.check(up))")
+        let keys = try peer.aws(["s3api", "list-objects-v2", "--bucket", "media", "--query", "Contents[].Key", "--output", "json"]).stdout
+        let listed = try JSONSerialization.jsonObject(with: Data(keys.utf8)) as? [String] ?? []
+        #expect(listed.sorted() == ["in/a.bin", "in/day1/b.bin"], "\(listed)")
+
+        let root = try Self.copy(runner, ["-r", tree + "/.", "media:"])
+        #expect(root.status == 0, "\(TransferTests.check(root))")
+        let all = try peer.aws(["s3api", "list-objects-v2", "--bucket", "media", "--query", "Contents[].Key", "--output", "json"]).stdout
+        let bucket = try JSONSerialization.jsonObject(with: Data(all.utf8)) as? [String] ?? []
+        #expect(bucket.sorted() == ["a.bin", "day1/b.bin", "in/a.bin", "in/day1/b.bin"], "\(bucket)")
+    }
+
     @Test func anS3URLAndARemoteWithoutABucketWork() throws {
         let peer = try S3Peer(.moto)
         try peer.makeBucket("raw")
