@@ -3,6 +3,7 @@ import Foundation
 import OrchestrateEngine
 import OrchestrateModel
 import OrchestrateOperations
+import OrchestratePluginHost
 import OrchestrateTokenBucket
 
 struct CopyCommand: ParsableCommand {
@@ -66,26 +67,44 @@ struct CopyCommand: ParsableCommand {
         let from = try endpoint(source, remotes)
         let to = try endpoint(destination, remotes)
         let summary = "orchestrate copy \(source) \(destination)"
-        let plan: CopyPlan
-        switch CopyPlan.make(source: from, destination: to, options: .init(recursive: recursive, ifExists: ifExists),
-                             summary: summary, registry: registry) {
-        case .success(let p): plan = p
-        case .failure(let refusal): throw CLIFailure.usage(refusal.message)
-        }
+        var options = CopyPlan.Options(recursive: recursive, ifExists: ifExists)
+        let plan = try Self.plan(from, to, options, summary: summary, registry: registry)
         let workflow = try WorkflowLoading.parse(source: plan.workflowText, file: "<copy>", registry: registry)
         let inputs = plan.inputs
         try InputParsing.checkSecrets(workflow)
         let store = try global.openStore()
-        if !startNew, let twin = try RunIdentity.interruptedTwin(of: workflow, inputs: inputs, store: store) {
-            RunIdentity.announceResume(twin, workflow: workflow, reason: "the same copy was interrupted (--new starts it again)")
-            var run = twin
-            if let maxRate { run.rateCap = maxRate }
-            try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry, maxParallel: nil,
-                                   global: global, options: try global.engineOptions())
+        if !startNew {
+            // The same command again continues an interrupted copy, even one into a folder it
+            // made itself: planned now, that folder would be one to put SRC in.
+            var twin = try RunIdentity.interruptedTwin(of: workflow, inputs: inputs, store: store).map { (run: $0, workflow: workflow) }
+            if twin == nil, case .local = to {
+                options.destinationAsNew = true
+                let before = try Self.plan(from, to, options, summary: summary, registry: registry)
+                if before.workflowText != plan.workflowText || before.inputs != inputs {
+                    let earlier = try WorkflowLoading.parse(source: before.workflowText, file: "<copy>", registry: registry)
+                    twin = try RunIdentity.interruptedTwin(of: earlier, inputs: before.inputs, store: store).map { (run: $0, workflow: earlier) }
+                }
+            }
+            if let twin {
+                RunIdentity.announceResume(twin.run, workflow: twin.workflow, reason: "the same copy was interrupted (--new starts it again)")
+                var run = twin.run
+                if let maxRate { run.rateCap = maxRate }
+                try RunSession.execute(run: run, workflow: twin.workflow, store: store, registry: registry, maxParallel: nil,
+                                       global: global, options: try global.engineOptions())
+            }
         }
         let run = try RunLauncher(store: store).create(workflow, inputs: inputs, maxRate: maxRate)
         try RunSession.execute(run: run, workflow: workflow, store: store, registry: registry, maxParallel: nil,
                                global: global, options: try global.engineOptions())
+    }
+
+    private static func plan(_ from: CopyEndpoint, _ to: CopyEndpoint, _ options: CopyPlan.Options, summary: String,
+                              registry: PluginRegistry) throws -> CopyPlan
+    {
+        switch CopyPlan.make(source: from, destination: to, options: options, summary: summary, registry: registry) {
+        case .success(let plan): return plan
+        case .failure(let refusal): throw CLIFailure.usage(refusal.message)
+        }
     }
 
     private func endpoint(_ text: String, _ remotes: () -> Result<RemoteCatalog, RemotesUnavailable>) throws -> CopyEndpoint {

@@ -64,11 +64,29 @@ enum CopyEndpoint {
         return scheme.lowercased()
     }
 
+    /// What comes between "://" and the first "/", "?" or "#": `[USER[:PASSWORD]@]HOST[:PORT]`.
+    private static func authority(of text: String) -> Substring {
+        guard let start = text.range(of: "://")?.upperBound else { return "" }
+        let rest = text[start...]
+        return rest[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
+    }
+
+    private static let credentialsRefused = ": a command line is visible to every local user, and the run (its inputs, its description) "
+        + "is journaled"
+
     private static func url(_ text: String, scheme: String) -> Result<CopyEndpoint, Refusal> {
         switch scheme {
         case "http", "https":
+            if authority(of: text).contains("@") {
+                return .failure(Refusal(message: "'\(text)' holds credentials (USER@ or USER:PASSWORD@)" + credentialsRefused
+                    + ". Download it with a workflow's http.download step, its credentials from a secret"))
+            }
             return .success(.web(url: text))
         case "s3":
+            if authority(of: text).contains("@") || authority(of: text).contains(":") {
+                return .failure(Refusal(message: "'\(text)': write s3://BUCKET/KEY; keys go in the environment, ~/.aws or a remote, "
+                    + "never in the URL" + credentialsRefused))
+            }
             let rest = text.dropFirst("s3://".count)
             let parts = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
             guard let bucket = parts.first, !bucket.isEmpty else { return .failure(Refusal(message: "'\(text)': write s3://BUCKET/KEY")) }
@@ -89,10 +107,11 @@ enum CopyEndpoint {
             let type: RemoteType
             if scheme == "sftp" {
                 type = .sftp
-                // sftp://host/abs/path is absolute; sftp://host/~/path is in the login directory.
+                // sftp://host/abs/path is absolute; sftp://host/~/path, and sftp://host with no path
+                // at all (as `sftp HOST` starts), are in the login directory.
                 if path.hasPrefix("/~/") || path == "/~" {
                     path = String(path.dropFirst(path == "/~" ? 2 : 3))
-                } else {
+                } else if !path.isEmpty {
                     fields["remote_root"] = "/"
                     path = String(path.drop { $0 == "/" })
                 }

@@ -23,11 +23,14 @@ struct CopyPlan {
     struct Options {
         var recursive = false
         var ifExists: String?
+        /// Read a local DST that is an existing folder (not ending in "/") as if it were not
+        /// there yet: the plan an interrupted copy into it was made with, before it made it.
+        var destinationAsNew = false
     }
 
     /// The workflow text (inputs declared by type, every `with:` value an input).
     var workflowText: String {
-        var lines = ["version: 1", "name: copy", "description: \(JSONValue.string(summary).jsonText)", "inputs:"]
+        var lines = ["version: 1", "name: copy", "description: \(Self.yamlScalar(summary))", "inputs:"]
         for (name, value) in values {
             let type: String
             switch value {
@@ -42,6 +45,23 @@ struct CopyPlan {
         if let remote { lines.append("      remote: \(remote)") }
         for (name, _) in values { lines.append("      \(name): \"${{ inputs.\(name) }}\"") }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `text` as a double-quoted scalar YAML reads back as `text`: JSON's escapes, and `\u` for
+    /// the characters YAML refuses even quoted (DEL, C1 controls, U+FFFE, U+FFFF) that JSON leaves
+    /// as they are. A file name may hold any of them.
+    static func yamlScalar(_ text: String) -> String {
+        var out = ""
+        for scalar in JSONValue.string(text).jsonText.unicodeScalars {
+            switch scalar.value {
+            case 0x7F ... 0x9F, 0xFFFE, 0xFFFF:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 
     var inputs: JSONValue { .object(Dictionary(values.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })) }
@@ -67,9 +87,11 @@ struct CopyPlan {
                 return try download(type: type, remote: remote, fields: fields, from: path, to: to)
             case (.web(let url), .local(let to)):
                 if options.recursive { throw Refusal(message: "--recursive: an http(s) URL is one file") }
-                let name = try lastComponent(of: URLComponents(string: url)?.path ?? "", what: "the URL \(url)")
-                return try make("http.download", remote: nil,
-                                ["url": .string(url), "destination": .string(localTarget(to, name: name))])
+                // The URL names the file only when DST is a folder to put it in.
+                let destination = namesAFolder(to)
+                    ? localTarget(to, name: try lastComponent(of: URLComponents(string: url)?.path ?? "", what: "the URL \(url)"))
+                    : to
+                return try make("http.download", remote: nil, ["url": .string(url), "destination": .string(destination)])
             case (_, .web):
                 throw Refusal(message: "copy sends nothing to http(s) URLs (downloads only); upload with a workflow's http.upload step")
             case (.local, .local):
@@ -128,8 +150,13 @@ struct CopyPlan {
             case .s3:
                 let stepType = "s3.download"
                 if options.recursive {
-                    values["prefix"] = .string(path.isEmpty || path.hasSuffix("/") ? path : path + "/")
-                    values["destination"] = .string(local)
+                    // As a folder's: PREFIX/NAME goes into DST as NAME when DST is a folder, and
+                    // PREFIX/. (or the bucket's root) adds no name; "." is no key component.
+                    let components = PathBytes.components(path, omittingEmpty: true)
+                    let kept = components.filter { $0 != "." }
+                    values["prefix"] = .string(kept.isEmpty ? "" : kept.joined(separator: "/") + "/")
+                    let named = components.last.map { $0 != "." && $0 != ".." } ?? false
+                    values["destination"] = .string(named ? localTarget(local, name: components.last!) : local)
                 } else {
                     let name = try lastComponent(of: path, what: "the key '\(path)'")
                     values["key"] = .string(path)
@@ -139,7 +166,9 @@ struct CopyPlan {
             case .sftp, .ftp:
                 let source = path.isEmpty ? "." : path
                 values["source"] = .string(source)
+                if !options.recursive { values["recursive"] = .bool(false) }
                 let name = PathBytes.lastComponent(source)
+                if name.contains("\0") { throw Refusal(message: "the remote path '\(path)' holds a NUL byte") }
                 let named = !(name.isEmpty || name == "." || name == "..")
                 values["destination"] = .string(named ? localTarget(local, name: name) : local)
                 return try make("\(type.rawValue).download", remote: remote, values)
@@ -148,13 +177,18 @@ struct CopyPlan {
             }
         }
 
-        /// A local destination: into it when it is a folder or ends in "/", else the path itself.
-        func localTarget(_ path: String, name: String) -> String {
+        /// Whether a local DST is a folder to put SRC in: it ends in "/" or is an existing folder
+        /// (unless `options.destinationAsNew`: how it was read before an interrupted copy made it).
+        func namesAFolder(_ path: String) -> Bool {
+            if path.hasSuffix("/") { return true }
+            if options.destinationAsNew { return false }
             var isFolder: ObjCBool = false
-            if path.hasSuffix("/") || (FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue) {
-                return (path.hasSuffix("/") ? path : path + "/") + name
-            }
-            return path
+            return FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue
+        }
+
+        /// A local destination: `name` in it when it names a folder, else the path itself.
+        func localTarget(_ path: String, name: String) -> String {
+            namesAFolder(path) ? (path.hasSuffix("/") ? path : path + "/") + name : path
         }
 
         /// The last path component a local name can be made of (never `.`, `..` or empty).

@@ -85,4 +85,21 @@ import Testing
         #expect(landed.map { Array($0.utf8) } == [Array(name.utf8)], "\(landed)")
         #expect(try Tools.sha256(into + "/" + name) == Tools.sha256(server.root + "/in/" + name))
     }
+
+    /// Without --recursive a remote folder is refused, as a local one is, not fetched whole.
+    @Test func aRemoteFolderWithoutRecursiveIsRefused() throws {
+        let server = try PyFTPServer()
+        let (runner, config) = try Self.runner(server)
+        defer { withExtendedLifetime(config) {} }
+        try FileManager.default.createDirectory(atPath: server.root + "/in/sub", withIntermediateDirectories: true)
+        try Tools.randomFile(server.root + "/in/sub/a.bin", bytes: 1000)
+        let into = runner.path("into")
+        let down = try runner.orchestrate(["copy", "drop:in", into])
+        #expect(down.status != 0, "\(down.stdout)\n\(down.stderr)")
+        #expect((down.stdout + down.stderr).contains("recursive is false"), "\(down.stdout)\n\(down.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: into + "/sub/a.bin"))
+        let recursive = try runner.orchestrate(["copy", "-r", "drop:in", into])
+        #expect(recursive.status == 0, "\(recursive.stdout)\n\(recursive.stderr)")
+        #expect(try Tools.sha256(into + "/sub/a.bin") == Tools.sha256(server.root + "/in/sub/a.bin"))
+    }
 }

@@ -49,6 +49,7 @@ final class Nginx: @unchecked Sendable {
                 location = /status/404 { default_type application/json; return 404 '{"error":"The requested video could not be found"}'; }
                 location = /status/503 { add_header Retry-After "Wed, 21 Oct 2015 07:28:00 GMT" always; return 503; }
                 location = /json { default_type application/json; return 200 '{"hello":"world","n":3}'; }
+                location = / { default_type text/plain; return 200 'the root'; }
                 location = /redirect { return 302 $arg_to; }
               }
             }

@@ -16,4 +16,17 @@ import Testing
         let run = try #require(try runner.runIDs().last)
         #expect(try runner.status(run)["workflow"]?.stringValue == "copy")
     }
+
+    /// A DST that names a file takes the bytes whatever the URL's path ends with; only a folder
+    /// DST needs a name from the URL.
+    @Test func aURLThatNamesNoFileGoesToTheFileDSTNames() throws {
+        let nginx = try Nginx()
+        let runner = Runner()
+        let down = try runner.orchestrate(["copy", "\(nginx.base)/", runner.path("root.txt")])
+        #expect(down.status == 0, "\(down.stdout)\n\(down.stderr)")
+        #expect(FileManager.default.contents(atPath: runner.path("root.txt")) == Data("the root".utf8))
+        try FileManager.default.createDirectory(atPath: runner.path("in"), withIntermediateDirectories: true)
+        let intoFolder = try runner.orchestrate(["copy", "\(nginx.base)/", runner.path("in")])
+        #expect(intoFolder.status == 2 && intoFolder.stderr.contains("names no file"), "\(intoFolder.stderr)")
+    }
 }

@@ -140,6 +140,43 @@ import Testing
         #expect(bucket.sorted() == ["a.bin", "day1/b.bin", "in/a.bin", "in/day1/b.bin"], "\(bucket)")
     }
 
+    /// A file name with DEL or a C1 control: the workflow copy builds (its description quotes the
+    /// command) still reads back, and the key is the name.
+    @Test func aNameWithControlCharactersYAMLRefusesStillCopies() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("media")
+        let runner = try Self.runner(remotes: Self.remote("media", peer, bucket: "media"))
+        let name = "a\u{7F}b\u{9B}c.bin"
+        try Tools.randomFile(runner.path(name), bytes: 1000)
+        let up = try Self.copy(runner, [runner.path(name), "media:in/"])
+        #expect(up.status == 0, "\(TransferTests.check(up))")
+        let keys = try peer.aws(["s3api", "list-objects-v2", "--bucket", "media", "--query", "Contents[].Key", "--output", "json"]).stdout
+        let listed = try JSONSerialization.jsonObject(with: Data(keys.utf8)) as? [String] ?? []
+        #expect(listed.map { Array($0.utf8) } == [Array(("in/" + name).utf8)], "\(listed)")
+    }
+
+    /// `-r REMOTE:PREFIX DST` names its folder as a local one does: into an existing DST (or one
+    /// ending in "/") as PREFIX's last name; `PREFIX/.` adds none.
+    @Test func aRecursiveDownloadNamesItsFolderAsAnUploadDoes() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("media")
+        let runner = try Self.runner(remotes: Self.remote("media", peer, bucket: "media"))
+        let tree = runner.path("renders")
+        try FileManager.default.createDirectory(atPath: tree + "/day1", withIntermediateDirectories: true)
+        try Tools.randomFile(tree + "/a.bin", bytes: 1000)
+        try Tools.randomFile(tree + "/day1/b.bin", bytes: 2000)
+        #expect(try Self.copy(runner, ["-r", tree, "media:projects/"]).status == 0)
+
+        try FileManager.default.createDirectory(atPath: runner.path("out"), withIntermediateDirectories: true)
+        let named = try Self.copy(runner, ["-r", "media:projects/renders", runner.path("out")])
+        #expect(named.status == 0, "\(TransferTests.check(named))")
+        #expect(Tools.sameBytes(runner.path("out/renders/day1/b.bin"), tree + "/day1/b.bin"))
+        let dot = try Self.copy(runner, ["-r", "media:projects/renders/.", runner.path("flat/")])
+        #expect(dot.status == 0, "\(TransferTests.check(dot))")
+        #expect(Tools.sameBytes(runner.path("flat/a.bin"), tree + "/a.bin"))
+        #expect(Tools.sameBytes(runner.path("flat/day1/b.bin"), tree + "/day1/b.bin"))
+    }
+
     @Test func anS3URLAndARemoteWithoutABucketWork() throws {
         let peer = try S3Peer(.moto)
         try peer.makeBucket("raw")
@@ -151,6 +188,36 @@ import Testing
         let fetched = runner.path("f.bin")
         #expect(try peer.aws(["s3api", "get-object", "--bucket", "raw", "--key", "in/a.bin", fetched]).status == 0)
         #expect(Tools.sameBytes(fetched, source))
+    }
+
+    /// The same command again continues an interrupted folder download, though the folder it
+    /// made now exists (planned afresh, SRC would go into it as a folder of its own).
+    @Test func theSameCommandContinuesAFolderDownloadIntoTheFolderItMade() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("media")
+        let runner = try Self.runner(remotes: Self.remote("media", peer, bucket: "media", extra: "    max_rate: 2097152"))
+        let tree = runner.path("t")
+        try FileManager.default.createDirectory(atPath: tree, withIntermediateDirectories: true)
+        // 40 files of 256 KiB at 2 MiB/s, 16 at a time: the first ones land after about 2 s, all after 5.
+        for i in 0 ..< 40 { try Tools.randomFile(tree + "/f\(i).bin", bytes: Self.mib / 4) }
+        #expect(try Self.copy(runner, ["-r", tree, "media:"]).status == 0)
+        let destination = runner.path("got")
+        let arguments = ["copy", "-r", "media:t", destination, "--state", runner.state, "--json"]
+        let child = try SpawnedChild([TestPaths.orchestrate.path] + arguments,
+                                     stdout: runner.path("events.jsonl"), stderr: runner.path("stderr.log"),
+                                     environment: ProcessInfo.processInfo.environment.merging(runner.environment) { _, b in b })
+        let landed = { (try? FileManager.default.contentsOfDirectory(atPath: destination))?.filter { $0.hasPrefix("f") }.count ?? 0 }
+        let reached = Tools.waitFor(60) { landed() >= 2 }
+        kill(child.pid, SIGKILL)
+        _ = child.wait(timeout: 10)
+        #expect(reached && landed() < 40, "\(landed()) files before the kill")
+
+        let again = try runner.orchestrate(Array(arguments.dropLast(3)))
+        #expect(again.status == 0, "\(TransferTests.check(again))")
+        #expect(again.stderr.contains("the same copy was interrupted"), "\(again.stderr)")
+        #expect(try runner.runIDs().count == 2, "the upload and the one download run")
+        for i in 0 ..< 40 { #expect(Tools.sameBytes(destination + "/f\(i).bin", tree + "/f\(i).bin"), "f\(i).bin") }
+        #expect(!FileManager.default.fileExists(atPath: destination + "/t"), "not nested in a folder of its own")
     }
 
     @Test func aCopyKilledWithKillNineFinishesWithResume() throws {
@@ -335,6 +402,9 @@ import Testing
             (["media:a", "s3://other/b"], "has a server on both sides"),
             ([runner.path("x"), "https://example.invalid/x"], "downloads only"),
             (["sftp://me:pw@host/x", runner.path("x")], "holds a password"),
+            (["https://me:token@example.invalid/x", runner.path("x")], "holds credentials"),
+            (["https://token@example.invalid/x", runner.path("x")], "holds credentials"),
+            (["s3://AKIA:secret@media/x", runner.path("x")], "never in the URL"),
             (["gopher://host/x", runner.path("x")], "not gopher://"),
         ]
         for (arguments, message) in cases {

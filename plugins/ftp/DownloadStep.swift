@@ -17,6 +17,8 @@ struct DownloadStep: StepDefinition {
     struct Inputs: StepInputs {
         @Input(help: "remote path, relative to remote_root", minLength: 1) var source: String
         @Input(help: "local file or directory to create", minLength: 1) var destination: String
+        @Input(help: "false: the source must be one file, and a folder is refused (orchestrate copy without --recursive)")
+        var recursive = true
         @Input(help: "expected SHA-256 of the file (a single file only), checked before it is renamed into place") var sha256: String?
         @Input(help: "files of a tree received at once, each over its own login (control connection)", minimum: 1, maximum: 16)
         var concurrency = 4
@@ -51,6 +53,10 @@ struct DownloadStep: StepDefinition {
         if let single {
             entries = [.init(relative: [], size: single.size)]
         } else if try client.folder(source, create: false) {
+            guard inputs.recursive else {
+                throw StepError.invalidInput("source \(root.display(source)) is a folder, and recursive is false (orchestrate copy: add --recursive)",
+                                             code: "is_a_directory")
+            }
             try walk(client, source, [], files: &entries, emptyFolders: &emptyFolders, step: step)
         } else {
             throw StepError.permanent("source \(root.display(source)) does not exist on \(server.described)", code: "ENOENT")

@@ -18,6 +18,8 @@ struct DownloadStep: StepDefinition {
     struct Inputs: StepInputs {
         @Input(help: "remote path, relative to remote_root", minLength: 1) var source: String
         @Input(help: "local file or directory to create", minLength: 1) var destination: String
+        @Input(help: "false: the source must be one file, and a directory is refused (orchestrate copy without --recursive)")
+        var recursive = true
         var tree = TreeInputs()
     }
     static let inputSchema = Inputs.schemaText
@@ -49,6 +51,10 @@ struct DownloadStep: StepDefinition {
                 throw StepError.permanent("source \(named) does not exist on the server", code: "ENOENT")
             }
             let (source, info) = found
+            if info.isDirectory && !inputs.recursive {
+                throw StepError.invalidInput("source \(named) is a directory, and recursive is false (orchestrate copy: add --recursive)",
+                                             code: "is_a_directory")
+            }
             var listing = TreeListing(files: [.init(relative: "", size: info.size)])
             if info.isDirectory {
                 listing = TreeListing()
