@@ -352,4 +352,30 @@ import Testing
         let failed = try #require(FTPSTests.failure(result))
         #expect(failed["code"]?.stringValue == "path_escape", "\(failed)")
     }
+
+    /// A login that would smuggle a second command into USER or PASS (`name\r\nDELE f`) is refused
+    /// before anything is sent, whichever of the two holds it.
+    @Test func aLineBreakInTheLoginIsRefused() throws {
+        let server = try PyFTPServer()
+        let runner = Runner(environment: [FTPSTests.passwordVariable: server.password + "\r\nDELE f.bin"])
+        try Tools.randomFile(server.root + "/f.bin", bytes: 10)
+        for (user, password) in [("\(server.user)\\r\nDELE f.bin", "\"${{ secrets.password }}\""), (server.user, "\"${{ secrets.password }}\"")] {
+            let file = runner.workflow("""
+                version: 1
+                name: ftp
+                secrets: { password: { env: \(FTPSTests.passwordVariable) } }
+                steps:
+                  move:
+                    uses: ftp.download
+                    with: { host: 127.0.0.1, port: \(server.port), user: "\(user)", password: \(password),
+                            ca_file: "\(server.certificate.cert)", source: f.bin, destination: "\(runner.path("f.bin"))" }
+                """)
+            let result = try runner.run(file)
+            #expect(result.status == 1)
+            let failed = try #require(FTPSTests.failure(result))
+            #expect(failed["code"]?.stringValue == "bad_login", "\(failed)")
+        }
+        #expect(FileManager.default.fileExists(atPath: server.root + "/f.bin"))
+        #expect(!FileManager.default.fileExists(atPath: runner.path("f.bin")))
+    }
 }

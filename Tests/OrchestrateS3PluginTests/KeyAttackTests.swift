@@ -156,4 +156,26 @@ import Testing
         let keys = ((try? JSONValue(parsing: listed.stdout))?["Contents"]?.arrayValue ?? []).compactMap { $0["Key"]?.stringValue }
         #expect(keys == ["d/a/../b/./c"], "\(keys)")
     }
+
+    /// content_type goes into a header line: a line break in it would add a header of its own
+    /// (here a public ACL). The step is refused before anything is sent.
+    @Test func aContentTypeThatWouldAddAHeaderIsRefused() throws {
+        let peer = try S3Peer(.moto)
+        try peer.makeBucket("orc-bucket")
+        let runner = S3Runner()
+        let source = runner.path("src.bin")
+        try Tools.randomFile(source, bytes: 100)
+        let file = runner.workflow(TransferTests.workflow(peer, """
+              up:
+                uses: s3.upload
+                retry: { max_attempts: 1 }
+                with: { endpoint: ENDPOINT, bucket: orc-bucket, key: a.bin, source: "\(source)", content_type: "text/plain\\r\\nx-amz-acl: public-read" }
+            """))
+        let result = try runner.run(file)
+        #expect(result.status == 1, "\(TransferTests.check(result))")
+        let failed = S3Runner.events(result.stdout).ofType("step.failed", step: "up").last?["data"]
+        #expect(failed?["code"]?.stringValue == "bad_header", "\(String(describing: failed))")
+        let listed = try peer.aws(["s3api", "list-objects-v2", "--bucket", "orc-bucket", "--output", "json"])
+        #expect(!listed.stdout.contains("a.bin"), "nothing was stored: \(listed.stdout)")
+    }
 }

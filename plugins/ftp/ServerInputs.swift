@@ -45,6 +45,12 @@ struct ServerOptions: Sendable {
         guard !inputs.host.contains(where: { forbidden.contains($0) || $0.isNewline || $0.asciiValue.map { $0 < 32 || $0 == 127 } == true }) else {
             throw .invalidInput("host \(inputs.host) is not a host name or address", code: "bad_host")
         }
+        // The login goes into USER and PASS commands: a CR or LF would end the command and start
+        // another (`anonymous\r\nDELE x`), a NUL cut it.
+        for (what, value) in [("user", inputs.user), ("password", inputs.password ?? "")]
+        where value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
+            throw .invalidInput("the \(what) holds a line break or a NUL, which would end the FTP command it goes into", code: "bad_login")
+        }
         host = inputs.host
         tls = inputs.tls
         port = inputs.port ?? (inputs.tls == .implicit ? 990 : 21)

@@ -65,6 +65,7 @@ final class Transfer: CurlCallbacks {
     init(step: StepContext, method: String, url: String, headers: [String: String], body: Body = .none,
          options: TransferOptions, memoryCap: Int = 1 << 20, decodeContent: Bool = false, freshConnection: Bool = false) throws(StepError)
     {
+        try Self.checkHeaders(headers)
         self.step = step
         self.curl = try CurlEasy()
         self.body = CurlBodyReader(body)
@@ -122,6 +123,22 @@ final class Transfer: CurlCallbacks {
                 curl.set(CURLOPT_UPLOAD, true)
                 curl.set(CURLOPT_INFILESIZE_LARGE, Int(body.body.length))
                 if method != "PUT" { curl.set(CURLOPT_CUSTOMREQUEST, method) }
+            }
+        }
+    }
+
+    /// Every header one line with a token for its name: a CR or LF would end the header and start
+    /// another that the server reads as sent (a value from another step's output, a secret, a
+    /// content type). The message names the header, never its value (it may be a secret).
+    static func checkHeaders(_ headers: [String: String]) throws(StepError) {
+        for (name, value) in headers {
+            if name.isEmpty || name.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F || $0 == UInt8(ascii: ":") }) {
+                throw .invalidInput("the header name \(name.debugDescription) is not a token (a space, colon or control character)",
+                                    code: "bad_header")
+            }
+            if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
+                throw .invalidInput("the value of the header \(name) holds a line break or a NUL: it would end the header and start another",
+                                    code: "bad_header")
             }
         }
     }

@@ -60,6 +60,11 @@ struct UploadStep: StepDefinition {
 
     static func run(_ step: StepContext) throws {
         let inputs = try step.read(Inputs.self)
+        // It goes into a header line: a CR or LF would end it and start another (x-amz-acl: public-read).
+        guard !inputs.contentType.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+            throw StepError.invalidInput("content_type holds a line break or a NUL: it would end its header and start another",
+                                         code: "bad_header")
+        }
         let target = try ObjectTarget(key: inputs.key, prefix: inputs.prefix)
         guard let info = try FileInfo.of(inputs.source) else {
             throw StepError.invalidInput("source \(inputs.source) does not exist", code: "ENOENT")
