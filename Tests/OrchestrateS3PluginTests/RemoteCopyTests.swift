@@ -39,6 +39,12 @@ import Testing
         """
     }
 
+    /// Every key of `bucket`, as the AWS CLI lists them.
+    static func keys(_ peer: S3Peer, _ bucket: String) throws -> [String] {
+        let listed = try peer.aws(["s3api", "list-objects-v2", "--bucket", bucket, "--query", "Contents[].Key", "--output", "json"]).stdout
+        return try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [String] ?? []
+    }
+
     static func copy(_ runner: S3Runner, _ arguments: [String]) throws -> ProcessResult {
         try runner.orchestrate(["copy"] + arguments + ["--json"])
     }
@@ -81,8 +87,7 @@ import Testing
 
         let up = try Self.copy(runner, [source, "media:masters/"])
         #expect(up.status == 0, "\(TransferTests.check(up))")
-        let keys = try peer.aws(["s3api", "list-objects-v2", "--bucket", "media", "--query", "Contents[].Key", "--output", "json"]).stdout
-        let listed = try JSONSerialization.jsonObject(with: Data(keys.utf8)) as? [String] ?? []
+        let listed = try Self.keys(peer, "media")
         #expect(listed.map { Array($0.utf8) } == [Array(("masters/" + name).utf8)], "\(listed)")
 
         try FileManager.default.createDirectory(atPath: runner.path("back"), withIntermediateDirectories: true)
@@ -129,14 +134,12 @@ import Testing
 
         let up = try Self.copy(runner, ["-r", tree + "/.", "media:in/"])
         #expect(up.status == 0, "\(TransferTests.check(up))")
-        let keys = try peer.aws(["s3api", "list-objects-v2", "--bucket", "media", "--query", "Contents[].Key", "--output", "json"]).stdout
-        let listed = try JSONSerialization.jsonObject(with: Data(keys.utf8)) as? [String] ?? []
+        let listed = try Self.keys(peer, "media")
         #expect(listed.sorted() == ["in/a.bin", "in/day1/b.bin"], "\(listed)")
 
         let root = try Self.copy(runner, ["-r", tree + "/.", "media:"])
         #expect(root.status == 0, "\(TransferTests.check(root))")
-        let all = try peer.aws(["s3api", "list-objects-v2", "--bucket", "media", "--query", "Contents[].Key", "--output", "json"]).stdout
-        let bucket = try JSONSerialization.jsonObject(with: Data(all.utf8)) as? [String] ?? []
+        let bucket = try Self.keys(peer, "media")
         #expect(bucket.sorted() == ["a.bin", "day1/b.bin", "in/a.bin", "in/day1/b.bin"], "\(bucket)")
     }
 
@@ -150,8 +153,7 @@ import Testing
         try Tools.randomFile(runner.path(name), bytes: 1000)
         let up = try Self.copy(runner, [runner.path(name), "media:in/"])
         #expect(up.status == 0, "\(TransferTests.check(up))")
-        let keys = try peer.aws(["s3api", "list-objects-v2", "--bucket", "media", "--query", "Contents[].Key", "--output", "json"]).stdout
-        let listed = try JSONSerialization.jsonObject(with: Data(keys.utf8)) as? [String] ?? []
+        let listed = try Self.keys(peer, "media")
         #expect(listed.map { Array($0.utf8) } == [Array(("in/" + name).utf8)], "\(listed)")
     }
 
