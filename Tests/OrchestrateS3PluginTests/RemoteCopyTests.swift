@@ -39,6 +39,15 @@ import Testing
         """
     }
 
+    /// `renders/a.bin` and `renders/day1/b.bin` in the runner's folder; returns `renders`'s path.
+    static func smallTree(_ runner: S3Runner) throws -> String {
+        let tree = runner.path("renders")
+        try FileManager.default.createDirectory(atPath: tree + "/day1", withIntermediateDirectories: true)
+        try Tools.randomFile(tree + "/a.bin", bytes: 1000)
+        try Tools.randomFile(tree + "/day1/b.bin", bytes: 2000)
+        return tree
+    }
+
     /// Every key of `bucket`, as the AWS CLI lists them.
     static func keys(_ peer: S3Peer, _ bucket: String) throws -> [String] {
         let listed = try peer.aws(["s3api", "list-objects-v2", "--bucket", bucket, "--query", "Contents[].Key", "--output", "json"]).stdout
@@ -127,10 +136,7 @@ import Testing
         let peer = try S3Peer(.moto)
         try peer.makeBucket("media")
         let runner = try Self.runner(remotes: Self.remote("media", peer, bucket: "media"))
-        let tree = runner.path("renders")
-        try FileManager.default.createDirectory(atPath: tree + "/day1", withIntermediateDirectories: true)
-        try Tools.randomFile(tree + "/a.bin", bytes: 1000)
-        try Tools.randomFile(tree + "/day1/b.bin", bytes: 2000)
+        let tree = try Self.smallTree(runner)
 
         let up = try Self.copy(runner, ["-r", tree + "/.", "media:in/"])
         #expect(up.status == 0, "\(TransferTests.check(up))")
@@ -163,10 +169,7 @@ import Testing
         let peer = try S3Peer(.moto)
         try peer.makeBucket("media")
         let runner = try Self.runner(remotes: Self.remote("media", peer, bucket: "media"))
-        let tree = runner.path("renders")
-        try FileManager.default.createDirectory(atPath: tree + "/day1", withIntermediateDirectories: true)
-        try Tools.randomFile(tree + "/a.bin", bytes: 1000)
-        try Tools.randomFile(tree + "/day1/b.bin", bytes: 2000)
+        let tree = try Self.smallTree(runner)
         #expect(try Self.copy(runner, ["-r", tree, "media:projects/"]).status == 0)
 
         try FileManager.default.createDirectory(atPath: runner.path("out"), withIntermediateDirectories: true)

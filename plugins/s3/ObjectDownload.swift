@@ -98,8 +98,9 @@ enum ObjectDownload {
             return first ..< end
         }
         func rangeEnd(_ index: Int) -> Int64 { min(size, Int64(index + 1) * rangeSize) }
+        func rangeLength(_ index: Int) -> Int64 { rangeEnd(index) - Int64(index) * rangeSize }
         var requested: [Int: Range<Int>] = [:]
-        var doneBytes = done.reduce(Int64(0)) { $0 + min(rangeSize, size - Int64($1) * rangeSize) }
+        var doneBytes = done.reduce(Int64(0)) { $0 + rangeLength($1) }
         onProgress(doneBytes, size)
         // The ranges on disk (journaled or not): the hash follows their contiguous prefix, and
         // the fsyncs that let the checkpoint list them run beside the transfers.
@@ -129,7 +130,7 @@ enum ObjectDownload {
                     syncer.wrote(index)
                     written.insert(index)
                     advance()
-                    doneBytes += rangeEnd(index) - Int64(index) * rangeSize
+                    doneBytes += rangeLength(index)
                     onProgress(doneBytes, size)
                 }
                 try client.pool.runAll(maxInFlight: concurrency, next: { () throws(StepError) -> Exchange? in
@@ -179,7 +180,7 @@ enum ObjectDownload {
                     }
                     // If-Match is not honoured everywhere (rclone serve s3 ignores it): the answer's ETag
                     // is checked too.
-                    if let answered = response.header("etag"), ETag.unquoted(answered) != ETag.unquoted(etag) {
+                    if let answered = response.header("etag"), ETag.unquoted(answered) != plainETag {
                         throw .retryable("\(client.uri(key)) changed while it was downloaded (ETag \(answered), not \(etag)); the next attempt starts over",
                                          code: "object_changed")
                     }
