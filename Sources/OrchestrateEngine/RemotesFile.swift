@@ -27,25 +27,14 @@ public struct RemotesFile: RemoteDefinitions {
 
     /// The remotes; a missing file is no remotes.
     public func userRemotes() -> Result<RemoteCatalog, RemotesUnavailable> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { return .success(RemoteCatalog()) }
-            return .failure(RemotesUnavailable(reason: "cannot open the remotes file \(path): \(String(cString: strerror(errno)))"))
-        }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        do {
-            try OwnedState.check(descriptor: fd, path: path, as: .remotesFile)
-        } catch {
-            return .failure(RemotesUnavailable(reason: error.description))
-        }
         let data: Data
         do {
-            data = try handle.read(upToCount: Self.maximumSize + 1) ?? Data()
+            guard let read = try OwnedState.read(path, as: .remotesFile, atMost: Self.maximumSize) else {
+                return .success(RemoteCatalog())
+            }
+            data = read
         } catch {
-            return .failure(RemotesUnavailable(reason: "cannot read the remotes file \(path): \(error.localizedDescription)"))
-        }
-        guard data.count <= Self.maximumSize else {
-            return .failure(RemotesUnavailable(reason: "the remotes file \(path) is larger than 1 MiB"))
+            return .failure(RemotesUnavailable(reason: error.description))
         }
         guard let text = String(data: data, encoding: .utf8) else {
             return .failure(RemotesUnavailable(reason: "the remotes file \(path) is not valid UTF-8 text"))

@@ -1,6 +1,7 @@
 // A secret kept in a file (`secrets: { key: { file: /run/secrets/key } }`, a remote's
 // `{ file: PATH }`): read at every attempt, like an environment variable, never stored.
 import Foundation
+import OrchestrateStore
 
 enum SecretFile {
     struct Problem: Error, CustomStringConvertible {
@@ -15,12 +16,14 @@ enum SecretFile {
     /// root's): whoever can change it chooses the credentials a transfer logs in with.
     static func read(_ path: String, environment: [String: String]) -> Result<String, Problem> {
         let expanded = path.hasPrefix("~/") ? (environment["HOME"] ?? NSHomeDirectory()) + path.dropFirst(1) : path
-        let fd = open(expanded, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(Problem(description: "cannot be opened: \(String(cString: strerror(errno)))")) }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        let handle: FileHandle
+        switch RegularFile.open(expanded) {
+        case .success(let opened): handle = opened
+        case .failure(.missing): return .failure(Problem(description: "does not exist"))
+        case .failure(.refused(let why)): return .failure(Problem(description: why))
+        }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return .failure(Problem(description: "cannot be examined")) }
-        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(Problem(description: "is not a regular file")) }
+        guard fstat(handle.fileDescriptor, &info) == 0 else { return .failure(Problem(description: "cannot be examined")) }
         if info.st_uid != geteuid() && info.st_uid != 0 {
             return .failure(Problem(description: "belongs to another user (uid \(info.st_uid)), who could have planted it; "
                 + "use a file of your own"))
@@ -29,7 +32,7 @@ enum SecretFile {
             return .failure(Problem(description: "others can write to (mode \(String(info.st_mode & 0o777, radix: 8))); "
                 + "fix with chmod 600 \(expanded)"))
         }
-        guard let data = try? handle.read(upToCount: maximumSize + 1) else {
+        guard let data = try? RegularFile.read(handle, atMost: maximumSize) else {
             return .failure(Problem(description: "cannot be read"))
         }
         guard data.count <= maximumSize else { return .failure(Problem(description: "is larger than 64 KiB")) }

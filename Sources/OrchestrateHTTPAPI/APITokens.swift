@@ -39,37 +39,41 @@ public struct APITokens: Sendable {
     public static func loadOrCreateDefault(stateDirectory: String) throws -> String {
         let path = defaultTokenPath(stateDirectory: stateDirectory)
         try refuseUnowned(stateDirectory, as: .stateDirectory)
-        try refuseUnowned(path, as: .tokenFile)
-        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
-            let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        func token(in data: Data) throws(LoadError) -> String {
+            let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard token.count >= 16 else { throw LoadError(description: "\(path): the token is too short (delete the file to get a new one)") }
             return token
         }
+        if let data = try readOwned(path) { return try token(in: data) }
         try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         var bytes = [UInt8](repeating: 0, count: 32)
         var generator = SystemRandomNumberGenerator()
         for i in bytes.indices { bytes[i] = generator.next() }
-        let token = bytes.map { String(format: "%02x", $0) }.joined()
+        let made = bytes.map { String(format: "%02x", $0) }.joined()
         // O_EXCL: two `serve`s starting together agree on one token (the loser reads it).
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            if errno == EEXIST { return try loadOrCreateDefault(stateDirectory: stateDirectory) }
+            // EEXIST: another `serve` made it first, read theirs; or a link to nowhere is there,
+            // which neither reads nor gets replaced: said, not tried again forever.
+            if errno == EEXIST {
+                if let data = try readOwned(path) { return try token(in: data) }
+                throw LoadError(description: "orchestrate refuses the token file \(path): it is a link to a file that does not exist; remove it")
+            }
             throw LoadError(description: "cannot create \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
-        let line = token + "\n"
+        let line = made + "\n"
         guard line.withCString({ write(fd, $0, strlen($0)) }) == line.utf8.count else {
             throw LoadError(description: "cannot write \(path)")
         }
-        return token
+        return made
     }
 
     /// Parses a `--http-token-file`: `NAME read|write TOKEN` lines, blank lines and `#` comments ignored.
     public static func parseFile(_ path: String) throws -> [Token] {
-        try refuseUnowned(path, as: .tokenFile)
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw LoadError(description: "cannot read the token file \(path)")
+        guard let data = try readOwned(path), let text = String(data: data, encoding: .utf8) else {
+            throw LoadError(description: "cannot read the token file \(path): it is missing or not UTF-8 text")
         }
         var tokens: [Token] = []
         for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -89,6 +93,16 @@ public struct APITokens: Sendable {
 
     private static func refuseUnowned(_ path: String, as kind: OwnedState.Kind) throws(LoadError) {
         do { try OwnedState.check(path, as: kind) } catch { throw LoadError(description: error.description) }
+    }
+
+    /// A token file is a few lines; 1 MiB leaves room for thousands of tokens.
+    static let maximumTokenFileSize = 1 << 20
+
+    /// The token file's bytes (nil: missing), checked on the descriptor they are read from.
+    private static func readOwned(_ path: String) throws(LoadError) -> Data? {
+        do { return try OwnedState.read(path, as: .tokenFile, atMost: maximumTokenFileSize) } catch {
+            throw LoadError(description: error.description)
+        }
     }
 
     public static func token(name: String, access: Access, secret: String) -> Token {

@@ -54,6 +54,30 @@ public enum OwnedState {
         try check(info, path: path, as: kind)
     }
 
+    /// The bytes of the file `path` (nil when it is missing), checked on the open descriptor, so
+    /// a file swapped in after a check is not what gets read. Refused: anything but a regular
+    /// file (a FIFO planted under the name does not hang the open), a file that fails `check`,
+    /// or one larger than `atMost` bytes.
+    public static func read(_ path: String, as kind: Kind, atMost: Int) throws(Refusal) -> Data? {
+        let handle: FileHandle
+        switch RegularFile.open(path) {
+        case .success(let opened): handle = opened
+        case .failure(.missing): return nil
+        case .failure(.refused(let why)): throw Refusal(description: "orchestrate refuses the \(kind.name) \(path): it \(why)")
+        }
+        try check(descriptor: handle.fileDescriptor, path: path, as: kind)
+        let data: Data
+        do {
+            data = try RegularFile.read(handle, atMost: atMost)
+        } catch {
+            throw Refusal(description: "cannot read the \(kind.name) \(path): \(error.localizedDescription)")
+        }
+        guard data.count <= atMost else {
+            throw Refusal(description: "orchestrate refuses the \(kind.name) \(path): it is larger than \(atMost >= 1 << 20 ? "\(atMost >> 20) MiB" : "\(atMost >> 10) KiB")")
+        }
+        return data
+    }
+
     private static func check(_ info: stat, path: String, as kind: Kind) throws(Refusal) {
         let me = geteuid()
         let refused = "orchestrate refuses the \(kind.name) \(path)"

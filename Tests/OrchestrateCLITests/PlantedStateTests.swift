@@ -22,11 +22,14 @@ import Testing
         return h.state
     }
 
-    /// Runs the command (cut at 20 s: a `serve` that was not refused would run on) and expects
+    /// Runs the command (cut at 20 s, killed 5 s later: a `serve` that was not refused would run
+    /// on, and an `open` stuck on a FIFO does not end at SIGTERM) and expects
     /// exit status 2 with `message`.
-    func expectRefused(_ command: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectRefused(_ command: [String], _ message: String, environment: [String: String] = [:],
+                       sourceLocation: SourceLocation = #_sourceLocation) throws {
         let result = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/timeout"),
-                                          ["20", TestPaths.orchestrate.path] + command + h.baseArguments)
+                                          ["-k", "5", "20", TestPaths.orchestrate.path] + command + h.baseArguments,
+                                          environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
         #expect(result.status == 2, "\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stderr.contains(message), "\(result.stderr)", sourceLocation: sourceLocation)
     }
@@ -88,5 +91,40 @@ import Testing
         let extra = h.dir.write("tokens", "reader read reader-0123456789abcdef\n").path
         #expect(chmod(extra, 0o640) == 0)
         try expectRefused(http + ["--http-token-file", extra], "orchestrate refuses the token file \(extra): it is readable or writable by others (mode 640)")
+    }
+
+    /// A FIFO planted where a token file or the remotes file is expected would hang `open`
+    /// until a writer came (and that writer would choose what is read): refused at once, and
+    /// the same for a device. `timeout` in `expectRefused` would turn a hang into status 124.
+    @Test func aFIFOOrDeviceInPlaceOfATokenOrRemotesFileIsRefusedWithoutWaiting() throws {
+        let state = try madeState()
+        let token = state + "/http-token"
+        #expect(mkfifo(token, 0o600) == 0)
+        let http = ["serve", "--http", "127.0.0.1:\(Ports.free())"]
+        try expectRefused(http, "orchestrate refuses the token file \(token): it is not a regular file")
+        // A link to nowhere is neither read nor replaced through (nor tried again until the stack ends).
+        #expect(unlink(token) == 0 && symlink(h.path("nowhere"), token) == 0)
+        try expectRefused(http, "orchestrate refuses the token file \(token): it is a link to a file that does not exist")
+        #expect(!FileManager.default.fileExists(atPath: h.path("nowhere")))
+        #expect(unlink(token) == 0)
+        let extra = h.path("tokens")
+        #expect(mkfifo(extra, 0o600) == 0)
+        try expectRefused(http + ["--http-token-file", extra], "orchestrate refuses the token file \(extra): it is not a regular file")
+
+        let config = h.path("config")
+        try FileManager.default.createDirectory(atPath: config + "/orchestrate", withIntermediateDirectories: true)
+        let remotes = config + "/orchestrate/remotes.yaml"
+        #expect(mkfifo(remotes, 0o600) == 0)
+        try expectRefused(["remote", "list"], "orchestrate refuses the remotes file \(remotes): it is not a regular file",
+                          environment: ["XDG_CONFIG_HOME": config])
+        #expect(unlink(remotes) == 0 && symlink("/dev/zero", remotes) == 0)
+        try expectRefused(["remote", "list"], "orchestrate refuses the remotes file \(remotes): it is not a regular file",
+                          environment: ["XDG_CONFIG_HOME": config])
+        // A regular file of its own, private, is read.
+        #expect(unlink(remotes) == 0)
+        #expect(FileManager.default.createFile(atPath: remotes, contents: Data("remotes:\n  box: { type: sftp, host: example.net, user: u }\n".utf8),
+                                               attributes: [.posixPermissions: 0o600]))
+        let listed = try h.orchestrate(["remote", "list"], environment: ["XDG_CONFIG_HOME": config])
+        #expect(listed.status == 0 && listed.stdout.contains("box"), "\(listed.stdout)\n\(listed.stderr)")
     }
 }

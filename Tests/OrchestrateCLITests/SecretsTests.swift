@@ -283,4 +283,58 @@ import Testing
         #expect(result.stderr.contains("TEST_TOKEN_NOT_SET"))
         #expect(result.stderr.contains("wf.yaml:4:"))
     }
+
+    /// A secret kept in a file (`{ file: PATH }`) is read at the run, its final line break
+    /// dropped. A file another user could have written (theirs, or writable by a group other
+    /// than root's or by everyone), a FIFO (which would hang the read until someone wrote to
+    /// it), a device, or more than 64 KiB is refused with exit status 2 and the reason, and
+    /// nothing runs.
+    @Test func aSecretFromAFileIsReadOnlyFromAFileNobodyElseCouldHaveWritten() throws {
+        let secretFile = h.path("token")
+        let out = h.path("out")
+        let file = h.workflow("""
+            version: 1
+            name: from-file
+            secrets:
+              token: { file: "\(secretFile)" }
+            steps:
+              use: { uses: test.append, with: { file: "\(out)", line: "${{ secrets.token }}" } }
+            """)
+        #expect(FileManager.default.createFile(atPath: secretFile, contents: Data((secret + "\n").utf8),
+                                               attributes: [.posixPermissions: 0o600]))
+        let ran = try h.orchestrate(["run", file])
+        #expect(ran.status == 0, "\(ran.stderr)")
+        #expect(h.lines("out") == [secret])
+        #expect(!ran.stdout.contains(secret) && !ran.stderr.contains(secret))
+
+        func expectRefused(_ why: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            try? FileManager.default.removeItem(atPath: out)
+            let result = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/timeout"),
+                                              ["-k", "5", "20", TestPaths.orchestrate.path, "run", file] + h.baseArguments)
+            #expect(result.status == 2, "\(result.stderr)", sourceLocation: sourceLocation)
+            #expect(result.stderr.contains("is read from \(secretFile), which \(why)"), "\(result.stderr)", sourceLocation: sourceLocation)
+            #expect(!FileManager.default.fileExists(atPath: out), "the step did not run", sourceLocation: sourceLocation)
+        }
+        #expect(chown(secretFile, 65534, 65534) == 0)
+        try expectRefused("belongs to another user (uid 65534), who could have planted it")
+        #expect(chown(secretFile, 0, 65534) == 0 && chmod(secretFile, 0o620) == 0)
+        try expectRefused("others can write to (mode 620)")
+        #expect(chown(secretFile, 0, 0) == 0 && chmod(secretFile, 0o606) == 0)
+        try expectRefused("others can write to (mode 606)")
+        #expect(unlink(secretFile) == 0 && mkfifo(secretFile, 0o600) == 0)
+        try expectRefused("is not a regular file")
+        #expect(unlink(secretFile) == 0 && symlink("/dev/zero", secretFile) == 0)
+        try expectRefused("is not a regular file")
+        #expect(unlink(secretFile) == 0)
+        #expect(FileManager.default.createFile(atPath: secretFile, contents: Data(count: (64 << 10) + 1),
+                                               attributes: [.posixPermissions: 0o600]))
+        try expectRefused("is larger than 64 KiB")
+        #expect(unlink(secretFile) == 0)
+        try expectRefused("does not exist")
+        // Root's group may write, as for every state file.
+        #expect(FileManager.default.createFile(atPath: secretFile, contents: Data(secret.utf8), attributes: [.posixPermissions: 0o620]))
+        #expect(chown(secretFile, 0, 0) == 0)
+        #expect(try h.orchestrate(["run", file]).status == 0)
+        #expect(h.lines("out") == [secret])
+    }
 }
