@@ -11,3 +11,7 @@ int orc_write_back(int fd) {
     return fdatasync(fd);
 #endif
 }
+
+int orc_open_path_flag(void) {
+    return O_PATH;
+}

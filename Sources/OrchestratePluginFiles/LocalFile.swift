@@ -31,9 +31,11 @@ public final class LocalFile: @unchecked Sendable {
         self.fd = fd
     }
 
-    /// Opens an existing file to read it (an upload's source, a file to hash).
+    /// Opens an existing file to read it (an upload's source, a file to hash), following only
+    /// symbolic links of the current user or root (`OwnLinksOpen`: a link planted in a folder
+    /// others can write does not turn an upload into a copy of this user's keys).
     public convenience init(reading path: String) throws(StepError) {
-        try self.init(path: path, flags: O_RDONLY)
+        self.init(adopting: try OwnLinksOpen.open(path), path: path)
     }
 
     deinit { close(fd) }

@@ -23,15 +23,11 @@ public enum LocalPath {
         PathBytes.splitAtLastSlash(path)?.tail ?? path
     }
 
-    /// `mkdir -p`; an existing non-directory in the way is an error naming it.
+    /// `mkdir -p`, following only the user's and root's symbolic links on the way
+    /// (`OwnLinksOpen`); an existing non-directory in the way is an error naming it.
     public static func makeDirectories(_ path: String) throws(StepError) {
         if path.isEmpty || path == "/" || path == "." { return }
-        if let existing = try FileInfo.of(path) {
-            if existing.isDirectory { return }
-            throw .permanent("\(path) exists and is not a directory", code: "ENOTDIR")
-        }
-        try makeDirectories(parent(of: path))
-        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw .posix("cannot create directory \(path)") }
+        close(try OwnLinksOpen.folder(path, creating: true))
     }
 
     public static func rename(_ from: String, to: String) throws(StepError) {

@@ -64,13 +64,26 @@ public final class PartialFile: @unchecked Sendable {
     /// The open temporary file (for reading back what was written: hashing, re-hashing on resume).
     public let file: LocalFile
     private let writeBack: WriteBack
+    /// The destination's folder (`O_PATH`), reached by `OwnLinksOpen`: the temporary file is
+    /// made, renamed and removed relative to it, so a folder swapped for a link after the open
+    /// changes nothing.
+    private let folder: Int32
+    private let name: [UInt8], partialName: [UInt8]
 
     /// Opens (creating it if needed) the temporary file for `destination`. The destination's
     /// directory must exist (see `LocalPath.makeDirectories`).
     public init(for destination: String, naming: Naming, keeping keep: Keep) throws(StepError) {
         self.destination = destination
         path = naming.path(for: destination)
-        file = try Self.openPrivately(path)
+        name = Array(LocalPath.name(of: destination).utf8)
+        partialName = Array(LocalPath.name(of: path).utf8)
+        folder = try OwnLinksOpen.folder(LocalPath.parent(of: destination), creating: false)
+        do {
+            file = try Self.openPrivately(partialName, in: folder, path: path)
+        } catch {
+            close(folder)
+            throw error
+        }
         writeBack = WriteBack(fd: file.fd)
         // Only a file that holds more is cut: ext4 marks a file truncated to 0 bytes, even one
         // already empty, and its close then pushes every page written since to the disk (0.39 s
@@ -85,10 +98,11 @@ public final class PartialFile: @unchecked Sendable {
     }
 
     /// Opens the temporary file as the type's comment says: ours, regular, single-linked, 0600.
-    private static func openPrivately(_ path: String) throws(StepError) -> LocalFile {
+    private static func openPrivately(_ name: [UInt8], in folder: Int32, path: String) throws(StepError) -> LocalFile {
+        let cName = name.map { CChar(bitPattern: $0) } + [0]
         for _ in 0..<3 {
             // O_NONBLOCK: a FIFO planted under the name must not hang the open.
-            let fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            let fd = openat(folder, cName, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             if fd >= 0 {
                 var info = stat()
                 if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_nlink == 1 {
@@ -102,7 +116,7 @@ public final class PartialFile: @unchecked Sendable {
                 }
                 close(fd)
             } else if errno == ENOENT {
-                let created = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                let created = openat(folder, cName, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 if created >= 0 { return LocalFile(adopting: created, path: path) }
                 if errno != EEXIST { throw .posix("cannot create \(path)") }
                 continue  // made by someone else between the two opens: look again
@@ -110,7 +124,7 @@ public final class PartialFile: @unchecked Sendable {
                 throw .posix("cannot open \(path)")
             }
             // A symbolic link, another user's file, a hard link or not a file: not ours to write.
-            guard unlink(path) == 0 || errno == ENOENT else {
+            guard unlinkat(folder, cName, 0) == 0 || errno == ENOENT else {
                 throw .posix("\(path) is a symbolic link, another user's file or not a regular file, and cannot be removed")
             }
         }
@@ -122,7 +136,7 @@ public final class PartialFile: @unchecked Sendable {
     /// the process's umask (read from /proc: `umask()` would change it for every thread).
     public static let defaultMode: mode_t = {
         var umask: mode_t = 0o022
-        if let status = try? LocalFile(reading: "/proc/self/status") {
+        if let status = try? LocalFile(path: "/proc/self/status", flags: O_RDONLY) {
             var bytes = [UInt8](repeating: 0, count: 4096)
             let n = bytes.withUnsafeMutableBytes { (try? status.read(into: $0, at: 0)) ?? 0 }
             let text = String(decoding: bytes[0..<n], as: UTF8.self)
@@ -135,7 +149,10 @@ public final class PartialFile: @unchecked Sendable {
         return 0o644 & ~umask
     }()
 
-    deinit { writeBack.drain() }  // no flush may outlive the descriptor
+    deinit {
+        writeBack.drain()  // no flush may outlive the descriptor
+        close(folder)
+    }
 
     /// The bytes on disk now: where a resume continues.
     public var size: Int64 { file.size }
@@ -163,7 +180,18 @@ public final class PartialFile: @unchecked Sendable {
     public func commit(mode: mode_t? = nil) throws(StepError) {
         try makeDurable(mode: mode)
         try moveIntoPlace()
-        try LocalPath.syncDirectory(LocalPath.parent(of: destination))
+        try syncFolder()
+    }
+
+    /// fsync of the destination's folder, the one the rename happened in.
+    private func syncFolder() throws(StepError) {
+        let directory = LocalPath.parent(of: destination)
+        let fd = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw .posix("cannot open directory \(directory)") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else {
+            throw .posix("cannot flush directory \(directory) to disk (the rename in it is not durable yet)")
+        }
     }
 
     /// The first half of a commit made in batches (many files, one directory fsync): the mode
@@ -177,8 +205,13 @@ public final class PartialFile: @unchecked Sendable {
     /// The second half, after `makeDurable`: the atomic rename onto the destination. The rename
     /// is durable only once the caller has fsynced the directory (`LocalPath.syncDirectory`),
     /// which it must do before it claims the file anywhere (a checkpoint).
-    public func moveIntoPlace() throws(StepError) { try LocalPath.rename(path, to: destination) }
+    public func moveIntoPlace() throws(StepError) {
+        let from = partialName.map { CChar(bitPattern: $0) } + [0], to = name.map { CChar(bitPattern: $0) } + [0]
+        guard renameat(folder, from, folder, to) == 0 else { throw .posix("cannot rename \(path) to \(destination)") }
+    }
 
     /// Deletes the temporary file (a checksum mismatch: nothing half-written stays behind).
-    public func discard() throws(StepError) { try LocalPath.remove(path) }
+    public func discard() throws(StepError) {
+        if unlinkat(folder, partialName.map { CChar(bitPattern: $0) } + [0], 0) != 0 && errno != ENOENT { throw .posix("cannot remove \(path)") }
+    }
 }

@@ -181,6 +181,70 @@ private func sha256sum(_ url: URL) throws -> String {
         #expect(wrongType.message == "step 'step-1': input 'source' must be a string, not an integer (3)")
     }
 
+    /// A source in a folder others can write (a hot folder, a vendor's drop share): a symbolic
+    /// link another user planted there, at the end of the path or on the way, is not followed,
+    /// so swapping a handed-over file for a link to this user's key does not send the key. The
+    /// user's and root's own links are followed as before, and a FIFO does not hold the open.
+    @Test func aLinkAnotherUserPlantedIsNotFollowed() async throws {
+        let dir = TemporaryDirectory()
+        let key = dir.write("id_ed25519", "PRIVATE KEY")
+        #expect(chmod(key.path, 0o600) == 0)
+        let hot = dir.file("hot").path
+        try FileManager.default.createDirectory(atPath: hot, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
+        func plantLink(_ name: String, to target: String, owner: uid_t) {
+            #expect(symlink(target, hot + "/" + name) == 0)
+            #expect(lchown(hot + "/" + name, owner, owner) == 0)
+        }
+        func copy(_ source: String) async throws -> Result<[String: JSONValue], StepFailure> {
+            try await runFS("fs.copy", ["source": .string(source), "destination": .string(dir.file("out/copy").path)])
+        }
+        let nobody: uid_t = 65534
+        plantLink("take.mov", to: key.path, owner: nobody)
+        let refused = try #require(try await copy(hot + "/take.mov").failure)
+        #expect(refused.code == "untrusted_link" && refused.kind == .permanent, "\(refused)")
+        #expect(refused.message.contains("the symbolic link \(hot)/take.mov belongs to another user (uid 65534) and is not followed"),
+                "\(refused.message)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("out/copy").path))
+        let hashed = try #require(try await runFS("fs.checksum", ["path": .string(hot + "/take.mov")]).failure)
+        #expect(hashed.code == "untrusted_link")
+
+        // On the way: a folder swapped for another user's link, and another user's link reached
+        // through one of the user's own links (relative, then absolute).
+        plantLink("shot", to: dir.path, owner: nobody)
+        #expect(try await copy(hot + "/shot/id_ed25519").failure?.code == "untrusted_link")
+        #expect(symlink("hot", dir.file("mine").path) == 0)
+        #expect(try await copy(dir.file("mine/take.mov").path).failure?.code == "untrusted_link")
+        #expect(try await copy(dir.file("mine/../hot/take.mov").path).failure?.code == "untrusted_link")
+
+        // The user's own links, relative and absolute, chained, with "..", are followed.
+        plantLink("own.mov", to: "../id_ed25519", owner: 0)
+        plantLink("own-absolute.mov", to: dir.path + "/mine/own.mov", owner: 0)
+        for source in [hot + "/own.mov", hot + "/own-absolute.mov", dir.file("mine/own.mov").path, dir.file("mine/../id_ed25519").path] {
+            let copied = try await copy(source)
+            #expect(copied.outputs?["size"] == .int(11), "\(source): \(copied)")
+        }
+        // A destination on the way through another user's link: nothing lands where it points,
+        // not even the folders `mkdir -p` would make.
+        let elsewhere = dir.file("elsewhere").path
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        plantLink("drop", to: elsewhere, owner: nobody)
+        for destination in [hot + "/drop/copy", hot + "/drop/new/copy"] {
+            let planted = try await runFS("fs.copy", ["source": .string(key.path), "destination": .string(destination)])
+            #expect(planted.failure?.code == "untrusted_link", "\(destination): \(planted)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        // A loop ends as the kernel ends one.
+        plantLink("loop-a", to: "loop-b", owner: 0)
+        plantLink("loop-b", to: "loop-a", owner: 0)
+        #expect(try await copy(hot + "/loop-a").failure?.code == "ELOOP")
+        // A FIFO planted under a handed-over name is refused at once, not waited on.
+        #expect(mkfifo(hot + "/pipe.mov", 0o666) == 0)
+        let started = Date()
+        let fifo = try #require(try await runFS("fs.checksum", ["path": .string(hot + "/pipe.mov")]).failure)
+        #expect(fifo.code == "not_a_file" || fifo.message.contains("is not a regular file"), "\(fifo)")
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
     @Test func checksumMatchesSha256sum() async throws {
         let dir = TemporaryDirectory()
         let file = dir.file("data.bin")

@@ -217,7 +217,7 @@ final class FileTransfer: @unchecked Sendable {
             // sequential stream per descriptor, and four interleaved ones defeat it. Opened
             // through the first one, so every range reads the file whose size (and checksum) was
             // taken, even if the path was replaced since.
-            let reader = multiRange ? try LocalFile(reading: "/proc/self/fd/\(source.fd)") : source
+            let reader = multiRange ? try LocalFile(path: "/proc/self/fd/\(source.fd)", flags: O_RDONLY) : source
             var position = range[1]
             // Queued about a MiB at a time (the window, `half`, is what keeps the link full), in
             // whole requests of the server's size: 1 MiB would leave a 4 KiB request behind

@@ -7,4 +7,9 @@
 /// 0, or -1 with errno set.
 int orc_write_back(int fd);
 
+/// `O_PATH` (a descriptor that names a file without opening it for reading or writing: a step
+/// of a path walk, or a symbolic link itself with `O_NOFOLLOW`), which Swift's Glibc module
+/// does not export. Linux only.
+int orc_open_path_flag(void);
+
 #endif
