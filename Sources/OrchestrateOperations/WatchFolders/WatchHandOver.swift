@@ -235,32 +235,78 @@ final class WatchHandOver {
 
     /// Applies `after:` to the file if it is still the version that was handed over (a file
     /// replaced since is a new version, with its own hand-off). Returns what was done.
+    ///
+    /// On descriptors (`FolderDescriptors`): the folders between the watched folder and the file
+    /// are entered without following links, and the file is checked and then deleted or moved
+    /// in the folder that was opened. A subfolder someone swapped for a link to /etc after the
+    /// hand-over leaves the file alone ("none: …"), where a path would have deleted or moved
+    /// whatever the link reached.
     private func applyAfter(_ file: WatchedFile) throws -> (String, String?) {
-        let path = watched.folder + "/" + file.path
-        guard let now = FileSignature.of(path), key(file.path, now) == file else { return ("none: the file changed or is gone", nil) }
-        switch watched.trigger.after {
-        case .keep:
-            return ("keep", nil)
-        case .delete:
-            try FileManager.default.removeItem(atPath: path)
-            return ("delete", nil)
-        case .moveTo:
-            let target = freeName(watched.moveTo! + "/" + file.path)
-            if let folder = PathBytes.splitAtLastSlash(target)?.head {
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        // By bytes: a "/" that a combining mark follows is still a "/" to the kernel.
+        var folders = PathBytes.components(file.path, omittingEmpty: true)
+        guard let name = folders.popLast() else { return ("none: the file changed or is gone", nil) }
+        do {
+            let root = try FolderDescriptors.open(watched.folder)
+            defer { close(root) }
+            let folder = try FolderDescriptors.descend(from: root, into: folders, creating: false, shown: file.path)
+            defer { close(folder) }
+            var info = stat()
+            guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0, let now = FileSignature.of(info), key(file.path, now) == file else {
+                return ("none: the file changed or is gone", nil)
             }
-            try FileManager.default.moveItem(atPath: path, toPath: target)
-            return ("move-to", target)
+            switch watched.trigger.after {
+            case .keep:
+                return ("keep", nil)
+            case .delete:
+                guard unlinkat(folder, name, 0) == 0 || errno == ENOENT else {
+                    throw FolderDescriptors.Failed(description: "cannot delete \(watched.folder)/\(file.path): \(String(cString: strerror(errno)))")
+                }
+                return ("delete", nil)
+            case .moveTo:
+                let moveTo = watched.moveTo!
+                let target = try moveToFolder(moveTo, root: root, folders: folders)
+                defer { close(target) }
+                let free = freeName(name, in: target)
+                guard renameat(folder, name, target, free) == 0 else {
+                    throw FolderDescriptors.Failed(description: "cannot move \(watched.folder)/\(file.path) to \(moveTo): \(String(cString: strerror(errno)))")
+                }
+                return ("move-to", ([moveTo] + folders + [free]).joined(separator: "/"))
+            }
+        } catch let refused as FolderDescriptors.Refused {
+            // A folder replaced by a link, or one another user owns where only ours may be: the
+            // file stays, and the hand-off says why.
+            return ("none: \(refused.description)", nil)
         }
     }
 
-    /// `path`, or `path.1`, `path.2`… when taken: a moved file never overwrites an earlier one.
-    private func freeName(_ path: String) -> String {
-        var candidate = path
+    /// The folder a moved file goes to: `folders` below the move-to folder, made as needed. A
+    /// move-to inside the watched folder is reached from it without following links, and it and
+    /// its folders must be this user's (or root's): in a folder others write into, one made
+    /// beforehand by someone else is theirs to fill with links.
+    private func moveToFolder(_ moveTo: String, root: Int32, folders: [String]) throws(FolderDescriptors.Refused) -> Int32 {
+        let inside = ExactPath(moveTo).hasPrefix(ExactPath(watched.folder + "/"))
+        let base: Int32
+        if inside {
+            let relative = ExactPath(moveTo).dropping(ExactPath(watched.folder + "/"))
+            base = try FolderDescriptors.descend(from: root, into: PathBytes.components(relative, omittingEmpty: true), creating: true,
+                                                 owned: true, shown: moveTo)
+        } else {
+            base = try FolderDescriptors.open(moveTo)
+        }
+        defer { close(base) }
+        return try FolderDescriptors.descend(from: base, into: folders, creating: true, owned: inside,
+                                             shown: ([moveTo] + folders).joined(separator: "/"))
+    }
+
+    /// `name`, or `name.1`, `name.2`… when taken in `folder`: a moved file never overwrites an
+    /// earlier one.
+    private func freeName(_ name: String, in folder: Int32) -> String {
+        var candidate = name
         var n = 0
-        while FileManager.default.fileExists(atPath: candidate) {
+        var info = stat()
+        while fstatat(folder, candidate, &info, AT_SYMLINK_NOFOLLOW) == 0 {
             n += 1
-            candidate = "\(path).\(n)"
+            candidate = "\(name).\(n)"
         }
         return candidate
     }

@@ -39,8 +39,10 @@ public struct WatchedFolder: Sendable {
             throw Refusal(description: "\(trigger.location): on.watch path \(folder) is not a folder (create it, or change 'path')")
         }
         if case .moveTo(let target) = trigger.after {
-            let resolved = target.hasPrefix("/") || target.hasPrefix("~") ? absolute(target)
-                : ((folder as NSString).appendingPathComponent(target) as NSString).standardizingPath
+            // Relative: joined to the watched folder by its words alone. `standardizingPath`
+            // resolves symbolic links, and a `done` planted as a link in a shared outbox would
+            // become the folder it points to.
+            let resolved = target.hasPrefix("/") || target.hasPrefix("~") ? absolute(target) : Self.lexicallyJoined(folder, target)
             do {
                 try FileManager.default.createDirectory(atPath: resolved, withIntermediateDirectories: true)
             } catch {
@@ -63,6 +65,20 @@ public struct WatchedFolder: Sendable {
         if let moveTo, ExactPath(moveTo).hasPrefix(ExactPath(folder + "/")) { skipped.insert(ExactPath(ExactPath(moveTo).dropping(ExactPath(folder + "/")))) }
         return FolderFilter(root: folder, recursive: trigger.recursive, include: trigger.include, exclude: trigger.exclude,
                             skippedFolders: skipped)
+    }
+
+    /// `base/relative` with "." and ".." taken away by the words alone, never by looking at
+    /// the file system (by bytes: a "/" a combining mark follows is still a "/").
+    static func lexicallyJoined(_ base: String, _ relative: String) -> String {
+        var parts: [String] = PathBytes.components(base, omittingEmpty: true)
+        for part in PathBytes.components(relative, omittingEmpty: true) {
+            if PathBytes.isDotOrDotDot(part) {
+                if part.utf8.count == 2 && !parts.isEmpty { parts.removeLast() }
+            } else {
+                parts.append(part)
+            }
+        }
+        return "/" + parts.joined(separator: "/")
     }
 
     /// 64-bit FNV-1a as 16 hex digits: short, stable across processes (Swift's Hasher is not).

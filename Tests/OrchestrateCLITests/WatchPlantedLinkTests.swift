@@ -1,0 +1,89 @@
+import Foundation
+import OrchestrateStore
+import OrchestrateTestSupport
+import Testing
+
+/// A watched folder others write into: after a file was handed over, its subfolder is swapped
+/// for a symbolic link to a folder holding a file of the same name, size and modification time
+/// (the run does the swap itself, so the race is won every time). `after: delete` and
+/// `after: move-to` used to follow the link, find a matching signature and delete or move the
+/// victim; now the folders below the watched one are entered without following links, the
+/// victim stays, and the hand-off says why.
+@Suite(.serialized) struct WatchPlantedLinkTests {
+    let h = Harness()
+
+    @Test(arguments: ["delete", "move-to done"])
+    func aSubfolderSwappedForALinkIsNotFollowedByAfter(after: String) throws {
+        let outbox = h.path("outbox"), victim = h.path("victim")
+        try FileManager.default.createDirectory(atPath: outbox + "/sub", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: victim, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: victim + "/take.txt", contents: Data("precious".utf8)))
+        #expect(FileManager.default.createFile(atPath: outbox + "/sub/take.txt", contents: Data("precious".utf8)))
+        // The same modification time to the nanosecond: what an attacker can set on their own file.
+        var times = [timespec(tv_sec: 1_700_000_000, tv_nsec: 123_456_789), timespec(tv_sec: 1_700_000_000, tv_nsec: 123_456_789)]
+        #expect(utimensat(AT_FDCWD, victim + "/take.txt", &times, 0) == 0)
+        #expect(utimensat(AT_FDCWD, outbox + "/sub/take.txt", &times, 0) == 0)
+        let wf = h.workflow("""
+            version: 1
+            name: planted-link
+            on:
+              watch:
+                path: outbox
+                recursive: true
+                settle: 200ms
+                after: \(after)
+            steps:
+              swap:
+                uses: exec
+                with:
+                  command: [sh, -c, 'mv "$1/sub" "$1/.old" && ln -s "$2" "$1/sub"', sh, "\(outbox)", "\(victim)"]
+            """, name: "planted-link.yaml")
+        let serve = try h.start(["serve", "--watch", wf, "--watch-poll"])
+        defer {
+            kill(serve.processIdentifier, SIGTERM)
+            serve.waitUntilExit()
+        }
+        let store = try h.openStore()
+        #expect(h.waitFor(30) {
+            let handOffs = (try? h.storeSQL("SELECT count(*) FROM watch_handoffs WHERE outcome = 'done'")) ?? ""
+            return handOffs.trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+        }, "the hand-off did not finish")
+        let runs = try store.listRuns(RunFilter())
+        #expect(runs.count == 1 && runs.first?.status == .succeeded, "\(runs.map(\.status))")
+        #expect((try? String(contentsOfFile: victim + "/take.txt", encoding: .utf8)) == "precious", "the victim was not touched")
+        #expect(FileManager.default.fileExists(atPath: outbox + "/.old/take.txt"))
+        #expect(!FileManager.default.fileExists(atPath: outbox + "/done/sub"))
+        let events = try h.orchestrate(["events", try #require(runs.first?.id), "--json"])
+        let finished = Harness.events(events).ofType("watch.finished").last?["data"]
+        let done = finished?["after"]?.stringValue ?? ""
+        #expect(done.hasPrefix("none: sub on the way to sub/take.txt is not a folder but a symbolic link"), "\(events.stdout)")
+    }
+
+    /// The move-to folder inside a shared outbox, planted beforehand as a link (towards a
+    /// folder like ~/.ssh): no file is moved through it.
+    @Test func aMoveToFolderPlantedAsALinkReceivesNothing() throws {
+        let outbox = h.path("outbox"), victim = h.path("victim")
+        try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: victim, withIntermediateDirectories: true)
+        #expect(symlink(victim, outbox + "/done") == 0 && lchown(outbox + "/done", 65534, 65534) == 0)
+        #expect(FileManager.default.createFile(atPath: outbox + "/authorized_keys", contents: Data("ssh-ed25519 AAAA attacker".utf8)))
+        let wf = h.workflow("""
+            version: 1
+            name: planted-move-to
+            on:
+              watch: { path: outbox, settle: 200ms, after: move-to done }
+            steps:
+              noop: { uses: exec, with: { command: ["true"] } }
+            """, name: "planted-move-to.yaml")
+        let serve = try h.start(["serve", "--watch", wf, "--watch-poll"])
+        defer {
+            kill(serve.processIdentifier, SIGTERM)
+            serve.waitUntilExit()
+        }
+        #expect(h.waitFor(30) {
+            ((try? h.storeSQL("SELECT count(*) FROM watch_handoffs WHERE outcome = 'done'")) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+        }, "the hand-off did not finish")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: victim).isEmpty, "nothing was moved through the link")
+        #expect(FileManager.default.fileExists(atPath: outbox + "/authorized_keys"))
+    }
+}
