@@ -1,6 +1,12 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <unistd.h>
+#include <errno.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#ifdef __linux__
+#include <linux/openat2.h>
+#endif
 #include "plugin_files.h"
 
 int orc_write_back(int fd) {
@@ -14,4 +20,26 @@ int orc_write_back(int fd) {
 
 int orc_open_path_flag(void) {
     return O_PATH;
+}
+
+int orc_open_without_links(const char *path, int flags) {
+#if defined(__linux__) && defined(SYS_openat2)
+    struct open_how how = { .flags = (unsigned long long)(unsigned)(flags | O_CLOEXEC), .mode = 0, .resolve = RESOLVE_NO_SYMLINKS };
+    return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+#else
+    (void)path;
+    (void)flags;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int orc_is_proc(int fd) {
+#ifdef __linux__
+    struct statfs info;
+    return fstatfs(fd, &info) == 0 && info.f_type == 0x9FA0 ? 1 : 0;  /* PROC_SUPER_MAGIC */
+#else
+    (void)fd;
+    return 0;
+#endif
 }

@@ -38,6 +38,12 @@ public final class LocalFile: @unchecked Sendable {
         self.init(adopting: try OwnLinksOpen.open(path), path: path)
     }
 
+    /// The same for a file a tree listed as a regular file: a link in its place now (put there
+    /// since the listing) is refused (ELOOP), whoever made it.
+    public convenience init(readingListed path: String) throws(StepError) {
+        self.init(adopting: try OwnLinksOpen.open(path, followingLast: false), path: path)
+    }
+
     deinit { close(fd) }
 
     /// The current size (0 if fstat fails, which it cannot on an open descriptor).

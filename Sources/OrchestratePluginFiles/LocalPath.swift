@@ -34,9 +34,39 @@ public enum LocalPath {
         if systemRename(from, to) != 0 { throw .posix("cannot rename \(from) to \(to)") }
     }
 
-    /// Removes a file; one that is already gone is not an error.
+    /// Removes a file, in its folder reached as `OwnLinksOpen` reaches it (a folder swapped for
+    /// another user's link is refused, not followed); one that is already gone is not an error.
     public static func remove(_ path: String) throws(StepError) {
-        if unlink(path) != 0 && errno != ENOENT { throw .posix("cannot remove \(path)") }
+        let folder = try OwnLinksOpen.folder(parent(of: path), creating: false)
+        defer { close(folder) }
+        if unlinkat(folder, name(of: path), 0) != 0 && errno != ENOENT { throw .posix("cannot remove \(path)") }
+    }
+
+    /// rename(2) of `source` onto `destination`, each in its folder reached as `OwnLinksOpen`
+    /// reaches it, then an fsync of both folders. False, and nothing done, when they are on
+    /// different file systems (EXDEV): the caller copies.
+    public static func moveWithinFileSystem(_ source: String, to destination: String) throws(StepError) -> Bool {
+        let from = try OwnLinksOpen.folder(parent(of: source), creating: false)
+        defer { close(from) }
+        let to = try OwnLinksOpen.folder(parent(of: destination), creating: false)
+        defer { close(to) }
+        guard renameat(from, name(of: source), to, name(of: destination)) == 0 else {
+            if errno == EXDEV { return false }
+            throw .posix("cannot move \(source) to \(destination)")
+        }
+        try syncFolder(to, shown: parent(of: destination))
+        try syncFolder(from, shown: parent(of: source))
+        return true
+    }
+
+    /// fsync of the folder `fd` names (an `O_PATH` descriptor is opened again to read).
+    static func syncFolder(_ fd: Int32, shown: String) throws(StepError) {
+        let readable = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard readable >= 0 else { throw .posix("cannot open directory \(shown)") }
+        defer { close(readable) }
+        guard fsync(readable) == 0 else {
+            throw .posix("cannot flush directory \(shown) to disk (the rename in it is not durable yet)")
+        }
     }
 
     /// Makes the entry changes in `directory` (a rename into it, an unlink) durable.

@@ -27,8 +27,10 @@ enum OwnLinksOpen {
 
     /// A descriptor open for reading on `path`; throws `untrusted_link` for a link another user
     /// made, `not_a_file` for a FIFO or socket, else the errno the open gave.
-    static func open(_ path: String) throws(StepError) -> Int32 {
-        try walk(path, to: .file)
+    /// With `followingLast: false`, a link as the last component is refused too (ELOOP): a
+    /// tree's file, listed as a regular file, that became a link since.
+    static func open(_ path: String, followingLast: Bool = true) throws(StepError) -> Int32 {
+        try walk(path, to: .file(followingLast: followingLast))
     }
 
     /// An `O_PATH` descriptor on the folder `path` (for `openat`, `renameat`, `unlinkat`), reached
@@ -39,11 +41,16 @@ enum OwnLinksOpen {
     }
 
     private enum Goal {
-        case file
+        case file(followingLast: Bool)
         case folder(creating: Bool)
     }
 
     private static func walk(_ path: String, to goal: Goal) throws(StepError) -> Int32 {
+        // Fast path, one system call: a path without any link needs no walk. Any failure (a
+        // link on the way, a missing folder to make, an old kernel) takes the walk, which also
+        // says what went wrong.
+        let direct = orc_open_without_links(path, isFile(goal) ? O_RDONLY | O_NONBLOCK : pathOnly | O_DIRECTORY)
+        if direct >= 0 { return isFile(goal) ? try readable(direct, path: path) : direct }
         var pending = ArraySlice(components(of: Array(path.utf8)))
         var folder = try start(absolute: path.hasPrefix("/"), path: path)
         var linksFollowed = 0
@@ -72,10 +79,22 @@ enum OwnLinksOpen {
             case S_IFLNK:
                 defer { close(found) }
                 let link = walked + "/" + String(decoding: name, as: UTF8.self)
+                if isLast, case .file(followingLast: false) = goal {
+                    close(folder)
+                    throw .posix("cannot open \(path)", errno: ELOOP)
+                }
                 guard info.st_uid == geteuid() || info.st_uid == 0 else {
                     close(folder)
                     throw StepError.permanent("\(path): the symbolic link \(link) belongs to another user (uid \(info.st_uid)) and is not "
                         + "followed: in a folder others can write, it could point anywhere this user can read or write", code: "untrusted_link")
+                }
+                if isLast, isFile(goal), isProc(folder) {
+                    // /proc's own links (/dev/stdin, /proc/self/fd/N) name no path one could walk
+                    // ("pipe:[…]", a deleted file): the kernel follows them.
+                    let opened = at(folder, name) { openat($0, $1, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
+                    close(folder)
+                    guard opened >= 0 else { throw .posix("cannot open \(path)") }
+                    return try readable(opened, path: path)
                 }
                 linksFollowed += 1
                 let target: [UInt8]
@@ -112,6 +131,9 @@ enum OwnLinksOpen {
         throw .posix("cannot read \(path)", errno: EISDIR)
     }
 
+    /// Whether `folder` is in /proc (PROC_SUPER_MAGIC).
+    private static func isProc(_ folder: Int32) -> Bool { orc_is_proc(folder) == 1 }
+
     private static func isFile(_ goal: Goal) -> Bool {
         if case .file = goal { return true }
         return false
@@ -123,6 +145,11 @@ enum OwnLinksOpen {
         var fd: Int32
         repeat { fd = at(folder, name) { openat($0, $1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) } } while fd < 0 && errno == EINTR
         guard fd >= 0 else { throw .posix("cannot open \(path)") }
+        return try readable(fd, path: path)
+    }
+
+    /// `fd` (opened with `O_NONBLOCK`) blocking again, unless it is a FIFO or a socket.
+    private static func readable(_ fd: Int32, path: String) throws(StepError) -> Int32 {
         var info = stat()
         let kind = fstat(fd, &info) == 0 ? info.st_mode & S_IFMT : 0
         guard kind != S_IFIFO && kind != S_IFSOCK else {

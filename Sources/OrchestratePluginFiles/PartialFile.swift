@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import OrchestrateExactPath
 import OrchestratePluginKit
 
 /// A file being written beside its destination under a temporary name, renamed into place only
@@ -70,9 +71,24 @@ public final class PartialFile: @unchecked Sendable {
     private let folder: Int32
     private let name: [UInt8], partialName: [UInt8]
 
+    /// Which folder the destination's is (device and inode), for callers that rename many
+    /// files and fsync each folder once (`syncFolder`).
+    public struct FolderIdentity: Hashable, Sendable {
+        let device: UInt64, inode: UInt64
+    }
+
+    public var folderIdentity: FolderIdentity {
+        var info = stat()
+        _ = fstat(folder, &info)
+        return FolderIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
     /// Opens (creating it if needed) the temporary file for `destination`. The destination's
     /// directory must exist (see `LocalPath.makeDirectories`).
     public init(for destination: String, naming: Naming, keeping keep: Keep) throws(StepError) {
+        guard !PathBytes.endsWithSlash(destination) else {
+            throw .invalidInput("destination \(destination) ends with /: name the file to write")
+        }
         self.destination = destination
         path = naming.path(for: destination)
         name = Array(LocalPath.name(of: destination).utf8)
@@ -183,15 +199,10 @@ public final class PartialFile: @unchecked Sendable {
         try syncFolder()
     }
 
-    /// fsync of the destination's folder, the one the rename happened in.
-    private func syncFolder() throws(StepError) {
-        let directory = LocalPath.parent(of: destination)
-        let fd = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw .posix("cannot open directory \(directory)") }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else {
-            throw .posix("cannot flush directory \(directory) to disk (the rename in it is not durable yet)")
-        }
+    /// fsync of the destination's folder, the one the rename happened in (by its descriptor:
+    /// the folder the file is in, whatever its path names now).
+    public func syncFolder() throws(StepError) {
+        try LocalPath.syncFolder(folder, shown: LocalPath.parent(of: destination))
     }
 
     /// The first half of a commit made in batches (many files, one directory fsync): the mode
@@ -203,9 +214,17 @@ public final class PartialFile: @unchecked Sendable {
     }
 
     /// The second half, after `makeDurable`: the atomic rename onto the destination. The rename
-    /// is durable only once the caller has fsynced the directory (`LocalPath.syncDirectory`),
-    /// which it must do before it claims the file anywhere (a checkpoint).
+    /// is durable only once the caller has fsynced the directory (`syncFolder`), which it must
+    /// do before it claims the file anywhere (a checkpoint). Refused when the destination's
+    /// path no longer names the folder the file was written in (moved, or swapped for a link):
+    /// the step's outputs would name a file that is not there.
     public func moveIntoPlace() throws(StepError) {
+        var now = stat()
+        let directory = LocalPath.parent(of: destination)
+        guard stat(directory, &now) == 0, FolderIdentity(device: UInt64(now.st_dev), inode: UInt64(now.st_ino)) == folderIdentity else {
+            throw .permanent("\(directory) was moved or replaced while \(destination) was written; the file stays as \(path) "
+                + "in the folder that was moved", code: "destination_moved")
+        }
         let from = partialName.map { CChar(bitPattern: $0) } + [0], to = name.map { CChar(bitPattern: $0) } + [0]
         guard renameat(folder, from, folder, to) == 0 else { throw .posix("cannot rename \(path) to \(destination)") }
     }

@@ -59,22 +59,35 @@ import Testing
         #expect(done.hasPrefix("none: sub on the way to sub/take.txt is not a folder but a symbolic link"), "\(events.stdout)")
     }
 
-    /// The move-to folder inside a shared outbox, planted beforehand as a link (towards a
-    /// folder like ~/.ssh): no file is moved through it.
+    /// The move-to folder inside a shared outbox: planted beforehand as a link (towards a folder
+    /// like ~/.ssh), or made beforehand by another user (theirs to fill with links), `serve`
+    /// refuses the watch; swapped for a link while `serve` runs, nothing is moved through it.
     @Test func aMoveToFolderPlantedAsALinkReceivesNothing() throws {
         let outbox = h.path("outbox"), victim = h.path("victim")
         try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: victim, withIntermediateDirectories: true)
-        #expect(symlink(victim, outbox + "/done") == 0 && lchown(outbox + "/done", 65534, 65534) == 0)
-        #expect(FileManager.default.createFile(atPath: outbox + "/authorized_keys", contents: Data("ssh-ed25519 AAAA attacker".utf8)))
         let wf = h.workflow("""
             version: 1
             name: planted-move-to
             on:
               watch: { path: outbox, settle: 200ms, after: move-to done }
             steps:
-              noop: { uses: exec, with: { command: ["true"] } }
+              swap:
+                uses: exec
+                with: { command: [sh, -c, 'mv "$1/done" "$1/.done" && ln -s "$2" "$1/done"', sh, "\(outbox)", "\(victim)"] }
             """, name: "planted-move-to.yaml")
+
+        #expect(symlink(victim, outbox + "/done") == 0 && lchown(outbox + "/done", 65534, 65534) == 0)
+        let linked = try h.orchestrate(["serve", "--watch", wf])
+        #expect(linked.status == 2 && linked.stderr.contains("cannot use the after: move-to folder \(outbox)/done: "
+            + "done on the way to \(outbox)/done is not a folder but a symbolic link"), "\(linked.stderr)")
+        #expect(unlink(outbox + "/done") == 0 && mkdir(outbox + "/done", 0o777) == 0 && chown(outbox + "/done", 65534, 65534) == 0)
+        let theirs = try h.orchestrate(["serve", "--watch", wf])
+        #expect(theirs.status == 2 && theirs.stderr.contains("the folder done on the way to \(outbox)/done belongs to another user (uid 65534)"),
+                "\(theirs.stderr)")
+        #expect(rmdir(outbox + "/done") == 0)
+
+        #expect(FileManager.default.createFile(atPath: outbox + "/authorized_keys", contents: Data("ssh-ed25519 AAAA attacker".utf8)))
         let serve = try h.start(["serve", "--watch", wf, "--watch-poll"])
         defer {
             kill(serve.processIdentifier, SIGTERM)

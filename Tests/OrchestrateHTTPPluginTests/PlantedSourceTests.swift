@@ -90,4 +90,42 @@ import Testing
         #expect(got.status == 0, "\(got.stdout.suffix(2000))")
         #expect(FileManager.default.fileExists(atPath: victim + "/keys"))
     }
+
+    /// The destination's folder renamed (and another put in its place) while a download writes
+    /// into it: the file is not renamed into the moved folder while the outputs name a path
+    /// where it is not; the step fails with `destination_moved`.
+    @Test func aDestinationFolderMovedMidDownloadFailsTheStep() throws {
+        let nginx = try Nginx()
+        try Data(repeating: 0x41, count: 3 << 20).write(to: URL(fileURLWithPath: nginx.www + "/slow.bin"))
+        let runner = Runner()
+        let incoming = runner.path("incoming")
+        try FileManager.default.createDirectory(atPath: incoming, withIntermediateDirectories: true)
+        let file = runner.workflow("""
+            version: 1
+            name: moved-folder
+            steps:
+              get:
+                uses: http.download
+                retry: { max_attempts: 1 }
+                with: { url: "\(nginx.base)/files/slow.bin", destination: "\(incoming)/slow.bin", max_rate: 1M }
+            """)
+        let process = try runner.start(file)
+        #expect(Self.waitFor { FileManager.default.fileExists(atPath: incoming + "/.slow.bin.part") }, "the download never started")
+        #expect(rename(incoming, runner.path("moved")) == 0 && mkdir(incoming, 0o755) == 0)
+        process.waitUntilExit()
+        let events = Runner.events((try? String(contentsOfFile: runner.path("events.jsonl"), encoding: .utf8)) ?? "")
+        let failed = try #require(events.ofType("step.failed", step: "get").last?["data"], "\(events)")
+        #expect(failed["code"]?.stringValue == "destination_moved", "\(failed)")
+        #expect(!FileManager.default.fileExists(atPath: runner.path("moved/slow.bin")))
+        #expect(!FileManager.default.fileExists(atPath: incoming + "/slow.bin"))
+    }
+
+    static func waitFor(_ seconds: Double = 20, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return condition()
+    }
 }

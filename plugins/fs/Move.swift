@@ -52,12 +52,7 @@ struct Move: StepDefinition {
             }
         }
         try LocalPath.makeDirectories(LocalPath.parent(of: destination))
-        if rename(source, destination) == 0 {
-            try LocalPath.syncDirectory(LocalPath.parent(of: destination))
-            try LocalPath.syncDirectory(LocalPath.parent(of: source))
-            return try setOutputs(step, destination)
-        }
-        guard errno == EXDEV else { throw StepError.posix("cannot move \(source) to \(destination)") }
+        if try LocalPath.moveWithinFileSystem(source, to: destination) { return try setOutputs(step, destination) }
 
         step.log(.info, "\(source) and \(destination) are on different filesystems: copying, then removing the source")
         let copied = try FileCopier(step: step).copy(source: source, to: destination, expectedSHA256: nil)

@@ -1,5 +1,4 @@
 import Dispatch
-import OrchestrateExactPath
 import OrchestratePluginFiles
 import OrchestratePluginKit
 
@@ -97,14 +96,15 @@ final class BatchCommit: @unchecked Sendable {
         }
         group.wait()
         if let error = failed.error { throw error }
-        var folders: [String] = []
-        var seen = Set<ExactPath>()  // byte for byte: folders named alike in two normalizations are two
+        // One fsync per folder, told apart by the folder itself (its descriptor's device and
+        // inode), not by a path that could name another by now.
+        var folders: [PartialFile] = []
+        var seen = Set<PartialFile.FolderIdentity>()
         for partial in files {
             try partial.moveIntoPlace()
-            let folder = LocalPath.parent(of: partial.destination)
-            if seen.insert(ExactPath(folder)).inserted { folders.append(folder) }
+            if seen.insert(partial.folderIdentity).inserted { folders.append(partial) }
         }
-        for folder in folders { try LocalPath.syncDirectory(folder) }
+        for partial in folders { try partial.syncFolder() }
     }
 }
 

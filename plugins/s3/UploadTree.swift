@@ -85,7 +85,9 @@ struct UploadTree {
     /// The file at `relative`, opened without following a symbolic link put there since the walk.
     private func open(_ root: String, _ entry: LocalTree.Entry) throws(StepError) -> SourceFile {
         let path = root + "/" + entry.relative
-        let file = try LocalFile(path: path, flags: O_RDONLY | O_NOFOLLOW)
+        // As every source: the folders on the way are walked, not trusted (a subfolder swapped
+        // for another user's link after the listing is refused), and a FIFO does not hang.
+        let file = try LocalFile(readingListed: path)
         guard let info = try FileInfo.of(path), info.isRegular else {
             throw .permanent("\(path) is no longer a regular file", code: "file_changed")
         }

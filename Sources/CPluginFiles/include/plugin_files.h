@@ -12,4 +12,14 @@ int orc_write_back(int fd);
 /// does not export. Linux only.
 int orc_open_path_flag(void);
 
+/// `openat(AT_FDCWD, path, flags)` through `openat2` with `RESOLVE_NO_SYMLINKS`: one system
+/// call that succeeds only when no component of `path` is a symbolic link (ELOOP otherwise).
+/// The fast path of a walk that follows only trusted links. -1 with errno ENOSYS where the
+/// kernel (before 5.6) or a seccomp filter lacks it. `O_CLOEXEC` is added.
+int orc_open_without_links(const char *path, int flags);
+
+/// 1 when `fd` is on /proc (its links name no path: "pipe:[…]", a deleted file), else 0.
+/// Swift's Glibc module does not export `fstatfs`.
+int orc_is_proc(int fd);
+
 #endif

@@ -41,11 +41,14 @@ enum FolderDescriptors {
     /// a missing one is made (0755) first. `shown` names the path in messages. With
     /// `owned`, each folder entered must belong to the current user or root: a folder another
     /// user made beforehand is theirs to fill with links.
+    ///
+    /// Throws `Refused` for a link, a file or another user's folder in the way, `Failed` when
+    /// the system refused (EACCES, EMFILE, ENOSPC…): worth trying again.
     static func descend(from base: Int32, into components: [String], creating: Bool, owned: Bool = false,
-                        shown: String) throws(Refused) -> Int32
+                        shown: String) throws -> Int32
     {
         var folder = dup(base)
-        guard folder >= 0 else { throw Refused(description: "cannot open \(shown): \(String(cString: strerror(errno)))") }
+        guard folder >= 0 else { throw Failed(description: "cannot open \(shown): \(String(cString: strerror(errno)))") }
         for name in components where !name.isEmpty && name != "." {
             guard name != ".." else {
                 close(folder)
@@ -56,7 +59,7 @@ enum FolderDescriptors {
                 if mkdirat(folder, name, 0o755) != 0 && errno != EEXIST {
                     let number = errno
                     close(folder)
-                    throw Refused(description: "cannot create a folder of \(shown): \(String(cString: strerror(number)))")
+                    throw Failed(description: "cannot create a folder of \(shown): \(String(cString: strerror(number)))")
                 }
                 next = openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             }
@@ -68,7 +71,7 @@ enum FolderDescriptors {
                     throw Refused(description: "\(name) on the way to \(shown) is not a folder but a symbolic link or a file: "
                         + "someone replaced it, and it is not followed")
                 }
-                throw Refused(description: "cannot open \(shown): \(String(cString: strerror(number)))")
+                throw Failed(description: "cannot open \(shown): \(String(cString: strerror(number)))")
             }
             close(folder)
             folder = next

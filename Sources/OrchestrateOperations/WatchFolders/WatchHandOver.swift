@@ -267,8 +267,13 @@ final class WatchHandOver {
                 let target = try moveToFolder(moveTo, root: root, folders: folders)
                 defer { close(target) }
                 let free = freeName(name, in: target)
-                guard renameat(folder, name, target, free) == 0 else {
-                    throw FolderDescriptors.Failed(description: "cannot move \(watched.folder)/\(file.path) to \(moveTo): \(String(cString: strerror(errno)))")
+                if renameat(folder, name, target, free) != 0 {
+                    guard errno == EXDEV else {
+                        throw FolderDescriptors.Failed(description: "cannot move \(watched.folder)/\(file.path) to \(moveTo): \(String(cString: strerror(errno)))")
+                    }
+                    // Another file system: copied, then removed, as `mv` does, named through the
+                    // two folders' descriptors so neither can be swapped meanwhile.
+                    try FileManager.default.moveItem(atPath: "/proc/self/fd/\(folder)/\(name)", toPath: "/proc/self/fd/\(target)/\(free)")
                 }
                 return ("move-to", ([moveTo] + folders + [free]).joined(separator: "/"))
             }
@@ -283,7 +288,7 @@ final class WatchHandOver {
     /// move-to inside the watched folder is reached from it without following links, and it and
     /// its folders must be this user's (or root's): in a folder others write into, one made
     /// beforehand by someone else is theirs to fill with links.
-    private func moveToFolder(_ moveTo: String, root: Int32, folders: [String]) throws(FolderDescriptors.Refused) -> Int32 {
+    private func moveToFolder(_ moveTo: String, root: Int32, folders: [String]) throws -> Int32 {
         let inside = ExactPath(moveTo).hasPrefix(ExactPath(watched.folder + "/"))
         let base: Int32
         if inside {

@@ -42,12 +42,22 @@ public struct WatchedFolder: Sendable {
             // Relative: joined to the watched folder by its words alone. `standardizingPath`
             // resolves symbolic links, and a `done` planted as a link in a shared outbox would
             // become the folder it points to.
-            let resolved = target.hasPrefix("/") || target.hasPrefix("~") ? absolute(target) : Self.lexicallyJoined(folder, target)
+            let expanded = (target as NSString).expandingTildeInPath
+            let resolved = Self.lexicallyJoined(expanded.hasPrefix("/") ? "/" : folder, expanded)
             do {
-                try FileManager.default.createDirectory(atPath: resolved, withIntermediateDirectories: true)
+                if ExactPath(resolved).hasPrefix(ExactPath(folder + "/")) {
+                    // Inside the watched folder: made as the moves will reach it, never through a link.
+                    let root = try FolderDescriptors.open(folder)
+                    defer { close(root) }
+                    close(try FolderDescriptors.descend(from: root, into: PathBytes.components(ExactPath(resolved).dropping(ExactPath(folder + "/")), omittingEmpty: true),
+                                                        creating: true, owned: true, shown: resolved))
+                } else {
+                    try FileManager.default.createDirectory(atPath: resolved, withIntermediateDirectories: true)
+                }
             } catch {
-                throw Refusal(description: "\(trigger.location): cannot create the after: move-to folder \(resolved): "
-                              + "\((error as NSError).localizedDescription)")
+                throw Refusal(description: "\(trigger.location): cannot use the after: move-to folder \(resolved): "
+                              + ((error as? FolderDescriptors.Refused)?.description ?? (error as? FolderDescriptors.Failed)?.description
+                                  ?? (error as NSError).localizedDescription))
             }
             moveTo = resolved
         } else {
