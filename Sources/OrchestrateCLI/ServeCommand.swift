@@ -154,7 +154,7 @@ struct ServeCommand: ParsableCommand {
         let store = try global.openStore()
         var worker = QueueWorker.Options(maxRuns: maxParallel)
         worker.queues = queues.isEmpty ? ["default"] : queues
-        worker.warn = { Terminal.warning($0) }
+        worker.warn = { Terminal.logLine("warning: \($0)", to: .standardError) }
         worker.engine = try global.engineOptions()
         // Always a bucket, uncapped without --max-rate: `queue rate` can then cap the transfers
         // already running.
@@ -167,7 +167,8 @@ struct ServeCommand: ParsableCommand {
             .flatMap(Double.init).flatMap { $0 > 0 ? $0 : nil }
         configuration.watches = try watchFiles.map { try WorkflowLoading.load(path: $0, registry: registry) }
         configuration.watchPollOnly = watchPoll
-        let messages = Serve.Messages(info: { Terminal.line($0, to: .standardError) }, warn: { Terminal.warning($0) })
+        let messages = Serve.Messages(info: { Terminal.logLine($0, to: .standardError) },
+                                      warn: { Terminal.logLine("warning: \($0)", to: .standardError) })
         let serve: Serve
         do {
             serve = try Serve(configuration, store: store, registry: registry, observer: ServePrinter(json: global.json),

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateExactPath
 import OrchestrateLock
 
 /// Writing to the terminal: plain lines when not a TTY, colour only on a TTY without NO_COLOR.
@@ -25,6 +26,23 @@ enum Terminal {
     static func write(_ text: String, to stream: Stream = .standardOutput) {
         let (lock, handle) = stream == .standardOutput ? (stdoutLock, FileHandle.standardOutput) : (stderrLock, FileHandle.standardError)
         lock.withLock { handle.write(Data(text.utf8)) }
+    }
+
+    /// One line of a log (`serve`'s output and messages): file names and messages in it may
+    /// come from anyone who can write a watched folder, so its control characters are escaped
+    /// (C0 with the newline, DEL, C1, the bidirectional overrides, as `PathBytes.quoted` does):
+    /// a name holding "\n12:00:00 …" cannot forge a line, nor an ESC sequence drive the terminal.
+    static func logLine(_ text: String, to stream: Stream = .standardOutput) {
+        line(escapingControls(text), to: stream)
+    }
+
+    static func escapingControls(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: PathBytes.isEscapedWhenShown) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if PathBytes.isEscapedWhenShown(scalar) { out += "\\u{\(String(scalar.value, radix: 16))}" } else { out.unicodeScalars.append(scalar) }
+        }
+        return out
     }
 
     static func error(_ message: String) { line("error: \(message)", to: .standardError) }

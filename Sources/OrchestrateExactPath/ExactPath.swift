@@ -96,14 +96,19 @@ public enum PathBytes {
     public static func quoted(_ name: String) -> String {
         var out = "\""
         for scalar in name.unicodeScalars {
-            let v = scalar.value
-            if v < 32 || (127 ... 159).contains(v) || (0x202A ... 0x202E).contains(v) || (0x2066 ... 0x2069).contains(v) {
-                out += "\\u{\(String(v, radix: 16))}"
+            if isEscapedWhenShown(scalar) {
+                out += "\\u{\(String(scalar.value, radix: 16))}"
             } else {
                 out.unicodeScalars.append(scalar)
             }
         }
         return out + "\""
+    }
+
+    /// What a message escapes: C0 and DEL, C1 and the bidirectional overrides and isolates.
+    public static func isEscapedWhenShown(_ scalar: Unicode.Scalar) -> Bool {
+        let v = scalar.value
+        return v < 32 || (127 ... 159).contains(v) || (0x202A ... 0x202E).contains(v) || (0x2066 ... 0x2069).contains(v)
     }
 
     /// Whether `name`'s bytes end with `suffix`'s (`String.hasSuffix` goes by characters).

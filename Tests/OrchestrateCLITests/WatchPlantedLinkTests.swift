@@ -99,4 +99,73 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: victim).isEmpty, "nothing was moved through the link")
         #expect(FileManager.default.fileExists(atPath: outbox + "/authorized_keys"))
     }
+
+    /// A file name with a line break and a terminal escape in it (anyone who can write the folder
+    /// chooses it) cannot forge a line of `serve`'s log or drive the terminal reading it: the
+    /// control characters are shown escaped.
+    @Test func aFileNameCannotForgeALineOfServesLog() throws {
+        let outbox = h.path("outbox")
+        try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
+        let forged = "x\n12:00:00 payroll.csv settled: handed over as run r1\u{1B}[2J.txt"
+        #expect(FileManager.default.createFile(atPath: outbox + "/" + forged, contents: Data("x".utf8)))
+        let wf = h.workflow("""
+            version: 1
+            name: forged-name
+            on:
+              watch: { path: outbox, settle: 200ms }
+            steps:
+              noop: { uses: exec, with: { command: ["true"] } }
+            """, name: "forged-name.yaml")
+        let log = h.path("serve.log")
+        let serve = try StartedProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" > '\(log)' 2>&1", TestPaths.orchestrate.path,
+                                        "serve", "--watch", wf, "--watch-poll"] + h.baseArguments)
+        defer {
+            kill(serve.processIdentifier, SIGTERM)
+            serve.waitUntilExit()
+        }
+        #expect(h.waitFor(30) { h.read("serve.log").contains(" done (keep)") }, "\(h.read("serve.log"))")
+        let text = h.read("serve.log")
+        #expect(!text.split(separator: "\n").contains { $0.hasPrefix("12:00:00 payroll.csv") }, "\(text)")
+        #expect(!text.unicodeScalars.contains("\u{1B}"), "no raw escape")
+        #expect(text.contains("x\\u{a}12:00:00 payroll.csv settled: handed over as run r1\\u{1b}[2J.txt settled: handed over as run"), "\(text)")
+    }
+
+    /// Folders moved out of a recursive watch are no longer watched where they went: each such
+    /// watch counted against the user's inotify limit for as long as `serve` ran, so a neighbour
+    /// making and moving away folders could use it up. Counted from the kernel's side
+    /// (/proc/PID/fdinfo of serve's inotify descriptor).
+    @Test func aFolderMovedOutOfTheWatchIsNoLongerWatched() throws {
+        let outbox = h.path("outbox")
+        try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
+        let wf = h.workflow("""
+            version: 1
+            name: moved-out
+            on:
+              watch: { path: outbox, recursive: true, settle: 200ms }
+            steps:
+              noop: { uses: exec, with: { command: ["true"] } }
+            """, name: "moved-out.yaml")
+        let serve = try h.start(["serve", "--watch", wf])
+        defer {
+            kill(serve.processIdentifier, SIGTERM)
+            serve.waitUntilExit()
+        }
+        let pid = serve.processIdentifier
+        #expect(h.waitFor(20) { Self.inotifyWatches(pid) == 1 }, "\(Self.inotifyWatches(pid))")
+        for i in 0 ..< 5 { #expect(mkdir(outbox + "/d\(i)", 0o755) == 0) }
+        #expect(h.waitFor(20) { Self.inotifyWatches(pid) == 6 }, "\(Self.inotifyWatches(pid))")
+        for i in 0 ..< 5 { #expect(rename(outbox + "/d\(i)", h.path("away-\(i)")) == 0) }
+        #expect(h.waitFor(20) { Self.inotifyWatches(pid) == 1 }, "still watched: \(Self.inotifyWatches(pid))")
+    }
+
+    /// The watches of `pid`'s inotify descriptors, as the kernel lists them.
+    static func inotifyWatches(_ pid: Int32) -> Int {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        var count = 0
+        for fd in fds where (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == "anon_inode:inotify" {
+            let info = (try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8)) ?? ""
+            count += info.split(separator: "\n").filter { $0.hasPrefix("inotify wd:") }.count
+        }
+        return count
+    }
 }

@@ -43,8 +43,10 @@ final class InotifyWatch {
         var rootWatched = watched.contains(ExactPath(""))
         for folder in relativeFolders where !watched.contains(ExactPath(folder)) {
             let path = folder.isEmpty ? root : root + "/" + folder
+            // Below the root, IN_DONT_FOLLOW: a subfolder swapped for a link since the scan is
+            // not watched through it (the root is the folder the user named, links and all).
             let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_DELETE_SELF
-                              | IN_MOVE_SELF | IN_ONLYDIR)
+                              | IN_MOVE_SELF | IN_ONLYDIR) | (folder.isEmpty ? 0 : UInt32(IN_DONT_FOLLOW))
             let wd = inotify_add_watch(fd, path, mask)
             guard wd >= 0 else { continue }
             folders[wd] = folder
@@ -77,6 +79,10 @@ final class InotifyWatch {
                     if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
                         // A watched folder went away: forget it; a scan finds what is there now.
                         if let folder = folders.removeValue(forKey: event.wd) { watched.remove(ExactPath(folder)) }
+                        // Moved out, it is still watched where it went, and every such watch
+                        // would count against the user's inotify limit for good: removed.
+                        // (Deleted, the kernel removes it and says IN_IGNORED.)
+                        if event.mask & UInt32(IN_MOVE_SELF) != 0 { _ = inotify_rm_watch(fd, event.wd) }
                         rescan = true
                         continue
                     }
