@@ -22,11 +22,37 @@ import Testing
         let folders = filter.scan { files[$0] = $1 }
         #expect(files.keys.sorted() == ["a.dpx", "shot01/b.dpx"], "no link, no hidden name, no excluded file")
         #expect(files["shot01/b.dpx"]?.size == 2)
-        #expect(files["a.dpx"] == FileSignature.of(dir.path + "/a.dpx"))
+        #expect(files["a.dpx"] == FileSignature.of(root: dir.path, relative: "a.dpx"))
         #expect(folders.sorted() == ["", "shot01"])
         var flat: [String] = []
         _ = FolderFilter(root: dir.path, recursive: false, include: [], exclude: [], skippedFolders: []).scan { path, _ in flat.append(path) }
         #expect(flat == ["a.dpx"])
+    }
+
+    /// A subfolder swapped for a symbolic link after the scan listed it (here: while the scan
+    /// hands on the file beside it, so the swap always lands in the window) is not read through
+    /// the link, and a file's signature is not taken through one: a file outside the watched
+    /// folder never looks like one inside it.
+    @Test func aSubfolderSwappedForALinkIsNotReadNorSigned() throws {
+        let dir = TemporaryDirectory("scan")
+        try FileManager.default.createDirectory(atPath: dir.path + "/in/shot", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir.path + "/outside", withIntermediateDirectories: true)
+        _ = dir.write("in/first.dpx", "1")
+        _ = dir.write("in/shot/frame.dpx", "2")
+        _ = dir.write("outside/secret.dpx", "secret")
+        let root = dir.path + "/in"
+        var swapped = false
+        var files: [String] = []
+        _ = FolderFilter(root: root, recursive: true, include: [], exclude: [], skippedFolders: []).scan { relative, _ in
+            files.append(relative)
+            if !swapped {
+                swapped = true
+                #expect(rename(root + "/shot", root + "/.shot") == 0 && symlink(dir.path + "/outside", root + "/shot") == 0)
+            }
+        }
+        #expect(swapped && files == ["first.dpx"], "\(files)")
+        #expect(FileSignature.of(root: root, relative: "shot/secret.dpx") == nil)
+        #expect(FileSignature.of(root: root, relative: "first.dpx")?.size == 1)
     }
 
     /// Makes a file whose name is `bytes` (not necessarily UTF-8) in `folder`.

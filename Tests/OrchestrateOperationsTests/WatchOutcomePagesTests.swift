@@ -73,7 +73,7 @@ import Testing
         for i in 0..<count {
             let relative = "f\(i).bin"
             try Data("frame \(i)".utf8).write(to: dir.file("in/" + relative))
-            let file = handOver.key(relative, try #require(FileSignature.of(dir.file("in/" + relative).path)))
+            let file = handOver.key(relative, try #require(FileSignature.of(root: dir.file("in").path, relative: relative)))
             #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i\(i)", json: "{}", event: nil),
                                        events: []))
             if i % 3 != 2 {

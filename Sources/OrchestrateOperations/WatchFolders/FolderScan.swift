@@ -11,11 +11,19 @@ struct FileSignature: Equatable, Sendable {
     /// Nanoseconds since 1970.
     var mtimeNanoseconds: Int64
 
-    /// The signature of a regular file, or nil (gone, a folder, a symlink, a device…). Symlinks
-    /// are not followed: what a link points to may change without the link changing.
-    static func of(_ path: String) -> FileSignature? {
+    /// The signature of the regular file `relative` below the watched folder `root`, or nil
+    /// (gone, a folder, a symlink, a device…). Nothing on the way is followed: not the file if
+    /// it is a link (what a link points to may change without the link changing), nor a folder
+    /// swapped for a link since the scan (`FolderDescriptors`), which would make a file outside
+    /// the watched folder look like one inside it.
+    static func of(root: String, relative: String) -> FileSignature? {
+        var folders = PathBytes.components(relative, omittingEmpty: true)
+        guard let name = folders.popLast(), let base = try? FolderDescriptors.open(root) else { return nil }
+        defer { close(base) }
+        guard let folder = try? FolderDescriptors.descend(from: base, into: folders, creating: false, shown: relative) else { return nil }
+        defer { close(folder) }
         var info = stat()
-        guard lstat(path, &info) == 0 else { return nil }
+        guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         return of(info)
     }
 
@@ -64,13 +72,23 @@ struct FolderFilter: Sendable {
     /// A name that is not UTF-8 (a Latin-1 name from an old file server) cannot be a path in
     /// a workflow's inputs or in the store: it is left alone and passed to `unreadable`
     /// (relative, its bad bytes as `\xNN`), so the watcher can say so rather than skip it unseen.
+    ///
+    /// Each folder is reached from the root one step at a time without following links
+    /// (`FolderDescriptors`): a subfolder swapped for a link after it was listed is not read.
     func scan(unreadable: (String) -> Void = { _ in }, _ body: (String, FileSignature) -> Void) -> [String] {
         var folders: [String] = []
         var pending = [""]
+        guard let base = try? FolderDescriptors.open(root) else { return [] }
+        defer { close(base) }
         while let relativeFolder = pending.popLast() {
             folders.append(relativeFolder)
-            let folder = relativeFolder.isEmpty ? root : root + "/" + relativeFolder
-            guard let directory = opendir(folder) else { continue }
+            guard let opened = try? FolderDescriptors.descend(from: base, into: PathBytes.components(relativeFolder, omittingEmpty: true),
+                                                              creating: false, shown: relativeFolder)
+            else { continue }
+            guard let directory = fdopendir(opened) else {  // owns `opened` only when it succeeds
+                close(opened)
+                continue
+            }
             let descriptor = dirfd(directory)
             while let entry = readdir(directory) {
                 let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }

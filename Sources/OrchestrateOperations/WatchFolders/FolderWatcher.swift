@@ -98,7 +98,7 @@ public final class FolderWatcher: @unchecked Sendable {
         func clock() -> Double { MonotonicClock.nowSeconds() }
 
         func look(_ relative: String, now: Double) {
-            guard let signature = FileSignature.of(watched.folder + "/" + relative) else {
+            guard let signature = FileSignature.of(root: watched.folder, relative: relative) else {
                 tracker.forget(relative)  // gone (deleted, moved out) before it settled: never handed over
                 return
             }
@@ -137,7 +137,7 @@ public final class FolderWatcher: @unchecked Sendable {
                 nextScan = now + scanInterval
             }
             for (relative, seen) in tracker.due(now: now, limit: Self.handOverBatch) {
-                let current = FileSignature.of(watched.folder + "/" + relative)
+                let current = FileSignature.of(root: watched.folder, relative: relative)
                 guard current == seen else {
                     tracker.observe(relative, current, now: now)  // changed again (or gone): wait on
                     continue

@@ -214,8 +214,7 @@ final class WatchHandOver {
                                          "succeeded": .bool(succeeded)]
         if let item = handOff.itemID { data["item"] = .string(item) }
         if succeeded {
-            let path = watched.folder + "/" + handOff.file.path
-            let unchanged = FileSignature.of(path).map { key(handOff.file.path, $0) == handOff.file } ?? false
+            let unchanged = FileSignature.of(root: watched.folder, relative: handOff.file.path).map { key(handOff.file.path, $0) == handOff.file } ?? false
             if !unchanged && foundGone.insert(handOff.file) { return [] }
             foundGone.remove(handOff.file)
             let (action, destination) = try applyAfter(handOff.file)
