@@ -168,4 +168,42 @@ import Testing
         }
         return count
     }
+
+    /// An `after:` action that keeps failing for one file (here a move whose free name `NAME.1`
+    /// is longer than a name may be: ENAMETOOLONG, even for root) neither holds up the files
+    /// after it nor fills the log: the others are moved, the failing one is said once and tried
+    /// again, and moved once it can be.
+    @Test func oneFailingAfterDoesNotHoldUpTheOthers() throws {
+        let outbox = h.path("outbox")
+        try FileManager.default.createDirectory(atPath: outbox + "/done", withIntermediateDirectories: true)
+        let long = String(repeating: "a", count: 255)
+        #expect(FileManager.default.createFile(atPath: outbox + "/" + long, contents: Data("first".utf8)))
+        #expect(FileManager.default.createFile(atPath: outbox + "/done/" + long, contents: Data("taken".utf8)))
+        let wf = h.workflow("""
+            version: 1
+            name: failing-after
+            on:
+              watch: { path: outbox, settle: 200ms, after: move-to done }
+            steps:
+              noop: { uses: exec, with: { command: ["true"] } }
+            """, name: "failing-after.yaml")
+        let log = h.path("serve.log")
+        let serve = try StartedProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" > '\(log)' 2>&1", TestPaths.orchestrate.path,
+                                        "serve", "--watch", wf, "--watch-poll"] + h.baseArguments)
+        defer {
+            kill(serve.processIdentifier, SIGTERM)
+            serve.waitUntilExit()
+        }
+        // The failing one first, so its hand-off is the oldest of the pass.
+        #expect(h.waitFor(20) { h.read("serve.log").contains("could not apply 'after'") }, "\(h.read("serve.log"))")
+        #expect(FileManager.default.createFile(atPath: outbox + "/b.txt", contents: Data("second".utf8)))
+        #expect(h.waitFor(20) { FileManager.default.fileExists(atPath: outbox + "/done/b.txt") }, "\(h.read("serve.log"))")
+        Thread.sleep(forTimeInterval: 2.5)
+        let warnings = h.read("serve.log").components(separatedBy: "could not apply 'after'").count - 1
+        #expect(warnings == 1, "\(h.read("serve.log"))")
+        #expect(h.read("serve.log").contains("File name too long"), "\(h.read("serve.log"))")
+        // Once the name is free, the next pass moves it.
+        #expect(unlink(outbox + "/done/" + long) == 0)
+        #expect(h.waitFor(20) { FileManager.default.fileExists(atPath: outbox + "/done/" + long) }, "\(h.read("serve.log"))")
+    }
 }

@@ -155,6 +155,8 @@ public final class FolderWatcher: @unchecked Sendable {
             if now >= nextOutcomes {
                 do {
                     try handOver.settleOutcomes { observer?.runEvent($0) }
+                } catch let failed as WatchHandOver.AfterFailed {
+                    options.warn("watch \(watched.folder): could not apply 'after' to \(failed)")
                 } catch {
                     options.warn("watch \(watched.folder): could not apply 'after' (\(error)); trying again")
                 }

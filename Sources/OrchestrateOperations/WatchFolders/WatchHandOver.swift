@@ -27,6 +27,8 @@ final class WatchHandOver {
     /// still so at the next look, since another serve may be applying `after:` to it right now
     /// (its record, with what it did, is the one to keep).
     private var foundGone = FileVersionSet()
+    /// Hand-offs whose `after:` action failed at the last pass (warned about once).
+    private var failingAfter = FileVersionSet()
 
     init(watched: WatchedFolder, store: any StateStore, queue: String, environment: [String: String]) throws {
         self.watched = watched
@@ -188,25 +190,47 @@ final class WatchHandOver {
     /// Looks at the hand-offs whose work ended, a page at a time: a succeeded one gets its
     /// `after:` action, a failed one is left where it is; each recorded once (the store decides
     /// who records). Work still going on is not read at all (the store filters it out).
+    ///
+    /// An `after:` action that fails (EACCES, a full disk) leaves its hand-off pending, to be
+    /// tried again at the next pass, and the others go on: one file cannot hold up every later
+    /// one. The pass throws `AfterFailed` only for files that were not failing already, so the
+    /// caller warns once per file, not once a second.
     func settleOutcomes(_ emit: (EventRecord) -> Void) throws {
         var after: WatchHandOff?
+        var newlyFailing: [AfterFailed] = []
         largestOutcomeRead = 0
         while true {
             let page = try store.endedHandOffs(watch: watched.identity, after: after, limit: Self.outcomePage)
             largestOutcomeRead = max(largestOutcomeRead, page.count)
             for ended in page {
                 let handOff = ended.handOff
-                guard let runStatus = ended.runStatus else {
-                    try finish(handOff, succeeded: false, reason: "its run was deleted").forEach(emit)
-                    continue
+                do {
+                    guard let runStatus = ended.runStatus else {
+                        try finish(handOff, succeeded: false, reason: "its run was deleted").forEach(emit)
+                        continue
+                    }
+                    let succeeded = handOff.itemID == nil ? runStatus == .succeeded : ended.itemStatus == .done
+                    try finish(handOff, succeeded: succeeded,
+                               reason: succeeded ? nil : "its \(handOff.itemID == nil ? "run" : "item") did not succeed").forEach(emit)
+                    failingAfter.remove(handOff.file)
+                } catch let failed as AfterFailed {
+                    if !failingAfter.contains(failed.file) { newlyFailing.append(failed) }
                 }
-                let succeeded = handOff.itemID == nil ? runStatus == .succeeded : ended.itemStatus == .done
-                try finish(handOff, succeeded: succeeded,
-                           reason: succeeded ? nil : "its \(handOff.itemID == nil ? "run" : "item") did not succeed").forEach(emit)
             }
-            guard page.count == Self.outcomePage, let last = page.last else { return }
+            guard page.count == Self.outcomePage, let last = page.last else { break }
             after = last.handOff
         }
+        for failed in newlyFailing { _ = failingAfter.insert(failed.file) }
+        if let first = newlyFailing.first {
+            throw AfterFailed(file: first.file, description: first.description
+                + (newlyFailing.count > 1 ? " (and \(newlyFailing.count - 1) more file(s))" : "") + "; tried again every second")
+        }
+    }
+
+    /// An `after:` action that failed for one file; its hand-off stays pending.
+    struct AfterFailed: Error, CustomStringConvertible {
+        let file: WatchedFile
+        let description: String
     }
 
     private func finish(_ handOff: WatchHandOff, succeeded: Bool, reason: String?) throws -> [EventRecord] {
@@ -217,7 +241,12 @@ final class WatchHandOver {
             let unchanged = FileSignature.of(root: watched.folder, relative: handOff.file.path).map { key(handOff.file.path, $0) == handOff.file } ?? false
             if !unchanged && foundGone.insert(handOff.file) { return [] }
             foundGone.remove(handOff.file)
-            let (action, destination) = try applyAfter(handOff.file)
+            let action: String, destination: String?
+            do {
+                (action, destination) = try applyAfter(handOff.file)
+            } catch {
+                throw AfterFailed(file: handOff.file, description: "\(handOff.file.path): \(error)")
+            }
             if action == "delete" || action == "move-to" {
                 handedOver.remove(handOff.file)  // gone from the folder: no scan meets it again
             }
