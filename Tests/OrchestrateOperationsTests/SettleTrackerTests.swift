@@ -55,6 +55,33 @@ import Testing
         #expect(tracker.due(now: 2).map(\.path) == ["c", "b", "d"])
     }
 
+    /// A full tracker held by files that never settle (touched every few seconds by someone who
+    /// can write the folder): a newcomer takes the place of the file admitted longest ago once
+    /// that one has kept changing for `holdLimit`; a file that only waits to settle keeps its
+    /// place, and one given up is left for a later scan (`missedSome`).
+    @Test func filesThatNeverSettleCannotStarveTheOthers() {
+        var tracker = SettleTracker(settle: 1, capacity: 3)
+        #expect(tracker.holdLimit == 60)
+        for (n, name) in ["touched-1", "touched-2", "touched-3"].enumerated() { tracker.observe(name, signature(1), now: Double(n)) }
+        // Touched every 10 s for a minute: they never come due.
+        for t in stride(from: 10.0, through: 60, by: 10) {
+            for name in ["touched-1", "touched-2", "touched-3"] { tracker.observe(name, signature(Int64(t)), now: t) }
+        }
+        tracker.observe("early", signature(1), now: 30)  // before the hold limit: left out
+        #expect(!tracker.isTracked("early") && tracker.missedSome && tracker.givenUp == 0)
+        tracker.clearMissed()
+        tracker.observe("frame-1", signature(1), now: 61)
+        #expect(tracker.isTracked("frame-1") && !tracker.isTracked("touched-1") && tracker.givenUp == 1)
+        #expect(tracker.missedSome, "the one given up is for a later scan")
+        tracker.observe("frame-2", signature(1), now: 62)
+        tracker.observe("frame-3", signature(1), now: 63)  // touched-3 was admitted at 2: 61 s ago
+        #expect(tracker.isTracked("frame-2") && tracker.isTracked("frame-3") && tracker.givenUp == 3)
+        // The newcomers only wait to settle: none gives its place up, however long they wait.
+        tracker.observe("frame-4", signature(1), now: 200)
+        #expect(!tracker.isTracked("frame-4") && tracker.givenUp == 3)
+        #expect(tracker.due(now: 200).map(\.path) == ["frame-1", "frame-2", "frame-3"])
+    }
+
     /// 100,000 files dropped at once: the tracker holds its capacity of them, not all; emptied
     /// once they were handed over, it holds no table at all. Without the bound it held every one
     /// (about 120 bytes a file) and kept its largest table for good.

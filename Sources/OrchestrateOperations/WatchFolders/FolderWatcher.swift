@@ -95,6 +95,7 @@ public final class FolderWatcher: @unchecked Sendable {
         var nextScan = 0.0
         var nextOutcomes = 0.0
         var unreadableNames = 0  // as many as the last scan met: said again only when it changes
+        var saidGivenUp = false  // files that kept changing gave their places up: said once
         func clock() -> Double { MonotonicClock.nowSeconds() }
 
         func look(_ relative: String, now: Double) {
@@ -165,6 +166,11 @@ public final class FolderWatcher: @unchecked Sendable {
             // Files were left out while the tracker was full: once half of it is free, a scan
             // takes them in.
             if tracker.missedSome && tracker.count <= tracker.capacity / 2 { nextScan = 0 }
+            if tracker.givenUp > 0 && !saidGivenUp {
+                saidGivenUp = true
+                options.warn("watch \(watched.folder): all \(tracker.capacity) places for files waiting to settle were taken, and files "
+                    + "that kept changing for over \(Int(tracker.holdLimit)) s gave theirs up to newer ones (a later scan meets them again)")
+            }
             now = clock()
             let wake = min(tracker.nextDue ?? .infinity, nextScan, nextOutcomes, now + 0.25)
             let timeout = max(0.01, wake - now)

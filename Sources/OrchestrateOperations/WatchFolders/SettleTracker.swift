@@ -17,6 +17,11 @@ import OrchestrateExactPath
 /// scans the folder again once room is made, so a folder receiving 100,000 files is taken in
 /// `capacity` at a time, at the pace of the hand-offs, rather than all held at once. Emptied, it
 /// gives its tables back.
+///
+/// A full tracker is not kept full by files that never settle (touched every few seconds by
+/// someone who can write the folder, to starve the others): a newcomer takes the place of the
+/// file admitted longest ago, if that one has kept changing for `holdLimit` (10 × settle, at
+/// least 60 s). The file given up is met again by a later scan, so a slow writer loses only time.
 struct SettleTracker {
     static let defaultCapacity = 16_384
 
@@ -24,8 +29,16 @@ struct SettleTracker {
     let capacity: Int
     /// Whether a file was left out since `clearMissed`, the tracker being full.
     private(set) var missedSome = false
+    /// Files that gave their place up to a newcomer, having kept changing for `holdLimit`.
+    private(set) var givenUp = 0
+    /// How long a file that keeps changing may hold a place a newcomer wants.
+    var holdLimit: Double { max(10 * settle, 60) }
     /// Byte for byte: two names that differ only in Unicode normalization are two files.
-    private var candidates: [ExactPath: (signature: FileSignature, since: Double)] = [:]
+    /// `first`: when it was admitted (its wait may have restarted since: `since`).
+    private var candidates: [ExactPath: (signature: FileSignature, since: Double, first: Double)] = [:]
+    /// (path, first) in the order files were admitted; stale once that admission is over.
+    private var admitted: [(path: String, first: Double)] = []
+    private var admittedHead = 0
     /// (path, since) in the order of `since`; an entry whose path's wait is no longer that one
     /// is stale. `head` is the first entry not yet dropped: the front is always a live one.
     private var waits: [(path: String, since: Double)] = []
@@ -39,7 +52,7 @@ struct SettleTracker {
     var count: Int { candidates.count }
 
     /// The slots its tables hold (for a path each): what its memory follows.
-    var heldSlots: Int { candidates.capacity + waits.capacity }
+    var heldSlots: Int { candidates.capacity + waits.capacity + admitted.capacity }
 
     /// Records what `path` looks like at `now` (nil: gone or no longer a regular file). A new
     /// path is left out when `capacity` files already wait (`missedSome`).
@@ -51,11 +64,13 @@ struct SettleTracker {
         let key = ExactPath(path)
         let known = candidates[key]
         guard known?.signature != signature else { return }
-        if known == nil && candidates.count >= capacity {
+        if known == nil && candidates.count >= capacity && !giveUpAPlace(now: now) {
             missedSome = true
             return
         }
-        candidates[key] = (signature, now)
+        let first = known?.first ?? now
+        if known == nil { admitted.append((path, first)) }
+        candidates[key] = (signature, now, first)
         if let last = waits.last, last.since > now {
             // A time earlier than one already seen (only a test does that): kept in order.
             let at = waits[head...].firstIndex { $0.since > now } ?? waits.count
@@ -98,10 +113,35 @@ struct SettleTracker {
 
     private func isLive(_ wait: (path: String, since: Double)) -> Bool { candidates[ExactPath(wait.path)]?.since == wait.since }
 
+    /// Frees the place of the file admitted longest ago if it has kept changing (its wait
+    /// restarted) for `holdLimit`; false when none may be given up.
+    private mutating func giveUpAPlace(now: Double) -> Bool {
+        while admittedHead < admitted.count, candidates[ExactPath(admitted[admittedHead].path)]?.first != admitted[admittedHead].first {
+            admittedHead += 1
+        }
+        guard admittedHead < admitted.count else { return false }
+        let oldest = admitted[admittedHead]
+        guard let candidate = candidates[ExactPath(oldest.path)], now - oldest.first >= holdLimit, candidate.since > candidate.first else {
+            return false
+        }
+        admittedHead += 1
+        givenUp += 1
+        missedSome = true  // a later scan meets it again
+        forget(oldest.path)
+        return true
+    }
+
     /// Drops stale entries at the front, and the dropped part of the array once it is half;
     /// with nothing left waiting, the tables' storage too (a burst of files leaves nothing held).
     private mutating func dropStaleFront() {
         while head < waits.count && !isLive(waits[head]) { head += 1 }
+        if candidates.isEmpty {
+            admitted = []
+            admittedHead = 0
+        } else if admitted.count - admittedHead > 2 * candidates.count + 1024 {
+            admitted = admitted[admittedHead...].filter { candidates[ExactPath($0.path)]?.first == $0.first }
+            admittedHead = 0
+        }
         if head == waits.count {
             waits.removeAll(keepingCapacity: waits.capacity <= 4096)
             head = 0
