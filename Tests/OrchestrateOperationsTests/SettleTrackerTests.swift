@@ -82,6 +82,24 @@ import Testing
         #expect(tracker.due(now: 200).map(\.path) == ["frame-1", "frame-2", "frame-3"])
     }
 
+    /// Places given up round after round (every file keeps changing, a newcomer each round):
+    /// what the tracker holds stays bounded by its capacity, not by the rounds.
+    @Test func placesGivenUpRoundAfterRoundHoldNothingMore() {
+        var tracker = SettleTracker(settle: 1, capacity: 2)
+        tracker.observe("n-a", signature(1), now: 0)
+        tracker.observe("n-b", signature(1), now: 0)
+        for round in 1 ... 10000 {
+            let t = Double(round) * 100
+            for path in tracker.paths { tracker.observe(path, signature(Int64(round) + 1), now: t - 1) }
+            tracker.observe("n-\(round)", signature(1), now: t)
+            #expect(tracker.isTracked("n-\(round)"))
+        }
+        #expect(tracker.givenUp == 10000 && tracker.count == 2)
+        // Its arrays keep up to a few thousand slots between trims (as the waits' do), whatever
+        // the rounds; kept whole, the admissions alone would be 10,002.
+        #expect(tracker.heldSlots < 8192, "\(tracker.heldSlots)")
+    }
+
     /// 100,000 files dropped at once: the tracker holds its capacity of them, not all; emptied
     /// once they were handed over, it holds no table at all. Without the bound it held every one
     /// (about 120 bytes a file) and kept its largest table for good.

@@ -102,7 +102,11 @@ struct FolderFilter: Sendable {
                 var info = stat()
                 guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
                 if (info.st_mode & S_IFMT) == S_IFDIR {
-                    if recursive && !skippedFolders.contains(ExactPath(relative)) { pending.append(relative) }
+                    // No deeper than a path may be long: nesting made to be deep would make
+                    // each scan cost the square of its depth.
+                    if recursive && relative.utf8.count < Int(PATH_MAX) && !skippedFolders.contains(ExactPath(relative)) {
+                        pending.append(relative)
+                    }
                 } else if let signature = FileSignature.of(info), matches(relative) {
                     body(relative, signature)
                 }

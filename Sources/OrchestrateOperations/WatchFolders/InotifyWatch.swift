@@ -78,11 +78,23 @@ final class InotifyWatch {
                     if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { rescan = true; continue }
                     if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
                         // A watched folder went away: forget it; a scan finds what is there now.
-                        if let folder = folders.removeValue(forKey: event.wd) { watched.remove(ExactPath(folder)) }
-                        // Moved out, it is still watched where it went, and every such watch
-                        // would count against the user's inotify limit for good: removed.
-                        // (Deleted, the kernel removes it and says IN_IGNORED.)
-                        if event.mask & UInt32(IN_MOVE_SELF) != 0 { _ = inotify_rm_watch(fd, event.wd) }
+                        if let folder = folders.removeValue(forKey: event.wd) {
+                            watched.remove(ExactPath(folder))
+                            // Moved out, it and the folders inside it (which hear nothing of
+                            // the move) are still watched where they went, and every such watch
+                            // would count against the user's inotify limit for good: removed.
+                            // (Deleted, the kernel removes each and says IN_IGNORED.)
+                            if event.mask & UInt32(IN_MOVE_SELF) != 0 {
+                                _ = inotify_rm_watch(fd, event.wd)
+                                if !folder.isEmpty {
+                                    for (wd, inside) in folders where ExactPath(inside).isInside(ExactPath(folder)) {
+                                        _ = inotify_rm_watch(fd, wd)
+                                        folders.removeValue(forKey: wd)
+                                        watched.remove(ExactPath(inside))
+                                    }
+                                }
+                            }
+                        }
                         rescan = true
                         continue
                     }

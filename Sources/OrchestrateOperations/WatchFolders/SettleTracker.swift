@@ -138,6 +138,9 @@ struct SettleTracker {
         if candidates.isEmpty {
             admitted = []
             admittedHead = 0
+        } else if admittedHead > 1024 && admittedHead * 2 > admitted.count {
+            admitted.removeFirst(admittedHead)  // given-up and handed-over entries at the front
+            admittedHead = 0
         } else if admitted.count - admittedHead > 2 * candidates.count + 1024 {
             admitted = admitted[admittedHead...].filter { candidates[ExactPath($0.path)]?.first == $0.first }
             admittedHead = 0

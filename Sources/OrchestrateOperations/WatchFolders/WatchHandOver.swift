@@ -27,8 +27,10 @@ final class WatchHandOver {
     /// still so at the next look, since another serve may be applying `after:` to it right now
     /// (its record, with what it did, is the one to keep).
     private var foundGone = FileVersionSet()
-    /// Hand-offs whose `after:` action failed at the last pass (warned about once).
-    private var failingAfter = FileVersionSet()
+    /// Hand-offs whose `after:` action failed (warned about once), with when to try again:
+    /// 1 s after the first failure, doubling up to 5 min, so a file that keeps failing (a full
+    /// disk) is not tried once a second for good.
+    private var failingAfter: [WatchedFile: (next: Double, delay: Double)] = [:]
 
     init(watched: WatchedFolder, store: any StateStore, queue: String, environment: [String: String]) throws {
         self.watched = watched
@@ -192,18 +194,23 @@ final class WatchHandOver {
     /// who records). Work still going on is not read at all (the store filters it out).
     ///
     /// An `after:` action that fails (EACCES, a full disk) leaves its hand-off pending, to be
-    /// tried again at the next pass, and the others go on: one file cannot hold up every later
-    /// one. The pass throws `AfterFailed` only for files that were not failing already, so the
-    /// caller warns once per file, not once a second.
-    func settleOutcomes(_ emit: (EventRecord) -> Void) throws {
+    /// tried again later (from 1 s, doubling up to 5 min), and the others go on: one file
+    /// cannot hold up every later one. The pass throws `AfterFailed` only for files that were
+    /// not failing already, so the caller warns once per file.
+    func settleOutcomes(now: Double = Date().timeIntervalSince1970, _ emit: (EventRecord) -> Void) throws {
         var after: WatchHandOff?
         var newlyFailing: [AfterFailed] = []
+        var stillPending = Set<WatchedFile>()
         largestOutcomeRead = 0
         while true {
             let page = try store.endedHandOffs(watch: watched.identity, after: after, limit: Self.outcomePage)
             largestOutcomeRead = max(largestOutcomeRead, page.count)
             for ended in page {
                 let handOff = ended.handOff
+                if let failing = failingAfter[handOff.file] {
+                    stillPending.insert(handOff.file)
+                    if now < failing.next { continue }
+                }
                 do {
                     guard let runStatus = ended.runStatus else {
                         try finish(handOff, succeeded: false, reason: "its run was deleted").forEach(emit)
@@ -212,18 +219,22 @@ final class WatchHandOver {
                     let succeeded = handOff.itemID == nil ? runStatus == .succeeded : ended.itemStatus == .done
                     try finish(handOff, succeeded: succeeded,
                                reason: succeeded ? nil : "its \(handOff.itemID == nil ? "run" : "item") did not succeed").forEach(emit)
-                    failingAfter.remove(handOff.file)
+                    failingAfter.removeValue(forKey: handOff.file)
                 } catch let failed as AfterFailed {
-                    if !failingAfter.contains(failed.file) { newlyFailing.append(failed) }
+                    let delay = min(300, (failingAfter[failed.file]?.delay ?? 0.5) * 2)
+                    if failingAfter[failed.file] == nil { newlyFailing.append(failed) }
+                    failingAfter[failed.file] = (now + delay, delay)
+                    stillPending.insert(failed.file)
                 }
             }
             guard page.count == Self.outcomePage, let last = page.last else { break }
             after = last.handOff
         }
-        for failed in newlyFailing { _ = failingAfter.insert(failed.file) }
+        // Finished by another serve, or gone with their runs: nothing to try again.
+        failingAfter = failingAfter.filter { stillPending.contains($0.key) }
         if let first = newlyFailing.first {
             throw AfterFailed(file: first.file, description: first.description
-                + (newlyFailing.count > 1 ? " (and \(newlyFailing.count - 1) more file(s))" : "") + "; tried again every second")
+                + (newlyFailing.count > 1 ? " (and \(newlyFailing.count - 1) more file(s))" : "") + "; tried again later, less and less often")
         }
     }
 
