@@ -116,9 +116,7 @@ import Testing
             steps:
               noop: { uses: exec, with: { command: ["true"] } }
             """, name: "forged-name.yaml")
-        let log = h.path("serve.log")
-        let serve = try StartedProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" > '\(log)' 2>&1", TestPaths.orchestrate.path,
-                                        "serve", "--watch", wf, "--watch-poll"] + h.baseArguments)
+        let serve = try servePollingWithItsLog(wf)
         defer {
             kill(serve.processIdentifier, SIGTERM)
             serve.waitUntilExit()
@@ -160,6 +158,13 @@ import Testing
         #expect(h.waitFor(20) { Self.inotifyWatches(pid) == 1 }, "still watched: \(Self.inotifyWatches(pid))")
     }
 
+    /// `serve --watch WORKFLOW --watch-poll`, its stdout and stderr in `serve.log` (what a
+    /// terminal or a log file would receive).
+    func servePollingWithItsLog(_ workflow: String) throws -> StartedProcess {
+        try StartedProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" > '\(h.path("serve.log"))' 2>&1", TestPaths.orchestrate.path,
+                            "serve", "--watch", workflow, "--watch-poll"] + h.baseArguments)
+    }
+
     /// The watches of `pid`'s inotify descriptors, as the kernel lists them.
     static func inotifyWatches(_ pid: Int32) -> Int {
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
@@ -189,9 +194,7 @@ import Testing
             steps:
               noop: { uses: exec, with: { command: ["true"] } }
             """, name: "failing-after.yaml")
-        let log = h.path("serve.log")
-        let serve = try StartedProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" > '\(log)' 2>&1", TestPaths.orchestrate.path,
-                                        "serve", "--watch", wf, "--watch-poll"] + h.baseArguments)
+        let serve = try servePollingWithItsLog(wf)
         defer {
             kill(serve.processIdentifier, SIGTERM)
             serve.waitUntilExit()

@@ -110,7 +110,7 @@ import Testing
                 with: { url: "\(nginx.base)/files/slow.bin", destination: "\(incoming)/slow.bin", max_rate: 1M }
             """)
         let process = try runner.start(file)
-        #expect(Self.waitFor { FileManager.default.fileExists(atPath: incoming + "/.slow.bin.part") }, "the download never started")
+        #expect(Tools.waitFor { FileManager.default.fileExists(atPath: incoming + "/.slow.bin.part") }, "the download never started")
         #expect(rename(incoming, runner.path("moved")) == 0 && mkdir(incoming, 0o755) == 0)
         process.waitUntilExit()
         let events = Runner.events((try? String(contentsOfFile: runner.path("events.jsonl"), encoding: .utf8)) ?? "")
@@ -118,14 +118,5 @@ import Testing
         #expect(failed["code"]?.stringValue == "destination_moved", "\(failed)")
         #expect(!FileManager.default.fileExists(atPath: runner.path("moved/slow.bin")))
         #expect(!FileManager.default.fileExists(atPath: incoming + "/slow.bin"))
-    }
-
-    static func waitFor(_ seconds: Double = 20, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return condition()
     }
 }
