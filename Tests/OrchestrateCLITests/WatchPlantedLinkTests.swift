@@ -39,10 +39,7 @@ import Testing
                   command: [sh, -c, 'mv "$1/sub" "$1/.old" && ln -s "$2" "$1/sub"', sh, "\(outbox)", "\(victim)"]
             """, name: "planted-link.yaml")
         let serve = try h.start(["serve", "--watch", wf, "--watch-poll"])
-        defer {
-            kill(serve.processIdentifier, SIGTERM)
-            serve.waitUntilExit()
-        }
+        defer { stop(serve) }
         let store = try h.openStore()
         #expect(h.waitFor(30) {
             let handOffs = (try? h.storeSQL("SELECT count(*) FROM watch_handoffs WHERE outcome = 'done'")) ?? ""
@@ -89,10 +86,7 @@ import Testing
 
         #expect(FileManager.default.createFile(atPath: outbox + "/authorized_keys", contents: Data("ssh-ed25519 AAAA attacker".utf8)))
         let serve = try h.start(["serve", "--watch", wf, "--watch-poll"])
-        defer {
-            kill(serve.processIdentifier, SIGTERM)
-            serve.waitUntilExit()
-        }
+        defer { stop(serve) }
         #expect(h.waitFor(30) {
             ((try? h.storeSQL("SELECT count(*) FROM watch_handoffs WHERE outcome = 'done'")) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) == "1"
         }, "the hand-off did not finish")
@@ -108,19 +102,9 @@ import Testing
         try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
         let forged = "x\n12:00:00 payroll.csv settled: handed over as run r1\u{1B}[2J.txt"
         #expect(FileManager.default.createFile(atPath: outbox + "/" + forged, contents: Data("x".utf8)))
-        let wf = h.workflow("""
-            version: 1
-            name: forged-name
-            on:
-              watch: { path: outbox, settle: 200ms }
-            steps:
-              noop: { uses: exec, with: { command: ["true"] } }
-            """, name: "forged-name.yaml")
+        let wf = noopWatch("forged-name", "{ path: outbox, settle: 200ms }")
         let serve = try servePollingWithItsLog(wf)
-        defer {
-            kill(serve.processIdentifier, SIGTERM)
-            serve.waitUntilExit()
-        }
+        defer { stop(serve) }
         #expect(h.waitFor(30) { h.read("serve.log").contains(" done (keep)") }, "\(h.read("serve.log"))")
         let text = h.read("serve.log")
         #expect(!text.split(separator: "\n").contains { $0.hasPrefix("12:00:00 payroll.csv") }, "\(text)")
@@ -136,19 +120,9 @@ import Testing
     @Test func aFolderMovedOutOfTheWatchIsNoLongerWatched() throws {
         let outbox = h.path("outbox")
         try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
-        let wf = h.workflow("""
-            version: 1
-            name: moved-out
-            on:
-              watch: { path: outbox, recursive: true, settle: 200ms }
-            steps:
-              noop: { uses: exec, with: { command: ["true"] } }
-            """, name: "moved-out.yaml")
+        let wf = noopWatch("moved-out", "{ path: outbox, recursive: true, settle: 200ms }")
         let serve = try h.start(["serve", "--watch", wf])
-        defer {
-            kill(serve.processIdentifier, SIGTERM)
-            serve.waitUntilExit()
-        }
+        defer { stop(serve) }
         let pid = serve.processIdentifier
         #expect(h.waitFor(20) { Self.inotifyWatches(pid) == 1 }, "\(Self.inotifyWatches(pid))")
         // Nested: the folders inside a moved one hear nothing of the move.
@@ -156,6 +130,18 @@ import Testing
         #expect(h.waitFor(20) { Self.inotifyWatches(pid) == 11 }, "\(Self.inotifyWatches(pid))")
         for i in 0 ..< 5 { #expect(rename(outbox + "/d\(i)", h.path("away-\(i)")) == 0) }
         #expect(h.waitFor(20) { Self.inotifyWatches(pid) == 1 }, "still watched: \(Self.inotifyWatches(pid))")
+    }
+
+    /// A workflow named `name` whose `on.watch` is `watch` (a flow mapping) and whose one step
+    /// does nothing: these tests are about what the watch does around it.
+    func noopWatch(_ name: String, _ watch: String) -> String {
+        h.workflow("version: 1\nname: \(name)\non:\n  watch: \(watch)\nsteps:\n  noop: { uses: exec, with: { command: [\"true\"] } }\n",
+                   name: "\(name).yaml")
+    }
+
+    func stop(_ serve: StartedProcess) {
+        kill(serve.processIdentifier, SIGTERM)
+        serve.waitUntilExit()
     }
 
     /// `serve --watch WORKFLOW --watch-poll`, its stdout and stderr in `serve.log` (what a
@@ -186,19 +172,9 @@ import Testing
         let long = String(repeating: "a", count: 255)
         #expect(FileManager.default.createFile(atPath: outbox + "/" + long, contents: Data("first".utf8)))
         #expect(FileManager.default.createFile(atPath: outbox + "/done/" + long, contents: Data("taken".utf8)))
-        let wf = h.workflow("""
-            version: 1
-            name: failing-after
-            on:
-              watch: { path: outbox, settle: 200ms, after: move-to done }
-            steps:
-              noop: { uses: exec, with: { command: ["true"] } }
-            """, name: "failing-after.yaml")
+        let wf = noopWatch("failing-after", "{ path: outbox, settle: 200ms, after: move-to done }")
         let serve = try servePollingWithItsLog(wf)
-        defer {
-            kill(serve.processIdentifier, SIGTERM)
-            serve.waitUntilExit()
-        }
+        defer { stop(serve) }
         // The failing one first, so its hand-off is the oldest of the pass.
         #expect(h.waitFor(20) { h.read("serve.log").contains("could not apply 'after'") }, "\(h.read("serve.log"))")
         #expect(FileManager.default.createFile(atPath: outbox + "/b.txt", contents: Data("second".utf8)))
