@@ -46,11 +46,12 @@ struct ListCommand: ParsableCommand {
         if let limit, limit < 1 { throw CLIFailure.usage("--limit takes a number of runs from 1, not \(limit)") }
         let selection = RunSelection(statuses: Set(statuses), labels: try InputParsing.labels(labels),
                                      queues: queues.isEmpty ? nil : Set(queues), workflow: workflow, idPrefixes: ids, limit: limit)
-        let runs = try remote.reader(global).runs(selection, transfer: global.json)
+        let documents = try remote.reader(global).runs(selection, transfer: global.json)
         if global.json {
-            for run in runs { Terminal.line(run.jsonText) }
+            for run in documents { Terminal.line(run.jsonText) }
             return
         }
+        let runs = documents.map(Terminal.shown)
         // A header row names the columns, when there is a row to name (no runs: no output).
         let idWidth = runs.map { ($0["id"]?.stringValue ?? "").count }.max() ?? 0
         func row(_ id: String, _ status: String, _ workflow: String, _ created: String, _ queue: String, _ node: String) -> String {

@@ -45,7 +45,8 @@ final class ProgressBoard {
     /// and ETA slots stay, blank, until measured), so the bar keeps its width while the figures
     /// change, and a narrow terminal drops the file count, then the total, then the percentage,
     /// but keeps the rate and the ETA.
-    static func line(_ key: String, _ p: ProgressSnapshot, width: Int) -> String {
+    static func line(_ rawKey: String, _ p: ProgressSnapshot, width: Int) -> String {
+        let key = Terminal.escapingControls(rawKey)
         let label = key.count > 14 ? String(key.prefix(13)) + "…" : key.padding(14)
         let fraction = p.bytesTotal > 0 ? min(max(Double(p.bytesDone) / Double(p.bytesTotal), 0), 1) : nil
         let rate = p.rate > 0 ? ProgressFormat.bytes(Int64(p.rate)) + "/s" : ""

@@ -147,7 +147,7 @@ struct RemoteCommand: ParsableCommand {
                                                 "seconds": .double(outcome.seconds)]).jsonText)
             } else {
                 let figure = String(format: "%.2f s", outcome.seconds)
-                Terminal.line("\(remote.name): \(outcome.ok ? "ok" : "FAILED") (\(outcome.stepType), \(figure)): \(outcome.detail)")
+                Terminal.line("\(remote.name): \(outcome.ok ? "ok" : "FAILED") (\(outcome.stepType), \(figure)): \(Terminal.escapingControls(outcome.detail))")
             }
             if !outcome.ok { throw CLIFailure(status: ExitStatus.runFailed, message: "") }
         }

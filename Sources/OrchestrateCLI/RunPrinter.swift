@@ -115,8 +115,8 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
     }
 
     private func describe(_ event: EventRecord, at time: Date) -> String? {
-        let step = event.step.map(pad) ?? ""
-        let d = event.data
+        let step = event.step.map { pad(Terminal.escapingControls($0)) } ?? ""
+        let d = Terminal.shown(event.data)
         let prefix = linePrefix(at: time)
         switch event.type {
         case EventType.runStarted, EventType.runResumed:
@@ -137,7 +137,7 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
             let notes = [d["not_retried"]?.stringValue.map { "not retried: \($0)" },
                          d["continue_on_error"]?.boolValue == true ? "continue_on_error" : nil].compactMap { $0 }
             let note = notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"
-            if let step = event.step, let error = d["error"]?.stringValue, !error.isEmpty { shownFailures.append((step, error)) }
+            if let step = event.step, let error = event.data["error"]?.stringValue, !error.isEmpty { shownFailures.append((step, error)) }
             return prefix + "\(step) " + Terminal.styled("failed", .red) + "\(note): \(d["error"]?.stringValue ?? "")"
         case EventType.stepSkipped:
             return prefix + "\(step) " + Terminal.styled("skipped", .dim) + ": \(d["reason"]?.stringValue ?? "")"
@@ -184,8 +184,8 @@ final class RunPrinter: RunObserver, @unchecked Sendable {
         let duration = String(format: "%.1fs", Date().timeIntervalSince(started))
         let style: Terminal.Style = run.status == .succeeded ? .green : .red
         Terminal.line(Terminal.styled("run \(run.id) \(run.status.rawValue)", style) + " in \(duration) (\(countText))")
-        if let error = run.error { Terminal.line("  " + lock.withLock { Self.pointingAbove(error, shownFailures) }) }
-        if let outputs = run.outputs?.objectValue, !outputs.isEmpty {
+        if let error = run.error { Terminal.line("  " + Terminal.escapingControls(lock.withLock { Self.pointingAbove(error, shownFailures) })) }
+        if let outputs = run.outputs.map(Terminal.shown)?.objectValue, !outputs.isEmpty {
             for key in outputs.keys.sorted() { Terminal.line("  \(key): \(outputs[key]!.interpolated)") }
         }
     }

@@ -69,8 +69,9 @@ struct StatusCommand: ParsableCommand {
 
     /// Prints the run from its detail document (`RunDocument.detail`, which the API serves too).
     private func show(_ reader: any RunReader) throws {
-        guard let run = try reader.detail(runID, items: window) else { throw CLIFailure.usage("run \(runID) was deleted") }
-        if global.json { return Terminal.line(run.jsonText) }
+        guard let document = try reader.detail(runID, items: window) else { throw CLIFailure.usage("run \(runID) was deleted") }
+        if global.json { return Terminal.line(document.jsonText) }
+        let run = Terminal.shown(document)
         let status = run["status"]?.stringValue ?? "?"
         Terminal.line(Terminal.styled("run \(runID)", .bold) + "  \(status)")
         Terminal.line("workflow  \(run["workflow"]?.stringValue ?? "") (\(run["file"]?.stringValue ?? ""))")

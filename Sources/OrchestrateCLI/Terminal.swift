@@ -1,5 +1,6 @@
 import Foundation
 import OrchestrateExactPath
+import OrchestrateJSON
 import OrchestrateLock
 
 /// Writing to the terminal: plain lines when not a TTY, colour only on a TTY without NO_COLOR.
@@ -43,6 +44,20 @@ enum Terminal {
             if PathBytes.isEscapedWhenShown(scalar) { out += "\\u{\(String(scalar.value, radix: 16))}" } else { out.unicodeScalars.append(scalar) }
         }
         return out
+    }
+
+    /// A document from the store or a server made fit for a human's terminal: every string in it
+    /// (keys too) with its control characters escaped as `escapingControls` does. Error messages,
+    /// log lines, file names and labels come from servers, plugins and whoever submitted the run;
+    /// `--json` output keeps them exact (JSON escapes them itself).
+    static func shown(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .string(let text): return .string(escapingControls(text))
+        case .array(let values): return .array(values.map(shown))
+        case .object(let fields):
+            return .object(Dictionary(fields.map { (escapingControls($0.key), shown($0.value)) }, uniquingKeysWith: { first, _ in first }))
+        default: return value
+        }
     }
 
     static func error(_ message: String) { line("error: \(message)", to: .standardError) }

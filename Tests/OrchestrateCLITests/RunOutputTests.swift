@@ -157,3 +157,33 @@ import Testing
         }
     }
 }
+
+/// A step's error and log text come from servers and plugins: `run`, `status` and `list` show
+/// its control characters escaped, so an ESC sequence cannot drive the terminal nor a newline
+/// forge a line ("… run x succeeded"); `--json` keeps the text exact.
+@Suite struct HostileTextOutputTests {
+    let h = Harness()
+
+    @Test func controlCharactersInAnErrorAreEscapedOnTheTerminal() throws {
+        let file = h.workflow("""
+            version: 1
+            name: hostile
+            steps:
+              upload: { uses: test.fail, retry: { max_attempts: 1 }, with: { kind: permanent, message: "denied\\e]0;pwn\\a\\n[   9.9s] upload         succeeded" } }
+            """)
+        let result = try h.orchestrate(["run", file, "--id", "hostile1", "--label", "note=a\u{1B}[8mb"])
+        #expect(result.status != 0)
+        #expect(!result.stdout.contains("\u{1B}") && !result.stdout.contains("\u{07}"), "\(result.stdout.debugDescription)")
+        #expect(result.stdout.contains("denied\\u{1b}]0;pwn\\u{7}\\u{a}[   9.9s] upload"), "\(result.stdout.debugDescription)")
+        #expect(!result.stdout.split(separator: "\n").contains { $0.hasPrefix("[   9.9s]") }, "a line was forged")
+
+        let status = try h.orchestrate(["status", "hostile1"])
+        #expect(!status.stdout.contains("\u{1B}") && status.stdout.contains("denied\\u{1b}]0;pwn"), "\(status.stdout.debugDescription)")
+        #expect(status.stdout.contains("note=a\\u{1b}[8mb"), "\(status.stdout.debugDescription)")
+
+        let json = try h.orchestrate(["status", "hostile1", "--json"])
+        let document = try JSONValue(parsing: json.stdout)
+        let error = document["steps"]?.arrayValue?.first?["error"]?.stringValue ?? ""
+        #expect(error.contains("denied\u{1B}]0;pwn\u{07}\n"), "--json keeps the text exact: \(error.debugDescription)")
+    }
+}
