@@ -80,6 +80,9 @@ public enum ExitStatus {
     public static let runFailed: Int32 = 1
     public static let usage: Int32 = 2
     public static let interrupted: Int32 = 130
+    /// stdout was a pipe whose reader had gone (`orchestrate list | head`): what a shell
+    /// reports for a process SIGPIPE ended.
+    public static let brokenPipe: Int32 = 141
 }
 
 /// An error the CLI reports with a message and a chosen exit status.

@@ -31,6 +31,7 @@ enum RunSession {
         }
         if purpose == .cancel { executor.cancel() }
         let resumeCommand = NextCommands.command("resume", run.id, global)
+        Terminal.outliveOutput()
         let signals = SignalRelay(
             announce: "interrupting: stopping the steps, keeping what they did (again to exit now)",
             second: "interrupted again: exiting now; continue the run with: \(resumeCommand)",

@@ -150,6 +150,7 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
+        Terminal.outliveOutput()
         let registry = global.loadPlugins()
         let store = try global.openStore()
         var worker = QueueWorker.Options(maxRuns: maxParallel)

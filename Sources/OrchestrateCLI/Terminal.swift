@@ -2,6 +2,7 @@ import Foundation
 import OrchestrateExactPath
 import OrchestrateJSON
 import OrchestrateLock
+import OrchestratePluginHost
 
 /// Writing to the terminal: plain lines when not a TTY, colour only on a TTY without NO_COLOR.
 enum Terminal {
@@ -25,8 +26,43 @@ enum Terminal {
     }
 
     static func write(_ text: String, to stream: Stream = .standardOutput) {
-        let (lock, handle) = stream == .standardOutput ? (stdoutLock, FileHandle.standardOutput) : (stderrLock, FileHandle.standardError)
-        lock.withLock { handle.write(Data(text.utf8)) }
+        let (lock, descriptor) = stream == .standardOutput ? (stdoutLock, STDOUT_FILENO) : (stderrLock, STDERR_FILENO)
+        let failure = lock.withLock { writeAll(Array(text.utf8), to: descriptor) }
+        guard failure != 0, stream == .standardOutput, !outlivesItsOutput else { return }
+        // A command whose output is what it is for stops at the first line it could not write.
+        if failure == EPIPE { ProcessExit.now(ExitStatus.brokenPipe) }
+        _ = lock.withLock { writeAll(Array("error: cannot write the output: \(String(cString: strerror(failure)))\n".utf8), to: STDERR_FILENO) }
+        ProcessExit.now(ExitStatus.runFailed)
+    }
+
+    /// Set by the commands that do work while they print (`run`, `serve`): they go on when their
+    /// output cannot be written, instead of dying with it. A `serve >log 2>&1` on a disk that
+    /// fills, or `serve | logger` whose reader died, used to end serve at the next line
+    /// (FileHandle.write traps on any error; SIGPIPE killed it) and every run in flight with it;
+    /// a lost log line is the lesser harm. The other commands end quietly on a closed stdout
+    /// (`orchestrate list | head`, `events --follow | grep -m1`), as SIGPIPE would end them.
+    nonisolated(unsafe) private(set) static var outlivesItsOutput = false
+
+    /// Makes this process outlive its output (see `outlivesItsOutput`). Writes to a pipe whose
+    /// reader is gone then fail with EPIPE instead of raising SIGPIPE, which also keeps the
+    /// process alive when an isolated plugin runner dies while the host writes to it.
+    static func outliveOutput() {
+        signal(SIGPIPE, SIG_IGN)
+        outlivesItsOutput = true
+    }
+
+    /// write(2) until every byte is out: 0, or the errno that stopped it (EINTR is retried).
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Int32 {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += n
+        }
+        return 0
     }
 
     /// One line of a log (`serve`'s output and messages): file names and messages in it may

@@ -25,6 +25,14 @@ struct ServerLogHandler: LogHandler {
         let all = metadata.merging(event.metadata ?? [:]) { $1 }
         let fields = all.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
         let line = "\(ISO8601DateFormatter().string(from: Date())) \(event.level) \(label):\(fields) \(event.message)\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        // write(2), errors dropped: FileHandle.write traps on one (a full disk under
+        // `serve 2>log`), and a log line is not worth the server.
+        var bytes = Array(line.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            bytes = bytes.dropFirst(n)
+        }
     }
 }
