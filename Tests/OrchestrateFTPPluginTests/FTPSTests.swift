@@ -261,6 +261,32 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: runner.path("out/x.partial")))
     }
 
+    /// A listing past its bounds ends the tree download with a clear error before anything is
+    /// fetched: a tree deeper than 200 folders (`tree_too_deep`: a server may list a folder in
+    /// every folder), a folder holding more entries than `max_files` (`listing_too_large`).
+    @Test func aListingPastItsBoundsIsRefused() throws {
+        let server = try PyFTPServer()
+        let runner = FTPSTests.runner(server)
+        let deep = server.root + "/deep/" + Array(repeating: "d", count: 201).joined(separator: "/")
+        try FileManager.default.createDirectory(atPath: deep, withIntermediateDirectories: true)
+        try Tools.randomFile(deep + "/bottom.bin", bytes: 10)
+        try FileManager.default.createDirectory(atPath: server.root + "/wide", withIntermediateDirectories: true)
+        for i in 0..<30 { try Tools.randomFile(server.root + "/wide/f\(i)", bytes: 10) }
+        for (source, extra, code) in [("deep", "", "tree_too_deep"), ("wide", ", max_files: 20", "listing_too_large")] {
+            let result = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.download",
+                                                           with: "source: \(source), destination: \"\(runner.path("out/\(source)"))\"\(extra)",
+                                                           name: "\(source).yaml"))
+            #expect(result.status == 1)
+            let failed = try #require(FTPSTests.failure(result))
+            #expect(failed["code"]?.stringValue == code && failed["kind"]?.stringValue == "permanent", "\(failed)")
+            #expect(!FileManager.default.fileExists(atPath: runner.path("out/\(source)")), "nothing fetched")
+        }
+        // Within the bound, the same wide folder comes down.
+        let fine = try runner.run(FTPSTests.workflow(runner, server, uses: "ftp.download",
+                                                     with: "source: wide, destination: \"\(runner.path("out/fine"))\", max_files: 30", name: "fine.yaml"))
+        #expect(fine.status == 0, "\(fine.stdout.suffix(2000))")
+    }
+
     /// A file whose name starts with a combining mark, so that its listing line's separating
     /// space and that mark form one Swift character, and holds "facts" of its own: its MLSD line
     /// is read at the first space byte, so it comes down as the file it is (not as a folder "y").

@@ -74,3 +74,55 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: runner.path(".x.bin.part")))
     }
 }
+
+/// A server that pages ListObjectsV2 without end (tools/s3_endless_listing.py) fails the tree
+/// download or the prefix delete with a clear error, instead of looping while memory grows.
+@Suite struct EndlessListingTests {
+    /// Runs `type` (s3.download of a prefix, or s3.delete of one) against the endless server in
+    /// `mode`: its step.failed event, and how many listing pages the server served.
+    func run(_ mode: String, _ type: String) throws -> (failed: JSONValue?, pages: Int) {
+        let server = try ScriptedServer("s3_endless_listing.py", ["--mode", mode])
+        let runner = S3Runner()
+        let with = type == "s3.download"
+            ? "{ endpoint: \"http://\(server.address)\", bucket: orc-bucket, prefix: \"p/\", destination: \"\(runner.path("tree"))\", max_files: 20000 }"
+            : "{ endpoint: \"http://\(server.address)\", bucket: orc-bucket, prefix: \"p/\" }"
+        let file = runner.workflow("""
+            version: 1
+            name: s3-endless
+            steps:
+              list:
+                uses: \(type)
+                with: \(with)
+                retry: { max_attempts: 1 }
+                timeout: 60s
+            """)
+        let result = try runner.run(file)
+        let failed = S3Runner.events(result.stdout).ofType("step.failed", step: "list").last
+        let count = try Tools.run(["/usr/bin/curl", "-s", "http://\(server.address)/count"]).stdout
+        return (failed, Int(count) ?? -1)
+    }
+
+    @Test(arguments: ["s3.download", "s3.delete"])
+    func aTokenHandedBackUnchangedEndsTheListing(type: String) throws {
+        let (failed, pages) = try run("same-token", type)
+        let data = try #require(failed?["data"], "the step did not fail")
+        #expect(data["code"]?.stringValue == "s3_protocol" && data["kind"]?.stringValue == "permanent", "\(data)")
+        #expect(data["error"]?.stringValue?.contains("continuation token it was sent") == true, "\(data)")
+        #expect(pages == 2, "two pages: the first, then the one that handed its token back (\(pages))")
+    }
+
+    @Test func pagesWithoutAKeyEndTheListing() throws {
+        let (failed, pages) = try run("empty-pages", "s3.download")
+        let data = try #require(failed?["data"], "the step did not fail")
+        #expect(data["code"]?.stringValue == "s3_protocol", "\(data)")
+        #expect(pages == 100)
+    }
+
+    @Test func aTreeListingStopsAtMaxFiles() throws {
+        let (failed, pages) = try run("new-tokens", "s3.download")
+        let data = try #require(failed?["data"], "the step did not fail")
+        #expect(data["code"]?.stringValue == "listing_too_large" && data["kind"]?.stringValue == "permanent", "\(data)")
+        #expect(data["error"]?.stringValue?.contains("passed 20000 entries (max_files)") == true, "\(data)")
+        #expect(pages == 21, "1,000 keys a page: the 21st passes 20,000 (\(pages))")
+    }
+}

@@ -174,4 +174,24 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: h.path("got/claims-less.bin")), "no destination file")
         #expect(!FileManager.default.fileExists(atPath: h.path("got/claims-less.bin.partial")), "the refused bytes are gone too")
     }
+
+    /// A listing past its bounds ends the tree download with a clear error before anything is
+    /// fetched: a tree deeper than 200 folders (`tree_too_deep`: a server may list a folder in
+    /// every folder), a folder holding more entries than `max_files` (`listing_too_large`: a
+    /// server may answer READDIR without end).
+    @Test(arguments: SSHTransportKind.allCases) func aListingPastItsBoundsIsRefused(transport: SSHTransportKind) throws {
+        let peer = try SSHDPeer()
+        let deep = peer.remoteRoot + "/deep/" + Array(repeating: "d", count: 201).joined(separator: "/")
+        try FileManager.default.createDirectory(atPath: deep, withIntermediateDirectories: true)
+        Harness.randomFile(deep + "/bottom.bin", size: 10, seed: 3)
+        for i in 0..<30 { Harness.randomFile(peer.remoteRoot + "/wide/f\(i)", size: 10, seed: UInt64(i)) }
+        for (source, extra, code) in [("deep", "", "tree_too_deep"), ("wide", "max_files: 20", "listing_too_large")] {
+            let result = try download(peer, file: source, transport: transport, with: extra)
+            #expect(result.status == 1)
+            let failed = Harness.events(result).ofType("step.failed", step: "down").last?["data"]
+            #expect(failed?["code"]?.stringValue == code && failed?["kind"]?.stringValue == "permanent", "\(result.stdout.suffix(2000))")
+            #expect(!FileManager.default.fileExists(atPath: h.path("got/\(source)")), "nothing fetched")
+        }
+        #expect(try download(peer, file: "wide", transport: transport, with: "max_files: 30").status == 0)
+    }
 }

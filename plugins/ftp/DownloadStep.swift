@@ -22,6 +22,9 @@ struct DownloadStep: StepDefinition {
         @Input(help: "expected SHA-256 of the file (a single file only), checked before it is renamed into place") var sha256: String?
         @Input(help: "files of a tree received at once, each over its own login (control connection)", minimum: 1, maximum: 16)
         var concurrency = 4
+        @Input(help: "the most entries (files, folders, skipped names) a tree's listing may hold: a bound against a server that lists without end",
+               minimum: 1)
+        var maxFiles = ListingBounds.defaultMaxEntries
         var server = ServerInputs()
     }
     static let inputSchema = Inputs.schemaText
@@ -57,7 +60,8 @@ struct DownloadStep: StepDefinition {
                 throw StepError.invalidInput("source \(root.display(source)) is a folder, and recursive is false (orchestrate copy: add --recursive)",
                                              code: "is_a_directory")
             }
-            try walk(client, source, [], files: &entries, emptyFolders: &emptyFolders, step: step)
+            var bounds = ListingBounds(maxEntries: inputs.maxFiles)
+            try walk(client, source, [], files: &entries, emptyFolders: &emptyFolders, bounds: &bounds, step: step)
         } else {
             throw StepError.permanent("source \(root.display(source)) does not exist on \(server.described)", code: "ENOENT")
         }
@@ -120,10 +124,13 @@ struct DownloadStep: StepDefinition {
     /// uploads in progress are skipped), and its empty folders. What the listing marks as
     /// neither file nor folder (a symbolic link) is skipped with a warning, never followed.
     private static func walk(_ client: FTPClient, _ folder: [String], _ prefix: [String], files: inout [TreeRun.Entry],
-                             emptyFolders: inout [[String]], step: StepContext) throws(StepError)
+                             emptyFolders: inout [[String]], bounds: inout ListingBounds, step: StepContext) throws(StepError)
     {
+        try bounds.enter(depth: prefix.count, folder: client.root.display(folder))
         var holdsAnything = false
-        for entry in try client.list(folder).sorted(by: { PathBytes.precedes($0.name, $1.name) }) {
+        let listed = try client.list(folder)
+        try bounds.count(listed.count, in: client.root.display(folder))
+        for entry in listed.sorted(by: { PathBytes.precedes($0.name, $1.name) }) {
             switch entry.kind {
             case .file(let size) where !PathBytes.hasSuffix(entry.name, ".partial"):
                 files.append(.init(relative: prefix + [entry.name], size: size))
@@ -131,7 +138,8 @@ struct DownloadStep: StepDefinition {
             case .file:
                 break
             case .directory:
-                try walk(client, folder + [entry.name], prefix + [entry.name], files: &files, emptyFolders: &emptyFolders, step: step)
+                try walk(client, folder + [entry.name], prefix + [entry.name], files: &files, emptyFolders: &emptyFolders, bounds: &bounds,
+                         step: step)
                 holdsAnything = true
             case .other(let what):
                 step.log(.warn, "skipping \(client.root.display(folder + [entry.name])): \(what), neither a file nor a folder")

@@ -29,6 +29,8 @@ struct DownloadStep: StepDefinition {
         @Input(help: "requests in flight at once: ranged GETs of a big object (default 4), or a tree's small objects (default 16)", minimum: 1,
                maximum: 64) var concurrency: Int?
         @Input(help: "keys asked per ListObjectsV2 page (with prefix)", minimum: 1, maximum: 1000) var pageSize = 1000
+        @Input(help: "with prefix: the most keys the listing may hold, a bound against a server that lists without end", minimum: 1)
+        var maxFiles = ListingBounds.defaultMaxEntries
         @Input(help: "with key: also compute the file's SHA-256 (output sha256) when a CRC-64 verifies it (about 0.5 s of CPU a GiB)")
         var sha256 = false
     }

@@ -147,7 +147,9 @@ struct DownloadTree {
     private func list() throws(StepError) -> (entries: [Entry], skipped: Int) {
         var entries: [Entry] = []
         var skipped = 0
+        var bounds = ListingBounds(maxEntries: inputs.maxFiles)
         try ObjectListing.each(client, prefix: prefix, pageSize: inputs.pageSize) { objects throws(StepError) in
+            try bounds.count(objects.count, in: client.uri(prefix))
             for object in objects {
                 guard ExactPath(object.key).hasPrefix(ExactPath(prefix)) else {
                     step.log(.warn, "skipping \(client.uri(object.key)): the server listed it under \(prefix), which it is not")

@@ -11,8 +11,14 @@ enum ObjectListing {
     }
 
     /// Calls `page` with each page's objects under `prefix`, in the server's (UTF-8 binary) order.
+    ///
+    /// A server that pages without end is stopped: a continuation token handed back unchanged
+    /// (the same page again, forever), or `emptyPagesAllowed` truncated pages in a row without a
+    /// key, fail with `s3_protocol`; how many keys a caller keeps is its own bound
+    /// (`ListingBounds`).
     static func each(_ client: S3Client, prefix: String, pageSize: Int, _ page: ([Object]) throws(StepError) -> Void) throws(StepError) {
         var token: String?
+        var emptyPages = 0
         let label = "ListObjectsV2 \(client.uri(prefix))"
         repeat {
             var query: [(name: String, value: String)] = [("list-type", "2"), ("max-keys", "\(pageSize)"), ("encoding-type", "url")]
@@ -31,15 +37,27 @@ enum ObjectListing {
                 objects.append(Object(key: key, size: size, etag: ETag.unquoted(XML.value("ETag", in: entry) ?? "")))
             }
             try page(objects)
+            let sent = token
             token = nil
             if XML.value("IsTruncated", in: body) == "true" {
                 guard let next = XML.value("NextContinuationToken", in: body), !next.isEmpty else {
                     throw .retryable("\(label): a truncated page without NextContinuationToken", code: "s3_protocol")
                 }
+                guard next != sent else {
+                    throw .permanent("\(label): the server handed back the continuation token it was sent (the same page without end)",
+                                     code: "s3_protocol")
+                }
+                emptyPages = objects.isEmpty ? emptyPages + 1 : 0
+                guard emptyPages < emptyPagesAllowed else {
+                    throw .permanent("\(label): \(emptyPagesAllowed) truncated pages in a row without a key (a listing without end)",
+                                     code: "s3_protocol")
+                }
                 token = next
             }
         } while token != nil
     }
+
+    static let emptyPagesAllowed = 100
 
     /// `%XX` decoded and `+` a space, as form encoding has it (AWS and rclone write a space as
     /// `+`, moto as `%20`; all write `+` itself as `%2B`); nil for bad escapes or bytes that are

@@ -20,6 +20,9 @@ struct DownloadStep: StepDefinition {
         @Input(help: "local file or directory to create", minLength: 1) var destination: String
         @Input(help: "false: the source must be one file, and a directory is refused (orchestrate copy without --recursive)")
         var recursive = true
+        @Input(help: "the most entries (files, folders, skipped names) a tree's listing may hold: a bound against a server that lists without end",
+               minimum: 1)
+        var maxFiles = ListingBounds.defaultMaxEntries
         var tree = TreeInputs()
     }
     static let inputSchema = Inputs.schemaText
@@ -58,7 +61,8 @@ struct DownloadStep: StepDefinition {
             var listing = TreeListing(files: [.init(relative: "", size: info.size)])
             if info.isDirectory {
                 listing = TreeListing()
-                try walk(fs, source, "", into: &listing, step: step)
+                var bounds = ListingBounds(maxEntries: inputs.maxFiles)
+                try walk(fs, source, "", depth: 0, into: &listing, bounds: &bounds, step: step)
             }
             let entries = listing.files
             for directory in listing.emptyDirectories {
@@ -84,13 +88,15 @@ struct DownloadStep: StepDefinition {
     /// of uploads in progress are skipped), and its empty directories. Symlinks are skipped, never
     /// followed (a listing's attributes are LSTAT's on OpenSSH; a folder is LSTATed before it is
     /// entered all the same, in case another server's listing follows links).
-    private static func walk(_ fs: RemoteFS, _ dir: String, _ prefix: String, into listing: inout TreeListing,
-                             step: StepContext) throws(StepError)
+    private static func walk(_ fs: RemoteFS, _ dir: String, _ prefix: String, depth: Int, into listing: inout TreeListing,
+                             bounds: inout ListingBounds, step: StepContext) throws(StepError)
     {
+        try bounds.enter(depth: depth, folder: dir)
         var holdsAnything = false
-        let entries = try fs.list(dir) { shown in
+        let entries = try fs.list(dir, atMost: bounds.remaining) { shown in
             step.log(.warn, "skipping the entry \"\(shown)\" listed in \(dir): its name is not UTF-8 (rename it on the server to fetch it)")
         }
+        try bounds.count(entries.count, in: dir)
         for entry in entries.sorted(by: { PathBytes.precedes($0.name, $1.name) }) {
             // A listed name becomes a local path: a server that lists "../x" or "a/b" (hostile,
             // or compromised) must not place a file outside the destination.
@@ -101,7 +107,7 @@ struct DownloadStep: StepDefinition {
             let relative = prefix.isEmpty ? entry.name : prefix + "/" + entry.name
             let path = dir + "/" + entry.name
             if entry.attributes.isDirectory, try fs.lstat(path)?.isDirectory == true {
-                try walk(fs, path, relative, into: &listing, step: step)
+                try walk(fs, path, relative, depth: depth + 1, into: &listing, bounds: &bounds, step: step)
                 holdsAnything = true
             } else if entry.attributes.isDirectory || entry.attributes.isSymlink {
                 step.log(.warn, "skipping \(path): a symbolic link (a tree download follows none)")

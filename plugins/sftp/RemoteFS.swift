@@ -140,7 +140,11 @@ struct RemoteFS {
     /// Entries of a directory (without `.` and `..`).
     /// A name that is not UTF-8 is not repaired (U+FFFD would name another entry, or none): it
     /// goes to `notUTF8` (its bytes shown as `\xNN`) and is left out.
-    func list(_ path: String, notUTF8: (String) -> Void = { _ in }) throws(StepError) -> [(name: String, attributes: Attributes)] {
+    /// More than `atMost` entries fail with `listing_too_large`: a server may answer READDIR
+    /// without end.
+    func list(_ path: String, atMost: Int = ListingBounds.defaultMaxEntries, notUTF8: (String) -> Void = { _ in })
+        throws(StepError) -> [(name: String, attributes: Attributes)]
+    {
         let handle = try self.handle("open directory \(path)", try channel.call(.opendir, step) { $0.string(path) })
         defer { closeQuietly(handle) }
         var entries: [(String, Attributes)] = []
@@ -162,6 +166,7 @@ struct RemoteFS {
                 }
                 if name != "." && name != ".." { entries.append((name, attributes)) }
             }
+            if entries.count > atMost { throw ListingBounds.tooLarge(atMost, in: path) }
         }
     }
 
