@@ -16,6 +16,7 @@ prints `badserver listening on http://127.0.0.1:PORT`, then serves:
                                 connection drops halfway; a Range request gets a 206 whose
                                 Content-Range starts 1000 bytes later than asked (and those bytes)
   GET /range/file               the same file served correctly (Range honoured): its reference
+  GET /silent                   reads the request, then answers nothing for 120 s (a stalled peer)
   GET /endless-header           a status line, then header lines without end
   GET /endless-header-line      a status line, then one header line without end
   GET /huge-json?mib=N          200 application/json of N MiB (default 1024), streamed
@@ -26,7 +27,8 @@ prints `badserver listening on http://127.0.0.1:PORT`, then serves:
   HEAD|PATCH /tus/store/NAME    a real (in-memory) tus upload that, with ?forget=1, loses its last
                                 chunk once after the second PATCH (a server restored from an older
                                 state): the next PATCH gets 409 with the server's Upload-Offset
-  GET /tus/store/NAME           that upload: {"offset", "length", "sha256", "conflicts"}
+  GET /tus/store/NAME           that upload: {"offset", "length", "sha256", "conflicts", "headers"}
+                                (headers: the names of every header its PATCHes carried)
   GET /_stats                   bytes sent per path, and the connections that ended, as JSON
 
 The tus endpoints take the upload length from `?length=N` (default 1048576).
@@ -38,6 +40,7 @@ import json
 import random
 import signal
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -139,12 +142,16 @@ class Handler(BaseHTTPRequestHandler):
                 upload = uploads.get(path, {"data": b"", "conflicts": 0})
                 body = json.dumps({"offset": len(upload["data"]), "length": self.query("length", 1 << 20),
                                    "sha256": hashlib.sha256(upload["data"]).hexdigest(),
-                                   "conflicts": upload["conflicts"]}).encode()
+                                   "conflicts": upload["conflicts"], "headers": upload.get("headers", [])}).encode()
             return self.answer(200, body, [("Content-Type", "application/json")])
         if path == "/range/file":
             return self.serve_file(honest=True)
         if path == "/range/wrong":
             return self.serve_file(honest=False)
+        if path == "/silent":
+            self.close_connection = True
+            time.sleep(120)
+            return
         if path == "/endless-header":
             self.close_connection = True
             if not self.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"):
@@ -254,6 +261,7 @@ class Handler(BaseHTTPRequestHandler):
                                                              ("Upload-Offset", str(len(upload["data"])))])
             upload["data"].extend(chunk[: length - offset])
             upload["patches"] += 1
+            upload["headers"] = sorted(set(upload.get("headers", [])) | {k.lower() for k in self.headers.keys()})
             answer = len(upload["data"])
             if self.query("forget", 0) and upload["patches"] == 2 and not upload["forgot"]:
                 upload["forgot"] = True

@@ -47,6 +47,34 @@ import Testing
         #expect(logs.contains { $0.contains("409 Conflict at offset 1048576; the server has 524288 bytes") }, "\(logs)")
     }
 
+    /// The tus upload URL is the server's word: one on another origin than the step's url gets
+    /// the file but not the step's headers (its API key), as a redirect that leaves the origin;
+    /// one that is not http(s) is refused before anything is sent.
+    @Test func aTusUploadURLOnAnotherOriginGetsNoneOfTheStepsHeaders() throws {
+        let server = try BadServer()
+        let size = 1 << 20
+        let source = runner.path("t.bin")
+        try Tools.randomFile(source, bytes: size)
+        // Created at 127.0.0.1; the server answers 201 with an upload URL at localhost.
+        let port = try #require(server.url.split(separator: ":").last)
+        let elsewhere = "http://localhost:\(port)/tus/store/t?length=\(size)"
+        let create = "\(server.url)/redirect?status=201&to=" + (elsewhere.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let with = #"{ url: "\#(create)", file: "\#(source)", protocol: tus, create: true, headers: { X-Api-Key: k-secret } }"#
+        let result = try runner.run(step("http.upload", with))
+        #expect(result.status == 0, "\(result.stdout.suffix(2000))")
+        let stored = try server.json("/tus/store/t?length=\(size)")
+        #expect(stored["sha256"]?.stringValue == (try Tools.sha256(source)))
+        let headers = stored["headers"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(headers.contains("upload-offset") && !headers.contains("x-api-key"), "\(headers)")
+
+        let file = "file:///" + runner.path("victim")
+        let refused = try runner.run(step("http.upload", #"{ url: "\#(server.url)/redirect?status=201&to=\#(file)", file: "\#(source)", protocol: tus, create: true }"#))
+        #expect(refused.status == 1)
+        let failed = Runner.events(refused.stdout).ofType("step.failed", step: "s").last?["data"]
+        #expect(failed?["code"]?.stringValue == "tus_protocol", "\(refused.stdout.suffix(2000))")
+        #expect(!FileManager.default.fileExists(atPath: runner.path("victim")))
+    }
+
     @Test func proxiesComeFromTheEnvironmentAsWithCurl() throws {
         let nginx = try Nginx()
         try Tools.randomFile("\(nginx.www)/p.bin", bytes: 1 << 20)

@@ -51,6 +51,15 @@ import Testing
         #expect(Tools.size(honest) == 1 << 20)
     }
 
+    /// A server that takes the request and answers nothing is dead after min_speed_time (the
+    /// default min_speed is 1 byte/s): the step fails with a timeout instead of waiting forever.
+    @Test func aServerThatGoesSilentIsGivenUpOnByDefault() throws {
+        let started = Date()
+        let error = try failure(step("http.download", #"{ url: "\#(server.url)/silent", destination: "\#(runner.path("silent.bin"))", min_speed_time: 2 }"#))
+        #expect(error.code == "timeout" && error.message.contains("too slow or no answer"), "\(error)")
+        #expect(Date().timeIntervalSince(started) < 30)
+    }
+
     @Test func anEndlessHeaderIsCutOffWithAClearError() throws {
         for path in ["/endless-header", "/endless-header-line"] {
             let error = try failure(step("http.request", #"{ url: "\#(server.url)\#(path)" }"#, attempts: 3))

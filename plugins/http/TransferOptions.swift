@@ -6,8 +6,9 @@ struct TransferInputs: StepInputs {
     @Input(help: "extra request headers") var headers: [String: String] = [:]
     @Input(help: "skip TLS certificate verification (logged as a warning)") var insecure = false
     @Input(help: "PEM file of certificates to trust instead of the system store") var caFile: String?
-    @Input(help: "abort (timeout error) below this many bytes/s ...", minimum: 0) var minSpeed = 0
-    @Input(help: "... for this many seconds", minimum: 1) var minSpeedTime = 30
+    @Input(help: "abort (timeout error) below this many bytes/s ... (the default 1 ends a peer that went silent; 0: never)", minimum: 0)
+    var minSpeed = 1
+    @Input(help: "... for this many seconds", minimum: 1) var minSpeedTime = 60
     var rate = RateCapInputs()
     @Input(help: "seconds to establish a connection", minimum: 1) var connectTimeout = 30
     @Input(help: "follow 3xx redirects") var followRedirects = true

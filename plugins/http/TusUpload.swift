@@ -118,7 +118,15 @@ struct TusUpload {
             if response.status == 201 { throw .permanent("tus: creation answered 201 without a Location", code: "tus_protocol") }
             throw HTTPErrors.status(response, method: "POST", url: upload.url)
         }
-        let absolute = URLs.resolve(location, against: upload.url)
+        guard let absolute = Redirects.resolve(location, against: upload.url), let from = Origin(upload.url) else {
+            throw .permanent("tus: creation answered Location \(location), which is not a URL", code: "tus_protocol")
+        }
+        if let reason = Redirects.refusal(from: from, to: absolute) {
+            throw .permanent("tus: the upload URL the server handed over, \(absolute), is refused: \(reason)", code: "tus_protocol")
+        }
+        if Origin(absolute) != from {
+            step.log(.info, "tus: the upload lives on another origin (\(absolute)): the step's headers are not sent there")
+        }
         save(absolute, 0)
         step.log(.info, "tus: created \(absolute)")
         return absolute

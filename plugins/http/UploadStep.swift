@@ -113,7 +113,10 @@ struct Upload {
     func send(_ method: String, _ url: String, headers: [String: String], offset: Int64 = 0, length: Int64 = 0,
               emptyBody: Bool = false, freshConnection: Bool = false) throws(StepError) -> Transfer.Response
     {
-        var all = options.headers
+        // A URL the server handed over (a tus Location) on another origin than the step's url
+        // gets the protocol's headers only: the step's `headers` (an API key, Authorization)
+        // are for the server the workflow names, as with a redirect that leaves it.
+        var all = Origin(url) == Origin(self.url) ? options.headers : [:]
         for (k, v) in headers { all[k] = v }
         let body: Transfer.Body = length > 0 ? .file(file, offset: offset, length: length) : (emptyBody ? .bytes([]) : .none)
         let transfer = try Transfer(step: step, method: method, url: url, headers: all, body: body, options: options, memoryCap: 1 << 20,
