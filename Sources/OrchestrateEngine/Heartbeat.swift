@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateLock
 import OrchestratePluginHost
 import OrchestrateStore
 
@@ -13,7 +14,7 @@ import OrchestrateStore
 /// from then on anyway; this stops its transfers too.
 final class Heartbeat: @unchecked Sendable {
     private unowned let executor: RunExecutor
-    private let stopped = NSCondition()
+    private let stopped = MonotonicCondition()
     private var isStopped = false
     /// When the store last confirmed the lease (monotonic seconds); the claim, just before the
     /// heartbeat starts, counts as the first.
@@ -78,7 +79,7 @@ final class Heartbeat: @unchecked Sendable {
         var waitFirst = false  // launched when the first beat is due
         while true {
             let stop = stopped.withLock {
-                if !isStopped && waitFirst { _ = stopped.wait(until: Date().addingTimeInterval(interval)) }
+                if !isStopped && waitFirst { _ = stopped.wait(seconds: interval) }
                 return isStopped
             }
             waitFirst = true

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestrateLock
 import OrchestratePluginHost
 
 /// Starts each heartbeat's thread when its first beat is due, from one thread per process.
@@ -10,7 +11,7 @@ import OrchestratePluginHost
 final class HeartbeatStarter: @unchecked Sendable {  // state guarded by `condition`
     static let shared = HeartbeatStarter()
 
-    private let condition = NSCondition()
+    private let condition = MonotonicCondition()
     /// Heartbeats not launched yet, with when their first beat is due (monotonic seconds).
     private var pending: [ObjectIdentifier: (heartbeat: Heartbeat, due: Double)] = [:]
     /// When the starter's thread will look next (infinity: when told); a heartbeat due sooner
@@ -61,7 +62,7 @@ final class HeartbeatStarter: @unchecked Sendable {  // state guarded by `condit
                 if nextLook == .infinity {
                     condition.wait()
                 } else {
-                    _ = condition.wait(until: Date(timeIntervalSinceNow: nextLook - now))
+                    _ = condition.wait(seconds: nextLook - now)
                 }
             }
         }

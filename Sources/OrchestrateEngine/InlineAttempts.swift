@@ -1,7 +1,8 @@
 import Foundation
-import Synchronization
+import OrchestrateLock
 import OrchestratePluginHost
 import OrchestrateStore
+import Synchronization
 
 /// Running a run's lone attempt on the loop's own thread.
 ///
@@ -95,7 +96,7 @@ final class InlineAttemptWatch: @unchecked Sendable {  // state guarded by `cond
         var seen: (generation: UInt64, at: Double)?
     }
 
-    private let condition = NSCondition()
+    private let condition = MonotonicCondition()
     private var watched: [ObjectIdentifier: Watched] = [:]
     private var started = false
     /// When a look last found an attempt running inline, or begun since the look before.
@@ -133,7 +134,7 @@ final class InlineAttemptWatch: @unchecked Sendable {  // state guarded by `cond
         while true {
             let due: [@Sendable () -> Void] = condition.withLock {
                 sleepIfIdle()
-                _ = condition.wait(until: Date(timeIntervalSinceNow: Self.tickSeconds))
+                _ = condition.wait(seconds: Self.tickSeconds)
                 return look(now: MonotonicClock.nowSeconds())
             }
             // Outside the lock: continuing a loop queues it on a thread pool.

@@ -1,10 +1,11 @@
 import Foundation
-import Synchronization
 import OrchestrateJSON
+import OrchestrateLock
 import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
 import OrchestrateTokenBucket
+import Synchronization
 
 /// Settings of one executor.
 public struct EngineOptions: Sendable {
@@ -100,7 +101,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
     let bandwidth: BandwidthCaps?
 
     /// Guards `inbox`, and wakes the loop when something arrives.
-    private let signal = NSCondition()
+    private let signal = MonotonicCondition()
     /// What attempt threads, probes, the heartbeat and `cancel()` & co. hand the loop.
     private var inbox = LoopInbox()
     /// `inbox.hasAttemptNews`, written under `signal`'s lock, read without it by the loop's
@@ -516,7 +517,7 @@ public final class RunExecutor: AttemptEventSink, @unchecked Sendable {
         }
         signal.withLock {
             if !inbox.wakesLoop(ending: ending.isEnding, interrupting: interrupting != nil) {
-                _ = signal.wait(until: Date(timeIntervalSince1970: max(until, wallNow + 0.001)))
+                _ = signal.wait(seconds: max(until - wallNow, 0.001))
             }
         }
     }

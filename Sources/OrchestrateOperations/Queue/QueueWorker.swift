@@ -1,6 +1,7 @@
 import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateLock
 import OrchestrateModel
 import OrchestratePluginHost
 import OrchestrateStore
@@ -49,7 +50,7 @@ public final class QueueWorker: @unchecked Sendable {
     private let observer: (any RunObserver)?
     private let owner = OwnerIdentity.current
 
-    private let signal = NSCondition()
+    private let signal = MonotonicCondition()
     /// The threads executors run on, kept for the next run rather than made for each (creating
     /// a thread costs a busy worker more than the run's own bookkeeping).
     private let runThreads = AttemptThreads(name: "runs", stackSize: 8 << 20, spins: false)
@@ -174,7 +175,7 @@ public final class QueueWorker: @unchecked Sendable {
             fullRound = signal.withLock {
                 var timedOut = false
                 if finished.isEmpty && !shuttingDown && !woken {
-                    timedOut = !signal.wait(until: Date().addingTimeInterval(storeFailing ? 1 : pollInterval))
+                    timedOut = !signal.wait(seconds: storeFailing ? 1 : pollInterval)
                 }
                 defer {
                     woken = false

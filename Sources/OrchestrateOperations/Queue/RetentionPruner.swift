@@ -1,6 +1,7 @@
 import Foundation
 import OrchestrateEngine
 import OrchestrateExactPath
+import OrchestrateLock
 import OrchestrateStore
 
 /// Removes finished runs past their retention (docs/durability.md#retention): `serve` runs
@@ -103,7 +104,7 @@ public final class RetentionPruner: @unchecked Sendable {
 
     private let store: any StateStore
     private let options: Options
-    private let state = NSCondition()
+    private let state = MonotonicCondition()
     private var stopping = false  // guarded by state
     private var running = false  // guarded by state
     /// A refused runs folder is said once, not at every pass (only the pruner's thread).
@@ -139,7 +140,7 @@ public final class RetentionPruner: @unchecked Sendable {
             pass()
             state.withLock {
                 let until = Date(timeIntervalSinceNow: options.interval)
-                while !stopping && Date() < until { _ = state.wait(until: until) }
+                while !stopping && Date() < until { _ = state.wait(seconds: until.timeIntervalSinceNow) }
             }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import OrchestrateEngine
 import OrchestrateJSON
+import OrchestrateLock
 import OrchestrateModel
 import OrchestrateStore
 
@@ -43,7 +44,7 @@ public final class ScheduleFirer: @unchecked Sendable {
     private let clock: ScheduleClock
     private let options: Options
     private let observer: (any RunObserver)?
-    private let signal = NSCondition()
+    private let signal = MonotonicCondition()
     private var stopping = false
     private var stopped = false
     /// Entries whose cron or zone no longer parse, already warned about.
@@ -95,7 +96,7 @@ public final class ScheduleFirer: @unchecked Sendable {
             }
             if clock.testFile != nil { wait = min(wait, 0.05) }
             signal.withLock {
-                if !stopping { _ = signal.wait(until: Date().addingTimeInterval(wait)) }
+                if !stopping { _ = signal.wait(seconds: wait) }
             }
         }
     }

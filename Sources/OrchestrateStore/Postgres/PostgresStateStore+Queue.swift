@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import OrchestrateLock
 
 /// The queue's side of the PostgreSQL store: claims that never block on each other, and the
 /// wake-ups that spare idle workers from polling.
@@ -297,7 +298,7 @@ final class NotificationWatch: WorkWatch, @unchecked Sendable {
     private let pool: PGPool
     private let channel: String
     private let wake: @Sendable () -> Void
-    private let state = NSCondition()
+    private let state = MonotonicCondition()
     private var cancelled = false
     private var running = false
 
@@ -319,7 +320,7 @@ final class NotificationWatch: WorkWatch, @unchecked Sendable {
     func cancel() {
         state.withLock {
             cancelled = true
-            while running { _ = state.wait(until: Date().addingTimeInterval(0.1)) }
+            while running { _ = state.wait(seconds: 0.1) }
         }
     }
 
