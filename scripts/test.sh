@@ -50,4 +50,11 @@ if [ $# -eq 0 ]; then
   echo "testing end to end on a PostgreSQL store"
   ORCHESTRATE_TEST_STORE=postgres logged "$artifacts/test-output-postgres.txt" \
     swift test --skip-build --filter OrchestrateCLITests
+  # serve across a wall-clock step: the test steps this machine's clock back and forward again,
+  # so it runs alone, after the others (root only: clock_settime).
+  if [ "$(id -u)" = 0 ]; then
+    echo "testing serve across a wall-clock step"
+    ORCHESTRATE_TEST_CLOCK_STEP=1 logged "$artifacts/test-output-clock.txt" \
+      swift test --skip-build --filter ClockStepTests
+  fi
 fi

@@ -8,7 +8,7 @@ import Testing
 ///
 /// Opt-in (`ORCHESTRATE_TEST_CLOCK_STEP=1`, as root): it steps this machine's clock back by two
 /// minutes and forward again, which would disturb the timings of tests running beside it, so
-/// the suite does not run it by default. Run it alone:
+/// scripts/test.sh runs it alone after the other passes:
 /// `ORCHESTRATE_TEST_CLOCK_STEP=1 swift test --filter ClockStepTests`.
 @Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["ORCHESTRATE_TEST_CLOCK_STEP"] == "1" && getuid() == 0))
 struct ClockStepTests {
