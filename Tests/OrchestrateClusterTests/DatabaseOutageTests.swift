@@ -53,6 +53,47 @@ final class DatabaseOutageTests: XCTestCase {
         XCTAssertEqual(executed.sorted(), ["after", "before"], "each run's last step executed once")
     }
 
+    /// A paused run this node holds (it keeps a slot) taken by another node, as after an outage
+    /// longer than the lease: the node lets it go at its next renewal and the slot serves the
+    /// queue again. It used to keep the run, and the slot, for ever.
+    func testAHeldPausedRunTakenByAnotherNodeFreesItsSlot() throws {
+        let postgres = try PostgresServer.dedicated()
+        defer { postgres.stop(); postgres.remove() }
+        let url = try postgres.createDatabase(prefix: "held")
+        let database = String(url.split(separator: "/").last!)
+        let dir = TemporaryDirectory("pg-held")
+        let workflow = dir.write("wait.yaml", """
+            version: 1
+            name: wait
+            inputs:
+              ms: { type: integer, default: 60000 }
+            steps:
+              wait: { uses: test.sleep, with: { ms: "${{ inputs.ms }}" } }
+            """).path
+        let common = ["--store", url, "--state", dir.file("state").path, "--plugin-path", Cluster.pluginDir]
+        let worker = try SpawnedChild([TestPaths.orchestrate.path, "serve", "--node", "a", "--max-parallel", "1", "--queue", "q", "--queue", "r"] + common,
+                                      stdout: dir.file("serve.out").path, stderr: dir.file("serve.err").path)
+        defer { kill(worker.pid, SIGKILL); _ = worker.wait(timeout: 5) }
+        func serveLog() -> String { (try? String(contentsOfFile: dir.file("serve.err").path, encoding: .utf8)) ?? "" }
+        func sql(_ query: String) -> String { (try? postgres.sql(query, database: database)) ?? "" }
+        func orchestrate(_ arguments: [String]) throws {
+            let result = try ChildProcess.orchestrate(arguments + common)
+            XCTAssertEqual(result.status, 0, result.stderr)
+        }
+
+        try orchestrate(["submit", workflow, "--id", "held", "--queue", "q"])
+        XCTAssertTrue(Tools.waitFor(20) { sql("SELECT status FROM steps WHERE run_id = 'held' AND step = 'wait'") == "running" }, serveLog())
+        try orchestrate(["pause", "held"])
+        XCTAssertTrue(Tools.waitFor(20) { sql("SELECT status || ' ' || coalesce(owner_node, '-') FROM runs WHERE id = 'held'") == "paused a" },
+                      "the paused run is held by node a: \(sql("SELECT status, owner_node FROM runs WHERE id = 'held'"))\n\(serveLog())")
+        // Another node claims it with a lease of its own (what claimPausedRuns does once a's lease ran out).
+        _ = sql("UPDATE runs SET owner_node = 'b', owner_pid = 1, owner_start = 1, lease_until = extract(epoch from now()) + 3600 WHERE id = 'held'")
+        try orchestrate(["submit", workflow, "--id", "next", "--queue", "r", "--input", "ms=10"])
+        XCTAssertTrue(Tools.waitFor(30) { sql("SELECT status FROM runs WHERE id = 'next'") == "succeeded" },
+                      "node a's one slot should serve the queue again: next is \(sql("SELECT status FROM runs WHERE id = 'next'"))\n\(serveLog())")
+        XCTAssertEqual(sql("SELECT owner_node FROM runs WHERE id = 'held'"), "b", "the run stays with the node that took it")
+    }
+
     /// A database that is not there at start: serve exits non-zero naming the URL, without its
     /// password, and the password appears nowhere in its output.
     func testUnreachableDatabaseAtStartIsAClearErrorWithoutThePassword() throws {

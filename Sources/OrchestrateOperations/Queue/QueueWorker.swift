@@ -286,12 +286,15 @@ public final class QueueWorker: @unchecked Sendable {
         emitQueueEvent(.queuePreempted, ["run": .string(newest.key), "for": .string(first.id)])
     }
 
+    /// Renews the lease of each paused run this worker holds, and lets go of those it no longer
+    /// owns: after an outage longer than the lease another node may have claimed one, and a
+    /// run kept here would hold one of this worker's slots for ever.
     private func renewHeld() throws {
-        let now = Date().timeIntervalSince1970
+        let now = MonotonicClock.nowSeconds()
         guard !held.isEmpty, now - lastHeldRenewal >= options.engine.heartbeatInterval else { return }
         lastHeldRenewal = now
-        for id in held {
-            _ = try store.renewLease(id, owner: owner, lease: options.engine.leaseDuration)
+        for id in held where try !store.renewLease(id, owner: owner, lease: options.engine.leaseDuration).owned {
+            held.remove(id)
         }
     }
 
