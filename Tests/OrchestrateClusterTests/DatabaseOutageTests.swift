@@ -94,6 +94,52 @@ final class DatabaseOutageTests: XCTestCase {
         XCTAssertEqual(sql("SELECT owner_node FROM runs WHERE id = 'held'"), "b", "the run stays with the node that took it")
     }
 
+    /// PostgreSQL down while files arrive in a watched folder: the watch says so once (not once
+    /// per file per settle period), waits between tries, says when the store answers again, and
+    /// then hands every file over exactly once.
+    func testAWatchSaysOnceThatTheStoreIsDownAndHandsEverythingOverAfter() throws {
+        let postgres = try PostgresServer.dedicated()
+        defer { postgres.stop(); postgres.remove() }
+        let url = try postgres.createDatabase(prefix: "watchdown")
+        let database = String(url.split(separator: "/").last!)
+        let dir = TemporaryDirectory("pg-watch-down")
+        let inbox = dir.file("inbox").path
+        try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+        let workflow = dir.write("watch.yaml", """
+            version: 1
+            name: watch
+            inputs:
+              source: { type: path, required: true }
+            on:
+              watch: { path: "\(inbox)", settle: 500ms, inputs: { source: "${{ file.path }}" } }
+            steps:
+              look: { uses: test.noop }
+            """).path
+        let common = ["--store", url, "--state", dir.file("state").path, "--plugin-path", Cluster.pluginDir]
+        let worker = try SpawnedChild([TestPaths.orchestrate.path, "serve", "--watch", workflow, "--max-parallel", "4"] + common,
+                                      stdout: dir.file("serve.out").path, stderr: dir.file("serve.err").path)
+        defer { kill(worker.pid, SIGKILL); _ = worker.wait(timeout: 5) }
+        func serveLog() -> String { (try? String(contentsOfFile: dir.file("serve.err").path, encoding: .utf8)) ?? "" }
+        func sql(_ query: String) -> String { (try? postgres.sql(query, database: database)) ?? "" }
+        try Data("first".utf8).write(to: URL(fileURLWithPath: inbox + "/first.txt"))
+        XCTAssertTrue(Tools.waitFor(20) { sql("SELECT count(*) FROM runs WHERE status = 'succeeded'") == "1" }, serveLog())
+
+        postgres.stop()
+        for i in 0..<30 { try Data("file \(i)".utf8).write(to: URL(fileURLWithPath: inbox + "/f\(i).txt")) }
+        Thread.sleep(forTimeInterval: 8)  // 16 settle periods of 30 files
+        func storeWarnings() -> Int { serveLog().split(separator: "\n").filter { $0.contains("watch ") && $0.contains("could not") }.count }
+        let during = storeWarnings()
+        XCTAssertEqual(during, 1, "one warning for the outage, not one per file per try:\n\(serveLog())")
+        try postgres.start()
+
+        XCTAssertTrue(Tools.waitFor(60) { sql("SELECT count(*) FROM runs WHERE status = 'succeeded'") == "31" },
+                      "every file handed over once the store answers: \(sql("SELECT count(*) FROM runs"))\n\(serveLog())")
+        XCTAssertEqual(sql("SELECT count(DISTINCT inputs_json) FROM runs"), "31", "each file once")
+        XCTAssertTrue(serveLog().contains("the state store answers again; hand-overs go on"), serveLog())
+        XCTAssertEqual(storeWarnings(), 1, serveLog())
+        XCTAssertNil(worker.poll(), "serve should still be running\n\(serveLog())")
+    }
+
     /// A database that is not there at start: serve exits non-zero naming the URL, without its
     /// password, and the password appears nowhere in its output.
     func testUnreachableDatabaseAtStartIsAClearErrorWithoutThePassword() throws {

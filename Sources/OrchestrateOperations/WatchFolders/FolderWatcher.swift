@@ -96,6 +96,27 @@ public final class FolderWatcher: @unchecked Sendable {
         var nextOutcomes = 0.0
         var unreadableNames = 0  // as many as the last scan met: said again only when it changes
         var saidGivenUp = false  // files that kept changing gave their places up: said once
+        // The store failing (down, restarting, cut off): said once when it starts and once when it
+        // ends, and hand-overs wait `storeBackoff` (1 s, doubling to 30 s) between tries, so an
+        // outage of an hour with thousands of files waiting neither floods the log nor keeps this
+        // thread in one connection timeout after another.
+        var storeFailing = false
+        var storeRetryAt = 0.0
+        var storeBackoff = 1.0
+        func storeAnswered() {
+            guard storeFailing else { return }
+            storeFailing = false
+            storeBackoff = 1
+            options.warn("watch \(watched.folder): the state store answers again; hand-overs go on")
+        }
+        func storeFailed(_ what: String, _ error: any Error, at now: Double) {
+            if !storeFailing {
+                options.warn("watch \(watched.folder): could not \(what) (\(error)); trying again, quietly, until the store answers")
+            }
+            storeFailing = true
+            storeRetryAt = now + storeBackoff
+            storeBackoff = min(storeBackoff * 2, 30)
+        }
         func clock() -> Double { MonotonicClock.nowSeconds() }
 
         func look(_ relative: String, now: Double) {
@@ -137,7 +158,7 @@ public final class FolderWatcher: @unchecked Sendable {
                 unreadableNames = unreadable.count
                 nextScan = now + scanInterval
             }
-            for (relative, seen) in tracker.due(now: now, limit: Self.handOverBatch) {
+            for (relative, seen) in now >= storeRetryAt ? tracker.due(now: now, limit: Self.handOverBatch) : [] {
                 let current = FileSignature.of(root: watched.folder, relative: relative)
                 guard current == seen else {
                     tracker.observe(relative, current, now: now)  // changed again (or gone): wait on
@@ -146,20 +167,23 @@ public final class FolderWatcher: @unchecked Sendable {
                 tracker.forget(relative)
                 do {
                     for event in try handOver.handOver(relative, seen) { observer?.runEvent(event) }
+                    storeAnswered()
                 } catch let refusal as WatchHandOver.Refusal {
                     options.warn("watch \(watched.folder): not handing over \(relative): \(refusal)")
                 } catch {
-                    options.warn("watch \(watched.folder): could not hand over \(relative) (\(error)); trying again")
+                    storeFailed("hand over \(relative)", error, at: now)
                     tracker.observe(relative, seen, now: now)
+                    break  // the others wait for the next try
                 }
             }
-            if now >= nextOutcomes {
+            if now >= nextOutcomes && now >= storeRetryAt {
                 do {
                     try handOver.settleOutcomes { observer?.runEvent($0) }
+                    storeAnswered()
                 } catch let failed as WatchHandOver.AfterFailed {
                     options.warn("watch \(watched.folder): could not apply 'after' to \(failed)")
                 } catch {
-                    options.warn("watch \(watched.folder): could not apply 'after' (\(error)); trying again")
+                    storeFailed("apply 'after'", error, at: now)
                 }
                 nextOutcomes = now + options.outcomeInterval
             }
@@ -172,7 +196,7 @@ public final class FolderWatcher: @unchecked Sendable {
                     + "that kept changing for over \(Int(tracker.holdLimit)) s gave theirs up to newer ones (a later scan meets them again)")
             }
             now = clock()
-            let wake = min(tracker.nextDue ?? .infinity, nextScan, nextOutcomes, now + 0.25)
+            let wake = min(tracker.nextDue.map { max($0, storeRetryAt) } ?? .infinity, max(nextOutcomes, storeRetryAt), nextScan, now + 0.25)
             let timeout = max(0.01, wake - now)
             if let inotify {
                 switch inotify.wait(timeout: timeout) {
