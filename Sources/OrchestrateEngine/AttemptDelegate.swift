@@ -158,6 +158,7 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
         lock.withLock {
             retries.finished(id: id)
             sessionItems.ended(id, ok: error == nil)
+            itemProgressJournaled[id] = nil  // an item that never reported 100 % (failed, size unknown)
         }
         finishItem(id: id, error: error)
         journalSessionProgress()
@@ -182,7 +183,10 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     func itemFailed(id: String, failure: StepFailure) {
         var failure = failure
         failure.message = redactor.redact(failure.message)
-        lock.withLock { sessionItems.ended(id, ok: false) }
+        lock.withLock {
+            sessionItems.ended(id, ok: false)
+            itemProgressJournaled[id] = nil
+        }
         defer { journalSessionProgress() }
         if failure.kind == .cancelled {
             // Not finished: handed out again on the next attempt, as an unreported item is.
