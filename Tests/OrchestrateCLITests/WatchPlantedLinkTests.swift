@@ -132,6 +132,27 @@ import Testing
         #expect(h.waitFor(20) { Self.inotifyWatches(pid) == 1 }, "still watched: \(Self.inotifyWatches(pid))")
     }
 
+    /// A watched folder that goes away (an unmounted share, a rename) is said once, and once
+    /// when it is back, and the files that arrive then are handed over; it used to go silent.
+    @Test(arguments: [true, false]) func aWatchedFolderThatGoesAwayIsSaidOnceAndWatchedAgainWhenBack(poll: Bool) throws {
+        let outbox = h.path("outbox")
+        try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
+        let wf = noopWatch("goes-away", "{ path: outbox, settle: 200ms }")
+        let serve = try StartedProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" > '\(h.path("serve.log"))' 2>&1", TestPaths.orchestrate.path,
+                                        "serve", "--watch", wf] + (poll ? ["--watch-poll"] : []) + h.baseArguments)
+        defer { stop(serve) }
+        #expect(FileManager.default.createFile(atPath: outbox + "/a.txt", contents: Data("a".utf8)))
+        #expect(h.waitFor(30) { h.read("serve.log").contains("a.txt settled") }, "\(h.read("serve.log"))")
+        #expect(rename(outbox, h.path("outbox.away")) == 0)
+        #expect(h.waitFor(30) { h.read("serve.log").contains("the watched folder cannot be opened") }, "\(h.read("serve.log"))")
+        Thread.sleep(forTimeInterval: 2)
+        #expect(rename(h.path("outbox.away"), outbox) == 0)
+        #expect(h.waitFor(30) { h.read("serve.log").contains("the watched folder can be opened again") }, "\(h.read("serve.log"))")
+        #expect(FileManager.default.createFile(atPath: outbox + "/b.txt", contents: Data("b".utf8)))
+        #expect(h.waitFor(30) { h.read("serve.log").contains("b.txt settled") }, "\(h.read("serve.log"))")
+        #expect(h.read("serve.log").components(separatedBy: "cannot be opened").count == 2, "said once: \(h.read("serve.log"))")
+    }
+
     /// A workflow named `name` whose `on.watch` is `watch` (a flow mapping) and whose one step
     /// does nothing: these tests are about what the watch does around it.
     func noopWatch(_ name: String, _ watch: String) -> String {

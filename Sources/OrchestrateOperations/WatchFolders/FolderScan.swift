@@ -75,10 +75,19 @@ struct FolderFilter: Sendable {
     ///
     /// Each folder is reached from the root one step at a time without following links
     /// (`FolderDescriptors`): a subfolder swapped for a link after it was listed is not read.
-    func scan(unreadable: (String) -> Void = { _ in }, _ body: (String, FileSignature) -> Void) -> [String] {
+    /// A root that cannot be opened (unmounted, renamed, a link) is passed to `rootFailed`.
+    func scan(unreadable: (String) -> Void = { _ in }, rootFailed: (any Error) -> Void = { _ in },
+              _ body: (String, FileSignature) -> Void) -> [String]
+    {
         var folders: [String] = []
         var pending = [""]
-        guard let base = try? FolderDescriptors.open(root) else { return [] }
+        let base: Int32
+        do {
+            base = try FolderDescriptors.open(root)
+        } catch {
+            rootFailed(error)
+            return []
+        }
         defer { close(base) }
         while let relativeFolder = pending.popLast() {
             folders.append(relativeFolder)

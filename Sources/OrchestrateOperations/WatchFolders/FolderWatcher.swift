@@ -96,6 +96,7 @@ public final class FolderWatcher: @unchecked Sendable {
         var nextOutcomes = 0.0
         var unreadableNames = 0  // as many as the last scan met: said again only when it changes
         var saidGivenUp = false  // files that kept changing gave their places up: said once
+        var rootMissing = false  // the watched folder could not be opened at the last scan
         // The store failing (down, restarting, cut off): said once when it starts and once when it
         // ends, and hand-overs wait `storeBackoff` (1 s, doubling to 30 s) between tries, so an
         // outage of an hour with thousands of files waiting neither floods the log nor keeps this
@@ -138,7 +139,9 @@ public final class FolderWatcher: @unchecked Sendable {
                 var settledThere = FileVersionSet()  // the settled versions it met; the others are gone
                 tracker.clearMissed()
                 var unreadable: (count: Int, first: String?) = (0, nil)
-                let folders = filter.scan(unreadable: { unreadable = (unreadable.count + 1, unreadable.first ?? $0) }) { relative, signature in
+                var rootError: (any Error)?
+                let folders = filter.scan(unreadable: { unreadable = (unreadable.count + 1, unreadable.first ?? $0) },
+                                          rootFailed: { rootError = $0 }) { relative, signature in
                     let file = handOver.key(relative, signature)
                     if handOver.isSettledWith(file) {
                         tracker.forget(relative)
@@ -156,7 +159,16 @@ public final class FolderWatcher: @unchecked Sendable {
                         + "\(first): rename them to have them handed over")
                 }
                 unreadableNames = unreadable.count
-                nextScan = now + scanInterval
+                // A watched folder that went away (an unmounted share, a rename) is said once, and
+                // once when it is back: silence would look like a quiet night.
+                if let rootError, !rootMissing {
+                    options.warn("watch \(watched.folder): the watched folder cannot be opened (\(rootError)); nothing is handed "
+                        + "over until it can")
+                } else if rootError == nil && rootMissing {
+                    options.warn("watch \(watched.folder): the watched folder can be opened again; watching it")
+                }
+                rootMissing = rootError != nil
+                nextScan = now + (rootMissing ? scanAlone : scanInterval)  // inotify cannot say when it is back
             }
             for (relative, seen) in now >= storeRetryAt ? tracker.due(now: now, limit: Self.handOverBatch) : [] {
                 let current = FileSignature.of(root: watched.folder, relative: relative)
