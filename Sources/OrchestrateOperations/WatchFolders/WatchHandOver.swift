@@ -305,13 +305,15 @@ final class WatchHandOver {
                 let moveTo = watched.moveTo!
                 let target = try moveToFolder(moveTo, root: root, folders: folders)
                 defer { close(target) }
-                let free = freeName(name, in: target)
-                if renameat(folder, name, target, free) != 0 {
+                var free = name
+                if !Self.renameWithoutReplacing(folder, name, target, &free) {
                     guard errno == EXDEV else {
                         throw FolderDescriptors.Failed(description: "cannot move \(watched.folder)/\(file.path) to \(moveTo): \(String(cString: strerror(errno)))")
                     }
                     // Another file system: copied, then removed, as `mv` does, named through the
-                    // two folders' descriptors so neither can be swapped meanwhile.
+                    // two folders' descriptors so neither can be swapped meanwhile (moveItem
+                    // refuses an existing destination).
+                    free = freeName(name, in: target)
                     try FileManager.default.moveItem(atPath: "/proc/self/fd/\(folder)/\(name)", toPath: "/proc/self/fd/\(target)/\(free)")
                 }
                 return ("move-to", ([moveTo] + folders + [free]).joined(separator: "/"))
@@ -342,6 +344,37 @@ final class WatchHandOver {
                                              shown: ([moveTo] + folders).joined(separator: "/"))
     }
 
+    /// Renames `name` in `from` to `name`, or `name.1`, `name.2`… in `to`, whichever is free
+    /// when the rename happens (`renameat2(RENAME_NOREPLACE)`: a file created there between a
+    /// look and the rename is never overwritten); `free` is set to the name used. False with
+    /// errno set when it failed (EXDEV: another file system). File systems without
+    /// RENAME_NOREPLACE (EINVAL) get a look, then a plain rename.
+    static func renameWithoutReplacing(_ from: Int32, _ name: String, _ to: Int32, _ free: inout String) -> Bool {
+        var n = 0
+        while true {
+            let candidate = n == 0 ? name : "\(name).\(n)"
+            guard let renameat2 = renameAt2 else { break }
+            if renameat2(from, name, to, candidate, renameNoReplace) == 0 {
+                free = candidate
+                return true
+            }
+            if errno == EEXIST {
+                n += 1
+                continue
+            }
+            if errno != EINVAL && errno != ENOSYS { return false }
+            break
+        }
+        var info = stat()
+        var candidate = name
+        while fstatat(to, candidate, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+            n += 1
+            candidate = "\(name).\(n)"
+        }
+        free = candidate
+        return renameat(from, name, to, candidate) == 0
+    }
+
     /// `name`, or `name.1`, `name.2`… when taken in `folder`: a moved file never overwrites an
     /// earlier one.
     private func freeName(_ name: String, in folder: Int32) -> String {
@@ -355,3 +388,8 @@ final class WatchHandOver {
         return candidate
     }
 }
+
+/// glibc's `renameat2` (2.28+), which Swift's Glibc module does not export: looked up at run time.
+private typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
+private let renameAt2: RenameAt2? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2").map { unsafeBitCast($0, to: RenameAt2.self) }
+private let renameNoReplace: UInt32 = 1  // RENAME_NOREPLACE
