@@ -54,7 +54,7 @@ import Testing
         ("sftp", "sftp.connect", HostInputCheckTests.connection, ["host", "user"]),
         ("sftp", "sftp.upload", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "if_exists", "parallel", "preserve_mtime", "remote_root", "session", "sha256", "source"],
          ["source", "destination"]),
-        ("sftp", "sftp.download", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "if_exists", "parallel", "preserve_mtime", "recursive", "remote_root", "session", "sha256", "source"],
+        ("sftp", "sftp.download", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["create_root", "destination", "if_exists", "max_files", "parallel", "preserve_mtime", "recursive", "remote_root", "session", "sha256", "source"],
          ["source", "destination"]),
         ("sftp", "sftp.accept-paths", HostInputCheckTests.connection + HostInputCheckTests.transfer + ["close_when_idle", "create_root", "item_attempts", "parallel", "remote_root", "session"],
          []),
