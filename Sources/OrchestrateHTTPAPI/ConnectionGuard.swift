@@ -94,9 +94,12 @@ struct AcceptedSocketBound: AvailableConnectionsDelegate {
 /// (idle deadline). A missed deadline closes the connection.
 ///
 /// A client that closes its side while its event stream is answered is gone: the connection
-/// is closed at once, so the stream ends and frees its slot. A client that stops reading (the
-/// connection stays unwritable) is closed after the idle deadline: it would hold its
-/// connection, and a stream its slot, for ever.
+/// is closed at once, so the stream ends and frees its slot. A client that stops reading is
+/// closed once no written byte has left for the idle deadline: it would hold its connection,
+/// and a stream its slot, for ever. Progress, not writability, is what counts: the bytes waiting
+/// may stay below NIO's high-water mark (the server waiting on a response it cannot finish), and
+/// a kernel buffer that grows now and then flips writability back and forth, which used to
+/// restart the deadline each time.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -113,8 +116,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var unanswered = 0
     private var streaming = false
     private var deadline: Scheduled<Void>?
-    /// Armed while the connection cannot take more writes.
-    private var stalled: Scheduled<Void>?
+    /// Looks once a second, while bytes wait to be written, whether any left since the last look.
+    private var writeWatch: Scheduled<Void>?
+    /// Writes completed so far, and at the last look; the bytes waiting at the last look.
+    private var writesDone = 0
+    private var writesDoneSeen = 0
+    private var bytesWaitingSeen = 0
+    private var lastWriteProgress = NIODeadline.now()
 
     init(table: ConnectionTable, limits: ConnectionLimits) {
         self.table = table
@@ -138,17 +146,52 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
-        stalled?.cancel()
+        writeWatch?.cancel()
     }
 
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        stalled?.cancel()
-        stalled = nil
-        if !context.channel.isWritable {
-            let channel = context.channel
-            stalled = context.eventLoop.scheduleTask(in: Self.amount(limits.idleTimeout)) { channel.close(promise: nil) }
+    /// Starts looking at the bytes waiting to be written, unless already looking.
+    private func watchWrites(context: ChannelHandlerContext) {
+        guard writeWatch == nil else { return }
+        lastWriteProgress = .now()
+        writesDoneSeen = writesDone
+        bytesWaitingSeen = Self.bytesWaiting(context)
+        scheduleLook(context: context)
+    }
+
+    /// This guard and its context, for closures NIO runs later on the channel's event loop.
+    private struct LoopBound {
+        weak var owner: ConnectionGuard?
+        let context: ChannelHandlerContext
+    }
+
+    private func onLoop(_ context: ChannelHandlerContext) -> NIOLoopBound<LoopBound> {
+        NIOLoopBound(LoopBound(owner: self, context: context), eventLoop: context.eventLoop)
+    }
+
+    private func scheduleLook(context: ChannelHandlerContext) {
+        let bound = onLoop(context)
+        writeWatch = context.eventLoop.scheduleTask(in: .seconds(1)) { bound.value.owner?.lookAtWrites(context: bound.value.context) }
+    }
+
+    /// Progress when a write completed or fewer bytes wait than at the last look; none for the
+    /// idle deadline while bytes wait: the client stopped reading, and is closed.
+    private func lookAtWrites(context: ChannelHandlerContext) {
+        writeWatch = nil
+        let waiting = Self.bytesWaiting(context)
+        guard waiting > 0 else { return }  // all written: looked at again with the next write
+        let now = NIODeadline.now()
+        if writesDone != writesDoneSeen || waiting < bytesWaitingSeen { lastWriteProgress = now }
+        if now - lastWriteProgress >= Self.amount(limits.idleTimeout) {
+            Self.reset(context.channel)
+            return
         }
-        context.fireChannelWritabilityChanged()
+        writesDoneSeen = writesDone
+        bytesWaitingSeen = waiting
+        scheduleLook(context: context)
+    }
+
+    private static func bytesWaiting(_ context: ChannelHandlerContext) -> Int {
+        (try? context.channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
     }
 
     private func bytesArrived(context: ChannelHandlerContext) {
@@ -175,13 +218,26 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        var answeredEarly = false
         if case .end = unwrapOutboundIn(data) {
             unanswered = max(0, unanswered - 1)
-            // A response may end before its request did (a 401 or 413 sent while the body still
-            // arrives): the body deadline still holds then.
             if phase == .working { settle(context: context) }
+            // A response that ends before its request did (a 401 or 413 sent while the body
+            // still arrives): the connection closes once it is written. Kept open, it waited
+            // for a body nobody would read, and could not be closed to make room: anyone
+            // without a token could fill every place with heads announcing a body and lock
+            // every client out.
+            answeredEarly = phase == .readingBody
         }
-        context.write(data, promise: promise)
+        let done = promise ?? context.eventLoop.makePromise()
+        let bound = onLoop(context)
+        let closeAfter = answeredEarly
+        done.futureResult.hop(to: context.eventLoop).whenComplete { _ in
+            bound.value.owner?.writesDone += 1
+            if closeAfter { bound.value.context.close(promise: nil) }
+        }
+        context.write(data, promise: done)
+        watchWrites(context: context)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -212,7 +268,16 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private func arm(_ seconds: Double, context: ChannelHandlerContext) {
         deadline?.cancel()
         let channel = context.channel
-        deadline = context.eventLoop.scheduleTask(in: Self.amount(seconds)) { channel.close(promise: nil) }
+        deadline = context.eventLoop.scheduleTask(in: Self.amount(seconds)) { Self.reset(channel) }
+    }
+
+    /// Closes a connection that missed a deadline abortively (RST), as nginx's
+    /// `reset_timedout_connection` does: a plain close queues its FIN behind the bytes the
+    /// client has not taken, so a client that stopped reading never hears of it, and the kernel
+    /// keeps the socket and its unsent buffers for minutes after the descriptor is gone.
+    static func reset(_ channel: any Channel) {
+        guard let sockets = channel as? any SocketOptionProvider else { return channel.close(promise: nil) }
+        sockets.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     private static func amount(_ seconds: Double) -> TimeAmount { .nanoseconds(Int64(seconds * 1e9)) }
