@@ -23,6 +23,16 @@ final class ReadCache: @unchecked Sendable {
     }
     // Guarded by lock.
     private var entries: [String: Entry] = [:]
+    /// The keys in the order their answers were started (so the oldest first), with that time:
+    /// answers past `window` leave from the front at every read, and once the reads stop, by a
+    /// sweep `window` later. A client asking many distinct URLs (a query parameter the API
+    /// ignores, `?n=1`, `?n=2`…) used to pin a thousand answers of up to a few hundred KB each
+    /// for as long as nobody asked for a new one.
+    private var order: [(key: String, started: Double)] = []
+    private var orderHead = 0
+    private var sweepScheduled = false
+    /// Answers kept at once, at most: past it a read is made for its asker alone.
+    static let maxEntries = 1000
 
     init(window: Double = 0.25) {
         self.window = window
@@ -44,13 +54,19 @@ final class ReadCache: @unchecked Sendable {
 
     func answer(_ key: String, _ make: @escaping @Sendable () async throws -> ByteBuffer) async throws -> ByteBuffer {
         let now = MonotonicClock.nowSeconds()
-        let entry: Entry = lock.withLock {
-            if let entry = entries[key], now - entry.started < window { return entry }
-            if entries.count > 1000 { entries = entries.filter { now - $0.value.started < window } }
+        let (entry, sweep): (Entry?, Bool) = lock.withLock {
+            dropStale(now: now)
+            if let entry = entries[key], now - entry.started < window { return (entry, false) }
+            guard entries.count < Self.maxEntries else { return (nil, false) }
             let entry = Entry(started: now, answer: Task { try await make() })
             entries[key] = entry
-            return entry
+            order.append((key, now))
+            let sweep = !sweepScheduled
+            sweepScheduled = true
+            return (entry, sweep)
         }
+        if sweep { scheduleSweep() }
+        guard let entry else { return try await make() }
         do {
             return try await entry.answer.value
         } catch {
@@ -60,11 +76,48 @@ final class ReadCache: @unchecked Sendable {
         }
     }
 
+    /// Removes the answers older than `window`, oldest first. Under `lock`.
+    private func dropStale(now: Double) {
+        while orderHead < order.count, now - order[orderHead].started >= window {
+            let (key, started) = order[orderHead]
+            if entries[key]?.started == started { entries[key] = nil }
+            orderHead += 1
+        }
+        if orderHead > 1024 && orderHead * 2 > order.count {
+            order.removeFirst(orderHead)
+            orderHead = 0
+        }
+    }
+
+    /// Drops stale answers `window` after the last ones were made, until none is left.
+    private func scheduleSweep() {
+        let window = window
+        Task { [weak self] in
+            try? await Task.sleep(nanoseconds: UInt64(window * 2 * 1e9))
+            guard let self else { return }
+            let again: Bool = lock.withLock {
+                dropStale(now: MonotonicClock.nowSeconds())
+                sweepScheduled = !entries.isEmpty
+                return sweepScheduled
+            }
+            if again { scheduleSweep() }
+        }
+    }
+
     /// What identifies a read: its path and query.
     static func key(_ request: Request) -> String { request.uri.path + "?" + (request.uri.query ?? "") }
 
     /// Forgets every answer (after a change made through the API).
-    func invalidate() { lock.withLock { entries.removeAll() } }
+    func invalidate() {
+        lock.withLock {
+            entries.removeAll()
+            order.removeAll()
+            orderHead = 0
+        }
+    }
+
+    /// Answers held now (for tests).
+    var count: Int { lock.withLock { entries.count } }
 }
 
 /// Empties the read cache after every request that may have changed something.
