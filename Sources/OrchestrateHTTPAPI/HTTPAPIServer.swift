@@ -95,8 +95,10 @@ public enum HTTPAPIServer {
             do {
                 let certificates = try NIOSSLCertificate.fromPEMFile(cert)
                 let privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
-                let tls = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) },
+                var tls = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) },
                                                                    privateKey: .privateKey(privateKey))
+                // Not NIOSSL's default of TLS 1.0: tokens do not travel over 1.0 or 1.1 (RFC 8996).
+                tls.minimumTLSVersion = .tlsv12
                 server = try .tls(.http1(configuration: http1), tlsConfiguration: tls)
             } catch {
                 throw StartError(description: "--tls-cert \(cert) / --tls-key \(key): \(error)")

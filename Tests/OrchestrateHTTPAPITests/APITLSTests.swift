@@ -82,6 +82,14 @@ import Testing
         #expect(untrusted.status == 60, "\(untrusted.stderr)")
         #expect(try Self.curl(["-H", "Authorization: Bearer \(token)", "http://127.0.0.1:\(port)/api/queues"]).stdout != "200")
         #expect(serve.errors.contains("https://0.0.0.0:\(port)"), "\(serve.errors)")
+        // TLS 1.2 at least: a client offering 1.1 or 1.0 (allowed on its side) is refused.
+        func handshake(_ version: String) throws -> Int32 {
+            try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/openssl"), ["s_client", "-connect", "127.0.0.1:\(port)", version,
+                                                                           "-cipher", "DEFAULT:@SECLEVEL=0", "-brief"]).status
+        }
+        #expect(try handshake("-tls1_2") == 0)
+        #expect(try handshake("-tls1_1") != 0)
+        #expect(try handshake("-tls1") != 0)
         _ = serve
 
         // --http-plaintext: plain HTTP on a reachable address, when a TLS proxy stands in front.
