@@ -19,8 +19,17 @@ enum EventStream {
     static func add(to router: Router<APIContext>, services: APIServices) {
         router.get("/api/events") { request, context in
             var after = try resumePoint(request)
-            if after == fromTheEnd { after = try await services.blocking { try latestSeq(services.store) } }
-            return try stream(StreamCursor(runID: nil, after: after), services: services, context: context)
+            // A HEAD is answered, and a stream's slot taken, before the store is read: streams
+            // are not counted by the request admission, so they must not cost reads unbounded.
+            if context.isHead { return headResponse() }
+            try takeSlot(services)
+            do {
+                if after == fromTheEnd { after = try await services.blocking { try latestSeq(services.store) } }
+            } catch {
+                services.closeStream()
+                throw error
+            }
+            return stream(StreamCursor(runID: nil, after: after), services: services, context: context)
         }
         router.get("/api/runs/{id}/events") { request, context in
             let id = try context.parameters.runID()
@@ -35,10 +44,18 @@ enum EventStream {
             case "live"?: liveItems = true
             case let other?: throw Problem(.badRequest, "items=\(other): the only choice is items=live")
             }
-            guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }
-            let openedAt = try await services.blocking { try latestSeq(services.store) }
+            if !context.isHead { try takeSlot(services) }
+            let openedAt: Int64
+            do {
+                guard try await services.blocking({ try services.store.run(id) }) != nil else { throw Problem(.notFound, "no run \(id)") }
+                if context.isHead { return headResponse() }
+                openedAt = try await services.blocking { try latestSeq(services.store) }
+            } catch {
+                if !context.isHead { services.closeStream() }
+                throw error
+            }
             let cursor = StreamCursor(runID: id, after: after, filesThrough: liveItems ? max(1, openedAt) : 0, visibleAtOpen: openedAt)
-            return try stream(cursor, services: services, context: context)
+            return stream(cursor, services: services, context: context)
         }
     }
 
@@ -90,21 +107,32 @@ enum EventStream {
         return high
     }
 
-    /// The stream's response; it holds one of the `maxStreams` slots until its client is gone
-    /// (its connection closes: `ConnectionGuard` closes it as soon as the client hangs up).
-    static func stream(_ start: StreamCursor, services: APIServices, context: APIContext) throws -> Response {
+    static var streamHeaders: HTTPFields {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
-        // A HEAD takes no slot: its body is never written.
-        if context.isHead {
-            var response = Response(status: .ok, headers: headers)
-            response.headers[.contentLength] = nil  // unknown: it never ends
-            return response
-        }
+        return headers
+    }
+
+    /// A HEAD's answer: the stream's headers, no slot taken (its body is never written).
+    static func headResponse() -> Response {
+        var response = Response(status: .ok, headers: streamHeaders)
+        response.headers[.contentLength] = nil  // unknown: it never ends
+        return response
+    }
+
+    /// Takes one of the `maxStreams` slots, or answers 503.
+    static func takeSlot(_ services: APIServices) throws {
         guard services.openStream() else {
             throw Problem(.serviceUnavailable, "too many event streams are open (at most \(services.maxStreams)); retry later", retryAfter: 5)
         }
+    }
+
+    /// The stream's response, with its slot already taken (`takeSlot`); it holds the slot until
+    /// its client is gone (its connection closes: `ConnectionGuard` closes it as soon as the
+    /// client hangs up).
+    static func stream(_ start: StreamCursor, services: APIServices, context: APIContext) -> Response {
+        let headers = streamHeaders
         let connection = context.connection
         let body = ResponseBody { writer in
             defer { services.closeStream() }
