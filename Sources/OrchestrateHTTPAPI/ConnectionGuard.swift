@@ -123,6 +123,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var writesDoneSeen = 0
     private var bytesWaitingSeen = 0
     private var lastWriteProgress = NIODeadline.now()
+    /// The sending side is shut after an early answer: what arrives now is dropped.
+    private var lingering = false
 
     init(table: ConnectionTable, limits: ConnectionLimits) {
         self.table = table
@@ -202,6 +204,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if lingering { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
             unanswered += 1
@@ -234,17 +237,31 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         let closeAfter = answeredEarly
         done.futureResult.hop(to: context.eventLoop).whenComplete { _ in
             bound.value.owner?.writesDone += 1
-            if closeAfter { bound.value.context.close(promise: nil) }
+            if closeAfter { bound.value.owner?.closeLingering(context: bound.value.context) }
         }
         context.write(data, promise: done)
         watchWrites(context: context)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event, streaming, unanswered > 0 {
+        if case ChannelEvent.inputClosed = event, lingering || streaming && unanswered > 0 {
             context.close(promise: nil)
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    /// After an answer sent before its request's body arrived: the sending side is shut (the
+    /// client sees the answer end), what still comes is read and dropped for at most 2 s, then
+    /// the connection closes, as nginx's lingering close does. Closed at once, the bytes still
+    /// arriving made the kernel reset the connection, and the client could lose the 401 or 413
+    /// it was being told. Until then the connection may be closed to make room.
+    private func closeLingering(context: ChannelHandlerContext) {
+        lingering = true
+        setEvictable(true)
+        deadline?.cancel()
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+        context.close(mode: .output, promise: nil)
     }
 
     /// A request is complete: working while a response is due, else idle.
@@ -257,7 +274,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             phase = .idle
             streaming = false
             setEvictable(true)
-            arm(limits.idleTimeout, context: context)
+            arm(limits.idleTimeout, context: context, abortive: false)
         }
     }
 
@@ -265,16 +282,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         if let id { table.setEvictable(id, evictable) }
     }
 
-    private func arm(_ seconds: Double, context: ChannelHandlerContext) {
+    /// Closes the connection after `seconds` unless re-armed: abortively for a head or a body
+    /// that did not come, plainly for a keep-alive connection left idle (its last answer may
+    /// still be on its way to a slow client: a reset would cut it).
+    private func arm(_ seconds: Double, context: ChannelHandlerContext, abortive: Bool = true) {
         deadline?.cancel()
         let channel = context.channel
-        deadline = context.eventLoop.scheduleTask(in: Self.amount(seconds)) { Self.reset(channel) }
+        deadline = context.eventLoop.scheduleTask(in: Self.amount(seconds)) {
+            if abortive { Self.reset(channel) } else { channel.close(promise: nil) }
+        }
     }
 
-    /// Closes a connection that missed a deadline abortively (RST), as nginx's
-    /// `reset_timedout_connection` does: a plain close queues its FIN behind the bytes the
-    /// client has not taken, so a client that stopped reading never hears of it, and the kernel
-    /// keeps the socket and its unsent buffers for minutes after the descriptor is gone.
+    /// Closes a connection abortively (RST), as nginx's `reset_timedout_connection` does: a
+    /// plain close queues its FIN behind the bytes the client has not taken, so a client that
+    /// stopped reading never hears of it, and the kernel keeps the socket and its unsent buffers
+    /// for minutes after the descriptor is gone.
     static func reset(_ channel: any Channel) {
         guard let sockets = channel as? any SocketOptionProvider else { return channel.close(promise: nil) }
         sockets.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
