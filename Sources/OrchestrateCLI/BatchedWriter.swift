@@ -1,4 +1,6 @@
 import Foundation
+import OrchestrateLock
+import OrchestratePluginHost
 
 /// Hands items (a run's events, lines) from the engine's threads to one writer thread, which
 /// takes everything queued at once and renders it as a batch: one `write(2)` for many lines.
@@ -16,7 +18,7 @@ import Foundation
 /// Ctrl-S), the writer blocks in write(2), the queue fills, and then `append` waits for room:
 /// the run pauses as it would writing the line itself, instead of queueing without bound.
 final class BatchedWriter<Item: Sendable>: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = MonotonicCondition()
     private var queued: [Item] = []
     /// The writer waits for items (and must be woken) rather than pausing between batches.
     private var writerIdle = false
@@ -67,10 +69,9 @@ final class BatchedWriter<Item: Sendable>: @unchecked Sendable {
         draining = true
         condition.broadcast()
         if timeout.isFinite {
-            let deadline = Date(timeIntervalSinceNow: timeout)
-            while !stopped && condition.wait(until: deadline) {}
+            let deadline = MonotonicClock.nowSeconds() + timeout
+            while !stopped && condition.wait(seconds: deadline - MonotonicClock.nowSeconds()) {}
         } else {
-            // Not wait(until: .distantFuture): Foundation traps converting it to a timespec.
             while !stopped { condition.wait() }
         }
         condition.unlock()
@@ -93,7 +94,7 @@ final class BatchedWriter<Item: Sendable>: @unchecked Sendable {
             condition.lock()
             if finish && queued.isEmpty { break }
             // Let a burst gather before the next batch; a drain cuts the pause short.
-            if !draining { _ = condition.wait(until: Date(timeIntervalSinceNow: interval)) }
+            if !draining { _ = condition.wait(seconds: interval) }
         }
         stopped = true
         condition.broadcast()

@@ -52,6 +52,12 @@ public final class MonotonicCondition: @unchecked Sendable {
         return try body()
     }
 
+    /// Takes the mutex, for code that waits between `lock()` and `unlock()` rather than in a
+    /// closure (`withLock`).
+    public func lock() { pthread_mutex_lock(mutex) }
+
+    public func unlock() { pthread_mutex_unlock(mutex) }
+
     /// Waits for a signal, with the mutex held (released while waiting). May wake spuriously:
     /// check the condition in a loop.
     public func wait() {

@@ -2,6 +2,7 @@ import Foundation
 import OrchestrateEngine
 import OrchestrateExactPath
 import OrchestrateLock
+import OrchestratePluginHost
 import OrchestrateStore
 
 /// Removes finished runs past their retention (docs/durability.md#retention): `serve` runs
@@ -139,8 +140,8 @@ public final class RetentionPruner: @unchecked Sendable {
         while !isStopping {
             pass()
             state.withLock {
-                let until = Date(timeIntervalSinceNow: options.interval)
-                while !stopping && Date() < until { _ = state.wait(seconds: until.timeIntervalSinceNow) }
+                let until = MonotonicClock.nowSeconds() + options.interval
+                while !stopping && MonotonicClock.nowSeconds() < until { _ = state.wait(seconds: until - MonotonicClock.nowSeconds()) }
             }
         }
     }
