@@ -25,7 +25,7 @@ final class ReadCache: @unchecked Sendable {
     private var entries: [String: Entry] = [:]
     /// The keys in the order their answers were started (so the oldest first), with that time:
     /// answers past `window` leave from the front at every read, and once the reads stop, by a
-    /// sweep `window` later. A client asking many distinct URLs (a query parameter the API
+    /// sweep twice `window` later. A client asking many distinct URLs (a query parameter the API
     /// ignores, `?n=1`, `?n=2`…) used to pin a thousand answers of up to a few hundred KB each
     /// for as long as nobody asked for a new one.
     private var order: [(key: String, started: Double)] = []
