@@ -93,10 +93,9 @@ struct DownloadStep: StepDefinition {
     {
         try bounds.enter(depth: depth, folder: dir)
         var holdsAnything = false
-        let entries = try fs.list(dir, atMost: bounds.remaining) { shown in
+        let entries = try fs.list(dir, bounds: &bounds) { shown in
             step.log(.warn, "skipping the entry \"\(shown)\" listed in \(dir): its name is not UTF-8 (rename it on the server to fetch it)")
         }
-        try bounds.count(entries.count, in: dir)
         for entry in entries.sorted(by: { PathBytes.precedes($0.name, $1.name) }) {
             // A listed name becomes a local path: a server that lists "../x" or "a/b" (hostile,
             // or compromised) must not place a file outside the destination.

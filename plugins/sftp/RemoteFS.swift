@@ -137,12 +137,14 @@ struct RemoteFS {
         return RemoteFile(fs: self, handle: handle, path: path)
     }
 
-    /// Entries of a directory (without `.` and `..`).
-    /// A name that is not UTF-8 is not repaired (U+FFFD would name another entry, or none): it
-    /// goes to `notUTF8` (its bytes shown as `\xNN`) and is left out.
-    /// More than `atMost` entries fail with `listing_too_large`: a server may answer READDIR
-    /// without end.
-    func list(_ path: String, atMost: Int = ListingBounds.defaultMaxEntries, notUTF8: (String) -> Void = { _ in })
+    /// Entries of a directory (without `.` and `..`). A name that is not UTF-8 is not repaired
+    /// (U+FFFD would name another entry, or none): it goes to `notUTF8` (its bytes shown as
+    /// `\xNN`) and is left out.
+    ///
+    /// Every name the server sends (kept or not) and every reply (an empty one too) counts
+    /// against `bounds`: a server may answer READDIR without end, with names this leaves out
+    /// as well as with ones it keeps.
+    func list(_ path: String, bounds: inout ListingBounds, notUTF8: (String) -> Void = { _ in })
         throws(StepError) -> [(name: String, attributes: Attributes)]
     {
         let handle = try self.handle("open directory \(path)", try channel.call(.opendir, step) { $0.string(path) })
@@ -156,17 +158,22 @@ struct RemoteFS {
                 throw SFTPStatus.error("read directory \(path)", status: code, message: message)
             }
             guard reply.type == SFTP.Packet.name.rawValue else { throw WireReader.malformed }
+            var counted = 0  // the names but `.` and `..`, those left out too
             for _ in 0 ..< (try reply.reader.u32()) {
                 let raw = try reply.reader.data()
                 _ = try reply.reader.stringRange()  // the `ls -l` line
                 let attributes = try reply.reader.attributes()
+                if raw == Array(".".utf8) || raw == Array("..".utf8) { continue }
+                counted += 1
                 guard let name = String(validating: raw, as: UTF8.self) else {
                     notUTF8(PathBytes.shown(raw))
                     continue
                 }
-                if name != "." && name != ".." { entries.append((name, attributes)) }
+                entries.append((name, attributes))
             }
-            if entries.count > atMost { throw ListingBounds.tooLarge(atMost, in: path) }
+            // A reply counts as one at least: a server answering with empty ones, or with only
+            // `.` and `..`, without end, comes to the bound too.
+            try bounds.count(max(1, counted), in: path)
         }
     }
 
