@@ -35,7 +35,8 @@ enum Terminal {
         ProcessExit.now(ExitStatus.runFailed)
     }
 
-    /// Set by the commands that do work while they print (`run`, `serve`): they go on when their
+    /// Set by the commands that do work while they print (`serve`, and `run`, `resume`, `retry`,
+    /// `copy` and `cancel`, which execute a run in the foreground): they go on when their
     /// output cannot be written, instead of dying with it. A `serve >log 2>&1` on a disk that
     /// fills, or `serve | logger` whose reader died, used to end serve at the next line
     /// (FileHandle.write traps on any error; SIGPIPE killed it) and every run in flight with it;

@@ -313,7 +313,7 @@ final class WatchHandOver {
                     // Another file system: copied, then removed, as `mv` does, named through the
                     // two folders' descriptors so neither can be swapped meanwhile (moveItem
                     // refuses an existing destination).
-                    free = freeName(name, in: target)
+                    free = Self.freeName(name, in: target)
                     try FileManager.default.moveItem(atPath: "/proc/self/fd/\(folder)/\(name)", toPath: "/proc/self/fd/\(target)/\(free)")
                 }
                 return ("move-to", ([moveTo] + folders + [free]).joined(separator: "/"))
@@ -365,19 +365,16 @@ final class WatchHandOver {
             if errno != EINVAL && errno != ENOSYS { return false }
             break
         }
-        var info = stat()
-        var candidate = name
-        while fstatat(to, candidate, &info, AT_SYMLINK_NOFOLLOW) == 0 {
-            n += 1
-            candidate = "\(name).\(n)"
-        }
-        free = candidate
-        return renameat(from, name, to, candidate) == 0
+        free = freeName(name, in: to)
+        return renameat(from, name, to, free) == 0
     }
+
+    /// Whether this system's C library has `renameat2` (glibc 2.28 and later).
+    static var hasRenameWithoutReplacing: Bool { renameAt2 != nil }
 
     /// `name`, or `name.1`, `name.2`… when taken in `folder`: a moved file never overwrites an
     /// earlier one.
-    private func freeName(_ name: String, in folder: Int32) -> String {
+    static func freeName(_ name: String, in folder: Int32) -> String {
         var candidate = name
         var n = 0
         var info = stat()
