@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <errno.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #ifdef __linux__
@@ -42,4 +43,20 @@ int orc_is_proc(int fd) {
     (void)fd;
     return 0;
 #endif
+}
+
+int orc_reopen_direct(int fd) {
+#ifdef __linux__
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+#else
+    (void)fd;
+    errno = EINVAL;
+    return -1;
+#endif
+}
+
+int orc_direct_alignment(void) {
+    return 4096;
 }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CPluginFiles
 import OrchestratePluginKit
 
 /// An open local file used with explicit offsets (pread/pwrite), so several threads can read or
@@ -102,6 +103,19 @@ public final class LocalFile: @unchecked Sendable {
     public func sync() throws(StepError) {
         guard fsync(fd) == 0 else { throw .posix("cannot flush \(path) to disk") }
     }
+
+    /// A second, write-only descriptor of this file whose writes bypass the page cache
+    /// (`O_DIRECT`), or nil where the system or the file system has none. Its writes must
+    /// start, end and sit in memory at multiples of `directAlignment`. The durability rules do
+    /// not change: a direct write is on the device when it returns, but the file's size and
+    /// block map are only after `sync()`.
+    public func openedForDirectWrites() -> LocalFile? {
+        let fd = orc_reopen_direct(self.fd)
+        return fd >= 0 ? LocalFile(adopting: fd, path: path) : nil
+    }
+
+    /// What `openedForDirectWrites`' writes align to (offset, length and memory).
+    public static let directAlignment = Int(orc_direct_alignment())
 
     /// Sets the permission bits (best effort, as `cp` does: a filesystem without modes keeps its own).
     public func setPermissions(_ mode: mode_t) { _ = fchmod(fd, mode & 0o7777) }

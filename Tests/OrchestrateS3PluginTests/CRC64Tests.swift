@@ -3,7 +3,7 @@ import Testing
 
 /// CRC-64/NVME, what s3.download verifies an object with: the folding path (carry-less
 /// multiply) and the table path give, for every length and alignment, what the definition
-/// gives bit by bit, and pieces fed in order give the CRC of the whole.
+/// gives bit by bit, and pieces fed in order, or hashed apart and combined, give the CRC of the whole.
 @Suite struct CRC64Tests {
     /// The definition, one bit at a time: reflected polynomial, all-ones start and final XOR.
     static func bitwise(_ bytes: ArraySlice<UInt8>) -> UInt64 {
@@ -67,5 +67,29 @@ import Testing
             at += n
         }
         #expect(crc == whole)
+    }
+
+    /// Pieces hashed on their own, each from 0, then combined by length: the CRC of the whole,
+    /// for empty pieces, pieces of one byte, and pieces longer than the fold widths.
+    @Test func piecesHashedApartCombineIntoTheWhole() {
+        var random = SystemRandomNumberGenerator()
+        let bytes = (0 ..< 300_000).map { _ in UInt8.random(in: 0 ... 255, using: &random) }
+        let whole = Self.bitwise(bytes[...])
+        for maximum in [1, 100, 70_000] {
+            var crc: UInt64 = 0
+            var at = 0
+            while at < bytes.count {
+                let n = min(bytes.count - at, Int.random(in: 0 ... maximum, using: &random))
+                crc = crc64nvme_combine(crc, Self.fast(bytes[at ..< at + n]), UInt64(n))
+                at += n
+                if maximum == 1 && at > 2000 { break }
+            }
+            #expect(crc == Self.bitwise(bytes[0 ..< at]), "pieces of up to \(maximum) bytes")
+            if at == bytes.count { #expect(crc == whole) }
+        }
+        // Combining with an empty second piece changes nothing; an empty first piece gives the second.
+        let tail = bytes[10 ..< 5000]
+        #expect(crc64nvme_combine(Self.fast(tail), 0, 0) == Self.fast(tail))
+        #expect(crc64nvme_combine(0, Self.fast(tail), UInt64(tail.count)) == Self.fast(tail))
     }
 }

@@ -51,6 +51,15 @@ enum ObjectChecksum {
         return Digests(md5: isMD5, sha256: isSHA || asked, crc64: true)
     }
 
+    /// True when `digests(sha256:)` would compute the CRC alone: a download can then hash its
+    /// chunks from memory as it writes them (RangeWriter) instead of reading the file back.
+    func isCRCOnly(sha256 asked: Bool) -> Bool {
+        switch self {
+        case .crc64, .none: !asked
+        case .sha256, .md5: false
+        }
+    }
+
     /// Throws `crc64_mismatch`, `sha256_mismatch` or `md5_mismatch` (permanent) when `sums` are
     /// not the object's; `what` names it in the message.
     func check(_ sums: Digests.Sums, what: String) throws(StepError) {

@@ -12,7 +12,9 @@ import OrchestrateS3Auth
 ///
 /// The checkpoint `{"v":1, "bucket", "key", "etag", "size", "range_size", "done": [i...],
 /// "partial"}` lists the ranges on disk (fsynced before they are listed, on a thread of their
-/// own: RangeSync): a resume fetches the others. The digests follow the written prefix on
+/// own: RangeSync): a resume fetches the others. When a CRC-64 is all the file is checked with
+/// (the usual case), each chunk is hashed from memory as it is written, around the page cache
+/// (RangeWriter); when an MD5 or a SHA-256 is wanted, the digests follow the written prefix on
 /// another thread (PrefixHash), so the end only hashes the tail. An object that changed since
 /// (another ETag, 412 on If-Match) starts the download over. Verification: ObjectChecksum (the
 /// CRC-64/NVME s3.upload stores, or S3's own; else the SHA-256 it stored before; else a
@@ -73,6 +75,7 @@ enum ObjectDownload {
             done = []
         }
         let resumed = done.count
+        let resumedRanges = done
         let count = size == 0 ? 0 : Int((size + rangeSize - 1) / rangeSize)
         func save() {
             slot.save(["v": 1, "bucket": .string(client.bucket), "key": .string(key), "etag": .string(etag), "size": .int(size),
@@ -107,8 +110,15 @@ enum ObjectDownload {
         var written = done
         var prefix = 0
         let plainETag = ETag.unquoted(etag)
-        let hash = PrefixHash(file: partial.file, digests: expected.digests(sha256: sha256), step: step)
-        defer { hash.stop() }
+        // One of the two: the chunks hashed as they are written, or the file read back behind them.
+        // A writer's buffers: one held by each GET, and a few on their way to the disk.
+        let writer = expected.isCRCOnly(sha256: sha256)
+            ? RangeWriter(partial: partial, rangeSize: rangeSize, size: size, buffers: concurrency + 4) : nil
+        let hash = writer == nil ? PrefixHash(file: partial.file, digests: expected.digests(sha256: sha256), step: step) : nil
+        defer {
+            hash?.stop()
+            writer?.stop()
+        }
         // Journals on its own thread as each fsync returns; the owner touches `done` again only
         // after `drain`.
         let syncer = RangeSync(file: partial.file) { durable in
@@ -118,7 +128,7 @@ enum ObjectDownload {
         defer { syncer.drain() }
         func advance() {
             while written.contains(prefix) { prefix += 1 }
-            hash.advance(to: min(size, Int64(prefix) * rangeSize))
+            hash?.advance(to: min(size, Int64(prefix) * rangeSize))
         }
         advance()
         do throws(StepError) {
@@ -133,6 +143,12 @@ enum ObjectDownload {
                     doneBytes += rangeLength(index)
                     onProgress(doneBytes, size)
                 }
+                /// The ranges the writer's threads have finished since the last look.
+                func landedByWriter() throws(StepError) {
+                    guard let writer else { return }
+                    try writer.check()
+                    for index in writer.landed() { try landed(index) }
+                }
                 try client.pool.runAll(maxInFlight: concurrency, next: { () throws(StepError) -> Exchange? in
                     guard let ranges = nextRequest() else { return nil }
                     let start = Int64(ranges.lowerBound) * rangeSize, end = rangeEnd(ranges.upperBound - 1) - 1
@@ -146,6 +162,25 @@ enum ObjectDownload {
                             && head.header("etag").map { ETag.unquoted($0) == plainETag } ?? true
                     }
                     var at = start
+                    if let writer {
+                        let stream = writer.stream(at: start)
+                        exchange.sink = { [unowned exchange] bytes in
+                            guard at + Int64(bytes.count) <= end + 1 else {
+                                exchange.callbackError = .retryable("\(exchange.label): the server sent more than the range", code: "bad_range")
+                                return false
+                            }
+                            do throws(StepError) {
+                                try stream.append(bytes)
+                                at += Int64(bytes.count)
+                                try landedByWriter()
+                            } catch {
+                                exchange.callbackError = error
+                                return false
+                            }
+                            return true
+                        }
+                        return exchange
+                    }
                     var nextToLand = ranges.lowerBound
                     exchange.sink = { [unowned exchange] bytes in
                         guard at + Int64(bytes.count) <= end + 1 else {
@@ -188,16 +223,27 @@ enum ObjectDownload {
                     guard exchange.bytesMoved == length else {
                         throw .retryable("\(exchange.label): got \(exchange.bytesMoved) of \(length) bytes", code: "short_body")
                     }
+                    try landedByWriter()
                     try syncer.check()
                 })
+                // The last chunks on their way to the disk.
+                writer?.drain()
+                try landedByWriter()
             }
         } catch {
             if error.code == "object_changed" {
+                writer?.stop()
                 syncer.drain()
                 try? partial.discard()
                 slot.save([:])
             } else {
                 // The ranges that landed before the failure are journaled: not fetched again.
+                if let writer {
+                    writer.drain()
+                    for index in writer.landed() {
+                        syncer.wrote(index)
+                    }
+                }
                 syncer.drain()
             }
             throw error
@@ -206,8 +252,14 @@ enum ObjectDownload {
         // Every range journaled (a kill from here on refetches nothing), and no fsync left running.
         syncer.drain()
         try syncer.check()
-        // Verified before it takes the destination's name: only the tail is left to hash.
-        let sums = try hash.finish(at: size)
+        // Verified before it takes the destination's name: only the tail is left to hash, or the
+        // chunks' CRCs to combine.
+        let sums: Digests.Sums
+        if let writer {
+            sums = Digests.Sums(crc64: try writer.crc(resumed: resumedRanges, step: step))
+        } else {
+            sums = try hash!.finish(at: size)
+        }
         do throws(StepError) {
             try expected.check(sums, what: client.uri(key))
             try ObjectChecksum.checkStoredSHA256(sums, answer: head, what: client.uri(key))

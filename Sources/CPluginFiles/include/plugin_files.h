@@ -22,4 +22,15 @@ int orc_open_without_links(const char *path, int flags);
 /// Swift's Glibc module does not export `fstatfs`.
 int orc_is_proc(int fd);
 
+/// A second, write-only descriptor of the open file `fd` whose writes bypass the page cache
+/// (Linux `O_DIRECT`, reopened through /proc/self/fd: the same file, whatever its path names
+/// now), or -1 with errno set where the system or the file system has none (tmpfs before
+/// Linux 6.6: EINVAL). Its writes must start, end and sit in memory at multiples of
+/// `orc_direct_alignment()`. `O_CLOEXEC` is set.
+int orc_reopen_direct(int fd);
+
+/// The alignment `orc_reopen_direct`'s writes keep: 4096, a multiple of every disk's logical
+/// block size here.
+int orc_direct_alignment(void);
+
 #endif

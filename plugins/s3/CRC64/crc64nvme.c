@@ -122,3 +122,24 @@ uint64_t crc64nvme_update(uint64_t crc, const void *data, size_t length) {
 #endif
     return ~update_tables(~crc, data, length);
 }
+
+/// a * b mod P, both reflected (zlib's multmodp, for 64 bits).
+static uint64_t multiply_mod(uint64_t a, uint64_t b) {
+    uint64_t product = 0;
+    for (uint64_t bit = 1ull << 63; bit; bit >>= 1) {
+        if (a & bit) product ^= b;
+        b = (b & 1) ? (b >> 1) ^ POLY : b >> 1;
+    }
+    return product;
+}
+
+uint64_t crc64nvme_combine(uint64_t crc1, uint64_t crc2, uint64_t length2) {
+    // crc(A B) = crc(A) * x^(8 |B|) + crc(B): the all-ones start and end cancel out. x^(8n) by
+    // squaring: `power` runs through x^8, x^16, x^32, ... mod P.
+    uint64_t shift = 1ull << 63, power = x_pow_mod(8);
+    for (uint64_t n = length2; n; n >>= 1) {
+        if (n & 1) shift = multiply_mod(shift, power);
+        power = multiply_mod(power, power);
+    }
+    return multiply_mod(crc1, shift) ^ crc2;
+}

@@ -1,0 +1,250 @@
+import CCRC64NVME
+import Dispatch
+import OrchestratePluginFiles
+import OrchestratePluginKit
+
+/// How a download whose only check is a CRC-64 writes its ranges: the bytes of each GET are
+/// copied into chunks of `chunkSize` as they arrive; a pool of writer threads computes each
+/// chunk's CRC from memory and writes it with `O_DIRECT` where the file system allows it, so
+/// the file is never read back to be hashed, its pages never pass through the page cache, and
+/// the kernel has no writeback left for the fsyncs that journal the ranges. The file's CRC is
+/// the chunks' CRCs combined in order (`crc64nvme_combine`); the ranges an earlier attempt
+/// left on disk are read back once, at the end.
+///
+/// What this checks is the bytes as they were received (the network and the server), not a
+/// read of the disk after: the same as S3's own checksums on a GET.
+///
+/// Threads: `stream(at:)`, the streams' `append` and `landed()` belong to the thread driving the
+/// transfers; the chunks are written on the writer threads. `finish` or `stop` waits for them,
+/// and must be called before the partial file is committed, discarded or closed.
+final class RangeWriter: @unchecked Sendable {
+    /// A chunk: what one write and one CRC cover. Range starts (multiples of the range size)
+    /// are chunk starts; a chunk never crosses a range's end.
+    static let chunkSize = 1 << 20
+
+    private let file: LocalFile
+    private let rangeSize: Int64
+    private let size: Int64
+    private let queue = DispatchQueue(label: "orchestrate.s3.range-writer", attributes: .concurrent)
+    private let writing = DispatchGroup()
+    /// Free chunk buffers; `available` counts them.
+    private let available: DispatchSemaphore
+    private let allBuffers: [UnsafeMutableRawPointer]
+    // Under `lock`.
+    private let lock = Lock()
+    private var free: [UnsafeMutableRawPointer]
+    /// The O_DIRECT descriptor while direct writes work; nil once the file system refused one.
+    private var direct: LocalFile?
+    /// The chunks written of each range not yet whole: by range, then by offset, CRC and length.
+    private var chunks: [Int: [Int64: (crc: UInt64, length: Int)]] = [:]
+    /// The CRC of each range wholly written (its chunks combined).
+    private var rangeCRCs: [Int: UInt64] = [:]
+    /// Bytes of a range not written yet, from its first chunk on.
+    private var unwritten: [Int: Int64] = [:]
+    private var landedRanges: [Int] = []
+    private var failure: StepError?
+    private var stopped = false
+
+    /// `buffers` chunks at most are in memory at once: a stream waits for a free one.
+    init(partial: PartialFile, rangeSize: Int64, size: Int64, buffers: Int) {
+        file = partial.file
+        self.rangeSize = rangeSize
+        self.size = size
+        // Direct writes need every range start aligned; a range size that is not leaves them off.
+        direct = rangeSize % Int64(LocalFile.directAlignment) == 0 ? partial.file.openedForDirectWrites() : nil
+        allBuffers = (0 ..< max(2, buffers)).map { _ in
+            UnsafeMutableRawPointer.allocate(byteCount: Self.chunkSize, alignment: LocalFile.directAlignment)
+        }
+        free = allBuffers
+        available = DispatchSemaphore(value: allBuffers.count)
+    }
+
+    deinit {
+        writing.wait()
+        for buffer in allBuffers { buffer.deallocate() }
+    }
+
+    /// Whether chunks go to the disk with O_DIRECT (for the tests and the log).
+    var writesDirectly: Bool { lock.withLock { direct != nil } }
+
+    /// A stream of the object's bytes from `offset` (a range's start) on: one per GET.
+    func stream(at offset: Int64) -> Stream { Stream(writer: self, offset: offset) }
+
+    /// The ranges wholly written since the last call (on the thread driving the transfers).
+    func landed() -> [Int] {
+        lock.withLock {
+            defer { landedRanges = [] }
+            return landedRanges
+        }
+    }
+
+    /// Throws the first write that failed (the disk is full or gone).
+    func check() throws(StepError) {
+        if let failed = lock.withLock({ failure }) { throw failed }
+    }
+
+    /// Waits for every chunk handed over to be written.
+    func drain() { writing.wait() }
+
+    /// Drops the chunks not yet written and waits for those being written (a failed or
+    /// cancelled attempt): nothing writes the file after the step returned.
+    func stop() {
+        lock.withLock { stopped = true }
+        writing.wait()
+    }
+
+    /// The CRC-64/NVME of the object's `size` bytes: the chunks written, combined in order,
+    /// and `resumed` (ranges an earlier attempt wrote) read back from the file. Call after
+    /// `drain`.
+    func crc(resumed: Set<Int>, step: StepContext) throws(StepError) -> UInt64 {
+        var crcs = lock.withLock { rangeCRCs }
+        for index in resumed.sorted() {
+            let start = Int64(index) * rangeSize, length = rangeEnd(index) - start
+            let sums = Digests(md5: false, sha256: false, crc64: true)
+            let end = try file.readChunks(from: start, to: start + length) { bytes, _ throws(StepError) in
+                try step.checkCancellation()
+                sums.update(bytes)
+            }
+            guard end == start + length else {
+                throw .permanent("\(file.path) is shorter than the ranges it held (\(end) of \(start + length) bytes)", code: "file_changed")
+            }
+            crcs[index] = sums.finish().crc64
+        }
+        var crc: UInt64 = 0
+        let count = size == 0 ? 0 : Int((size + rangeSize - 1) / rangeSize)
+        for index in 0 ..< count {
+            guard let piece = crcs[index] else {
+                throw .permanent("\(file.path): range \(index) was never written (an internal error)", code: "file_changed")
+            }
+            crc = crc64nvme_combine(crc, piece, UInt64(rangeEnd(index) - Int64(index) * rangeSize))
+        }
+        return crc
+    }
+
+    /// Where range `index` ends: the next one's start, or the object's end.
+    private func rangeEnd(_ index: Int) -> Int64 { min(size, Int64(index + 1) * rangeSize) }
+
+    /// The bytes of one GET on their way to chunks. `append` waits while every buffer is taken.
+    final class Stream {
+        private let writer: RangeWriter
+        /// The next byte's offset in the object.
+        private var offset: Int64
+        private var buffer: UnsafeMutableRawPointer?
+        private var chunkStart: Int64 = 0
+        private var filled = 0
+
+        fileprivate init(writer: RangeWriter, offset: Int64) {
+            self.writer = writer
+            self.offset = offset
+        }
+
+        /// A cut GET's last, incomplete chunk is never written: its range is fetched again.
+        deinit { if let buffer { writer.giveBack(buffer) } }
+
+        func append(_ bytes: UnsafeRawBufferPointer) throws(StepError) {
+            try writer.check()
+            guard var source = bytes.baseAddress else { return }
+            var left = bytes.count
+            while left > 0 {
+                let target: UnsafeMutableRawPointer
+                if let buffer {
+                    target = buffer
+                } else {
+                    target = writer.takeBuffer()
+                    buffer = target
+                    chunkStart = offset
+                    filled = 0
+                }
+                let rangeEnd = writer.rangeEnd(Int(chunkStart / writer.rangeSize))
+                let room = min(RangeWriter.chunkSize - filled, Int(rangeEnd - chunkStart) - filled)
+                let n = min(room, left)
+                (target + filled).copyMemory(from: source, byteCount: n)
+                filled += n
+                offset += Int64(n)
+                source += n
+                left -= n
+                if filled == RangeWriter.chunkSize || chunkStart + Int64(filled) == rangeEnd {
+                    writer.submit(target, at: chunkStart, length: filled)
+                    buffer = nil
+                }
+            }
+        }
+    }
+
+    private func takeBuffer() -> UnsafeMutableRawPointer {
+        available.wait()
+        return lock.withLock { free.removeLast() }
+    }
+
+    private func giveBack(_ buffer: UnsafeMutableRawPointer) {
+        lock.withLock { free.append(buffer) }
+        available.signal()
+    }
+
+    /// A full buffer on its way to a writer thread, which owns it until it gives it back.
+    private struct Chunk: @unchecked Sendable {
+        let buffer: UnsafeMutableRawPointer
+    }
+
+    private func submit(_ buffer: UnsafeMutableRawPointer, at offset: Int64, length: Int) {
+        writing.enter()
+        let chunk = Chunk(buffer: buffer)
+        queue.async { [self] in
+            let buffer = chunk.buffer
+            defer {
+                giveBack(buffer)
+                writing.leave()
+            }
+            guard lock.withLock({ !stopped && failure == nil }) else { return }
+            let crc = crc64nvme_update(0, buffer, length)
+            do throws(StepError) {
+                try write(UnsafeRawBufferPointer(start: buffer, count: length), at: offset)
+            } catch {
+                lock.withLock { failure = failure ?? error }
+                return
+            }
+            let index = Int(offset / rangeSize)
+            lock.withLock {
+                chunks[index, default: [:]][offset] = (crc, length)
+                let left = (unwritten[index] ?? (rangeEnd(index) - Int64(index) * rangeSize)) - Int64(length)
+                guard left == 0 else {
+                    unwritten[index] = left
+                    return
+                }
+                // Whole: its chunks become one CRC (what is kept stays one number per range).
+                unwritten[index] = nil
+                let pieces = chunks.removeValue(forKey: index) ?? [:]
+                var at = Int64(index) * rangeSize, crc: UInt64 = 0
+                while let chunk = pieces[at] {
+                    crc = crc64nvme_combine(crc, chunk.crc, UInt64(chunk.length))
+                    at += Int64(chunk.length)
+                }
+                guard at == rangeEnd(index) else {  // chunks that do not follow each other: a bug here
+                    failure = failure ?? .permanent("\(file.path): range \(index)'s chunks end at \(at), not at its end", code: "range_writer")
+                    return
+                }
+                rangeCRCs[index] = crc
+                landedRanges.append(index)
+            }
+        }
+    }
+
+    /// The aligned head of a chunk goes direct, the file's unaligned tail (its last chunk only)
+    /// through the page cache. The first direct write the file system refuses (EINVAL: it has
+    /// none, or wants another alignment) turns them off for the rest of the file.
+    private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StepError) {
+        let aligned = bytes.count / LocalFile.directAlignment * LocalFile.directAlignment
+        if aligned > 0, let direct = lock.withLock({ direct }) {
+            do throws(StepError) {
+                try direct.write(UnsafeRawBufferPointer(rebasing: bytes[0 ..< aligned]), at: offset)
+                if aligned < bytes.count {
+                    try file.write(UnsafeRawBufferPointer(rebasing: bytes[aligned...]), at: offset + Int64(aligned))
+                }
+                return
+            } catch where error.code == "EINVAL" {
+                lock.withLock { self.direct = nil }
+            }
+        }
+        try file.write(bytes, at: offset)
+    }
+}
