@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <sys/stat.h>
 #ifdef __linux__
 #include <linux/openat2.h>
 #endif
@@ -49,7 +50,17 @@ int orc_reopen_direct(int fd) {
 #ifdef __linux__
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    return open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+    int direct = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+    if (direct < 0) return -1;
+    // Where /proc is not procfs (a sandbox's plain folder), the path could name any file: the
+    // new descriptor must be the same file as `fd`.
+    struct stat was, is;
+    if (fstat(fd, &was) != 0 || fstat(direct, &is) != 0 || was.st_dev != is.st_dev || was.st_ino != is.st_ino) {
+        close(direct);
+        errno = EINVAL;
+        return -1;
+    }
+    return direct;
 #else
     (void)fd;
     errno = EINVAL;

@@ -87,9 +87,26 @@ import Testing
             #expect(crc == Self.bitwise(bytes[0 ..< at]), "pieces of up to \(maximum) bytes")
             if at == bytes.count { #expect(crc == whole) }
         }
-        // Combining with an empty second piece changes nothing; an empty first piece gives the second.
+        // Combining with an empty second piece changes nothing.
         let tail = bytes[10 ..< 5000]
         #expect(crc64nvme_combine(Self.fast(tail), 0, 0) == Self.fast(tail))
-        #expect(crc64nvme_combine(0, Self.fast(tail), UInt64(tail.count)) == Self.fast(tail))
+    }
+
+    /// The lengths a download combines: 1 MiB chunks and ranges of several MiB, after a first
+    /// piece whose CRC is not 0 (the whole, hashed in order, is the reference).
+    @Test func chunksAndRangesOfMebibytesCombine() {
+        var random = SystemRandomNumberGenerator()
+        let first = (0 ..< (1 << 20) + 1).map { _ in UInt8.random(in: 0 ... 255, using: &random) }
+        var second = [UInt8](repeating: 0, count: 3 << 20)
+        for i in stride(from: 0, to: second.count, by: 4093) { second[i] = UInt8.random(in: 1 ... 255, using: &random) }
+        let a = Self.fast(first[...]), b = Self.fast(second[...])
+        #expect(a != 0 && b != 0)
+        #expect(crc64nvme_combine(a, b, UInt64(second.count)) == Self.fast(second[...], from: a))
+        #expect(crc64nvme_combine(b, a, UInt64(first.count)) == Self.fast(first[...], from: b))
+        // Three ranges of 1 MiB + 1 MiB + 1 MiB combined two ways give the same.
+        let third = UInt64(1 << 20)
+        let x = Self.fast(second[0 ..< 1 << 20]), y = Self.fast(second[1 << 20 ..< 2 << 20]), z = Self.fast(second[2 << 20 ..< 3 << 20])
+        #expect(crc64nvme_combine(crc64nvme_combine(x, y, third), z, third) == b)
+        #expect(crc64nvme_combine(x, crc64nvme_combine(y, z, third), 2 * third) == b)
     }
 }

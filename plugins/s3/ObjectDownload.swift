@@ -75,7 +75,6 @@ enum ObjectDownload {
             done = []
         }
         let resumed = done.count
-        let resumedRanges = done
         let count = size == 0 ? 0 : Int((size + rangeSize - 1) / rangeSize)
         func save() {
             slot.save(["v": 1, "bucket": .string(client.bucket), "key": .string(key), "etag": .string(etag), "size": .int(size),
@@ -114,6 +113,7 @@ enum ObjectDownload {
         // A writer's buffers: one held by each GET, and a few on their way to the disk.
         let writer = expected.isCRCOnly(sha256: sha256)
             ? RangeWriter(partial: partial, rangeSize: rangeSize, size: size, buffers: concurrency + 4) : nil
+        writer?.readBack(done.sorted())
         let hash = writer == nil ? PrefixHash(file: partial.file, digests: expected.digests(sha256: sha256), step: step) : nil
         defer {
             hash?.stop()
@@ -256,7 +256,7 @@ enum ObjectDownload {
         // chunks' CRCs to combine.
         let sums: Digests.Sums
         if let writer {
-            sums = Digests.Sums(crc64: try writer.crc(resumed: resumedRanges, step: step))
+            sums = Digests.Sums(crc64: try writer.crc())
         } else {
             sums = try hash!.finish(at: size)
         }

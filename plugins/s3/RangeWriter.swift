@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CCRC64NVME
 import Dispatch
 import OrchestratePluginFiles
@@ -8,15 +11,18 @@ import OrchestratePluginKit
 /// chunk's CRC from memory and writes it with `O_DIRECT` where the file system allows it, so
 /// the file is never read back to be hashed, its pages never pass through the page cache, and
 /// the kernel has no writeback left for the fsyncs that journal the ranges. The file's CRC is
-/// the chunks' CRCs combined in order (`crc64nvme_combine`); the ranges an earlier attempt
-/// left on disk are read back once, at the end.
+/// the chunks' CRCs combined in order (`crc64nvme_combine`), folded into a running CRC as the
+/// written prefix grows (what is held is the ranges that came ahead of it); the ranges an
+/// earlier attempt left on disk are read back once, on a thread of their own, beside the
+/// transfers.
 ///
 /// What this checks is the bytes as they were received (the network and the server), not a
 /// read of the disk after: the same as S3's own checksums on a GET.
 ///
 /// Threads: `stream(at:)`, the streams' `append` and `landed()` belong to the thread driving the
-/// transfers; the chunks are written on the writer threads. `finish` or `stop` waits for them,
-/// and must be called before the partial file is committed, discarded or closed.
+/// transfers; the chunks are written (and resumed ranges read back) on the writer's threads.
+/// `drain` or `stop` waits for them, and must be called before the partial file is committed,
+/// discarded or closed.
 final class RangeWriter: @unchecked Sendable {
     /// A chunk: what one write and one CRC cover. Range starts (multiples of the range size)
     /// are chunk starts; a chunk never crosses a range's end.
@@ -26,6 +32,8 @@ final class RangeWriter: @unchecked Sendable {
     private let rangeSize: Int64
     private let size: Int64
     private let queue = DispatchQueue(label: "orchestrate.s3.range-writer", attributes: .concurrent)
+    private let readingBack = DispatchQueue(label: "orchestrate.s3.range-read-back")
+    /// Chunk writes and the read-back under way.
     private let writing = DispatchGroup()
     /// Free chunk buffers; `available` counts them.
     private let available: DispatchSemaphore
@@ -37,22 +45,28 @@ final class RangeWriter: @unchecked Sendable {
     private var direct: LocalFile?
     /// The chunks written of each range not yet whole: by range, then by offset, CRC and length.
     private var chunks: [Int: [Int64: (crc: UInt64, length: Int)]] = [:]
-    /// The CRC of each range wholly written (its chunks combined).
+    /// The CRC of each range wholly written (its chunks combined) or read back, ahead of the prefix.
     private var rangeCRCs: [Int: UInt64] = [:]
+    /// The CRC of the object's first `prefixRanges` ranges.
+    private var prefixCRC: UInt64 = 0
+    private var prefixRanges = 0
     /// Bytes of a range not written yet, from its first chunk on.
     private var unwritten: [Int: Int64] = [:]
     private var landedRanges: [Int] = []
     private var failure: StepError?
     private var stopped = false
 
-    /// `buffers` chunks at most are in memory at once: a stream waits for a free one.
+    /// `buffers` chunks at most are in memory at once (fewer for a small object: never more
+    /// than it has chunks, plus one): a stream waits for a free one. Each GET holds one while it
+    /// fills it, so `buffers` must exceed the GETs in flight.
     init(partial: PartialFile, rangeSize: Int64, size: Int64, buffers: Int) {
         file = partial.file
         self.rangeSize = rangeSize
         self.size = size
         // Direct writes need every range start aligned; a range size that is not leaves them off.
         direct = rangeSize % Int64(LocalFile.directAlignment) == 0 ? partial.file.openedForDirectWrites() : nil
-        allBuffers = (0 ..< max(2, buffers)).map { _ in
+        let chunks = Int(min(Int64(buffers), size / Int64(Self.chunkSize) + Int64(size / rangeSize) + 2))
+        allBuffers = (0 ..< max(2, chunks)).map { _ in
             UnsafeMutableRawPointer.allocate(byteCount: Self.chunkSize, alignment: LocalFile.directAlignment)
         }
         free = allBuffers
@@ -93,32 +107,53 @@ final class RangeWriter: @unchecked Sendable {
         writing.wait()
     }
 
-    /// The CRC-64/NVME of the object's `size` bytes: the chunks written, combined in order,
-    /// and `resumed` (ranges an earlier attempt wrote) read back from the file. Call after
-    /// `drain`.
-    func crc(resumed: Set<Int>, step: StepContext) throws(StepError) -> UInt64 {
-        var crcs = lock.withLock { rangeCRCs }
-        for index in resumed.sorted() {
-            let start = Int64(index) * rangeSize, length = rangeEnd(index) - start
-            let sums = Digests(md5: false, sha256: false, crc64: true)
-            let end = try file.readChunks(from: start, to: start + length) { bytes, _ throws(StepError) in
-                try step.checkCancellation()
-                sums.update(bytes)
+    /// Hashes `ranges` (an earlier attempt's, on disk) from the file, in order, on a thread of
+    /// its own while the transfers run: a resumed download does not wait for them to start.
+    func readBack(_ ranges: [Int]) {
+        guard !ranges.isEmpty else { return }
+        writing.enter()
+        readingBack.async { [self] in
+            defer { writing.leave() }
+            do throws(StepError) {
+                for index in ranges {
+                    let start = Int64(index) * rangeSize, length = rangeEnd(index) - start
+                    let sums = Digests(md5: false, sha256: false, crc64: true)
+                    let end = try file.readChunks(from: start, to: start + length) { bytes, _ throws(StepError) in
+                        if lock.withLock({ stopped || failure != nil }) { throw .cancelled("reading back stopped") }
+                        sums.update(bytes)
+                    }
+                    guard end == start + length else {
+                        throw .permanent("\(file.path) is shorter than the ranges it held (\(end) of \(start + length) bytes)",
+                                         code: "file_changed")
+                    }
+                    lock.withLock { record(index, crc: sums.finish().crc64) }
+                }
+            } catch {
+                lock.withLock { failure = failure ?? error }
             }
-            guard end == start + length else {
-                throw .permanent("\(file.path) is shorter than the ranges it held (\(end) of \(start + length) bytes)", code: "file_changed")
-            }
-            crcs[index] = sums.finish().crc64
         }
-        var crc: UInt64 = 0
+    }
+
+    /// The CRC-64/NVME of the object's `size` bytes, once every range was written or read
+    /// back. Call after `drain`.
+    func crc() throws(StepError) -> UInt64 {
+        try check()
         let count = size == 0 ? 0 : Int((size + rangeSize - 1) / rangeSize)
-        for index in 0 ..< count {
-            guard let piece = crcs[index] else {
-                throw .permanent("\(file.path): range \(index) was never written (an internal error)", code: "file_changed")
-            }
-            crc = crc64nvme_combine(crc, piece, UInt64(rangeEnd(index) - Int64(index) * rangeSize))
+        let (ranges, crc) = lock.withLock { (prefixRanges, prefixCRC) }
+        guard ranges == count else {
+            throw .permanent("\(file.path): range \(ranges) was never written (an internal error)", code: "range_writer")
         }
         return crc
+    }
+
+    /// Range `index`'s CRC is known; the prefix grows over it and the ranges after it already
+    /// known. Under `lock`.
+    private func record(_ index: Int, crc: UInt64) {
+        rangeCRCs[index] = crc
+        while let next = rangeCRCs.removeValue(forKey: prefixRanges) {
+            prefixCRC = crc64nvme_combine(prefixCRC, next, UInt64(rangeEnd(prefixRanges) - Int64(prefixRanges) * rangeSize))
+            prefixRanges += 1
+        }
     }
 
     /// Where range `index` ends: the next one's start, or the object's end.
@@ -223,7 +258,7 @@ final class RangeWriter: @unchecked Sendable {
                     failure = failure ?? .permanent("\(file.path): range \(index)'s chunks end at \(at), not at its end", code: "range_writer")
                     return
                 }
-                rangeCRCs[index] = crc
+                record(index, crc: crc)
                 landedRanges.append(index)
             }
         }
@@ -231,7 +266,7 @@ final class RangeWriter: @unchecked Sendable {
 
     /// The aligned head of a chunk goes direct, the file's unaligned tail (its last chunk only)
     /// through the page cache. The first direct write the file system refuses (EINVAL: it has
-    /// none, or wants another alignment) turns them off for the rest of the file.
+    /// none, or wants another alignment; EOPNOTSUPP) turns them off for the rest of the file.
     private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StepError) {
         let aligned = bytes.count / LocalFile.directAlignment * LocalFile.directAlignment
         if aligned > 0, let direct = lock.withLock({ direct }) {
@@ -241,7 +276,7 @@ final class RangeWriter: @unchecked Sendable {
                     try file.write(UnsafeRawBufferPointer(rebasing: bytes[aligned...]), at: offset + Int64(aligned))
                 }
                 return
-            } catch where error.code == "EINVAL" {
+            } catch where error.code == "EINVAL" || error.code == "errno_\(EOPNOTSUPP)" {
                 lock.withLock { self.direct = nil }
             }
         }
