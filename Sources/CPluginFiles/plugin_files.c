@@ -48,6 +48,20 @@ int orc_is_proc(int fd) {
 
 int orc_reopen_direct(int fd) {
 #ifdef __linux__
+    // Local file systems only: on an NFS or SMB mount a direct write is a synchronous round trip
+    // to the server, slower than the page cache it would save.
+    struct statfs where;
+    if (fstatfs(fd, &where) != 0) return -1;
+    switch ((unsigned long)where.f_type) {
+    case 0xEF53:       // ext2, ext3, ext4
+    case 0x58465342:   // xfs
+    case 0x9123683E:   // btrfs
+    case 0x01021994:   // tmpfs (takes O_DIRECT from Linux 6.6; EINVAL before)
+        break;
+    default:
+        errno = EOPNOTSUPP;
+        return -1;
+    }
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     int direct = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);

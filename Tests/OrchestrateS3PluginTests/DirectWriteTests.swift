@@ -26,6 +26,9 @@ import Glibc
     /// (reopened through /proc/self/fd): ext4 and xfs do, tmpfs before Linux 6.6 not.
     static let directWritesWork: Bool = {
         guard let oDirect else { return false }
+        // The file systems s3.download tries them on (`stat -f` names ext2/3/4 "ext2/ext3").
+        let type = (try? Tools.run(["stat", "-f", "-c", "%T", NSTemporaryDirectory()]).stdout) ?? ""
+        guard ["ext2/ext3", "xfs", "btrfs", "tmpfs"].contains(type.trimmingCharacters(in: .whitespacesAndNewlines)) else { return false }
         let path = NSTemporaryDirectory() + "/.orchestrate-direct-probe-\(getpid())"
         defer { unlink(path) }
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)

@@ -24,8 +24,9 @@ int orc_is_proc(int fd);
 
 /// A second, write-only descriptor of the open file `fd` whose writes bypass the page cache
 /// (Linux `O_DIRECT`, reopened through /proc/self/fd: the same file, whatever its path names
-/// now; refused unless it is the same device and inode), or -1 with errno set where the system
-/// or the file system has none (tmpfs before Linux 6.6: EINVAL). Its writes must start, end and sit in memory at multiples of
+/// now; refused unless it is the same device and inode), or -1 with errno set: EOPNOTSUPP on a
+/// file system other than ext2/3/4, xfs, btrfs and tmpfs (a network mount's direct writes are
+/// synchronous round trips), EINVAL where the file system has none (tmpfs before Linux 6.6). Its writes must start, end and sit in memory at multiples of
 /// `orc_direct_alignment()`. `O_CLOEXEC` is set.
 int orc_reopen_direct(int fd);
 
