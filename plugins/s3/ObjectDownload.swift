@@ -162,37 +162,25 @@ enum ObjectDownload {
                             && head.header("etag").map { ETag.unquoted($0) == plainETag } ?? true
                     }
                     var at = start
-                    if let writer {
-                        let stream = writer.stream(at: start)
-                        exchange.sink = { [unowned exchange] bytes in
-                            guard at + Int64(bytes.count) <= end + 1 else {
-                                exchange.callbackError = .retryable("\(exchange.label): the server sent more than the range", code: "bad_range")
-                                return false
-                            }
-                            do throws(StepError) {
-                                try stream.append(bytes)
-                                at += Int64(bytes.count)
-                                try landedByWriter()
-                            } catch {
-                                exchange.callbackError = error
-                                return false
-                            }
-                            return true
-                        }
-                        return exchange
-                    }
                     var nextToLand = ranges.lowerBound
+                    let stream = writer?.stream(at: start)
                     exchange.sink = { [unowned exchange] bytes in
                         guard at + Int64(bytes.count) <= end + 1 else {
                             exchange.callbackError = .retryable("\(exchange.label): the server sent more than the range", code: "bad_range")
                             return false
                         }
                         do throws(StepError) {
-                            try partial.write(bytes, at: at)
-                            at += Int64(bytes.count)
-                            while nextToLand < ranges.upperBound, at >= rangeEnd(nextToLand) {
-                                try landed(nextToLand)
-                                nextToLand += 1
+                            if let stream {
+                                try stream.append(bytes)
+                                at += Int64(bytes.count)
+                                try landedByWriter()
+                            } else {
+                                try partial.write(bytes, at: at)
+                                at += Int64(bytes.count)
+                                while nextToLand < ranges.upperBound, at >= rangeEnd(nextToLand) {
+                                    try landed(nextToLand)
+                                    nextToLand += 1
+                                }
                             }
                         } catch {
                             exchange.callbackError = error

@@ -33,8 +33,10 @@ final class RangeWriter: @unchecked Sendable {
     private let size: Int64
     private let queue = DispatchQueue(label: "orchestrate.s3.range-writer", attributes: .concurrent)
     private let readingBack = DispatchQueue(label: "orchestrate.s3.range-read-back")
-    /// Chunk writes and the read-back under way.
+    /// Chunk writes under way.
     private let writing = DispatchGroup()
+    /// The read-back under way (a failed attempt does not wait for it: `stop` ends it).
+    private let readingBackDone = DispatchGroup()
     /// Free chunk buffers; `available` counts them.
     private let available: DispatchSemaphore
     private let allBuffers: [UnsafeMutableRawPointer]
@@ -75,11 +77,9 @@ final class RangeWriter: @unchecked Sendable {
 
     deinit {
         writing.wait()
+        readingBackDone.wait()
         for buffer in allBuffers { buffer.deallocate() }
     }
-
-    /// Whether chunks go to the disk with O_DIRECT (for the tests and the log).
-    var writesDirectly: Bool { lock.withLock { direct != nil } }
 
     /// A stream of the object's bytes from `offset` (a range's start) on: one per GET.
     func stream(at offset: Int64) -> Stream { Stream(writer: self, offset: offset) }
@@ -100,20 +100,21 @@ final class RangeWriter: @unchecked Sendable {
     /// Waits for every chunk handed over to be written.
     func drain() { writing.wait() }
 
-    /// Drops the chunks not yet written and waits for those being written (a failed or
-    /// cancelled attempt): nothing writes the file after the step returned.
+    /// Drops the chunks not yet written, ends the read-back, and waits for the chunks being
+    /// written (a failed or cancelled attempt): nothing touches the file after the step returned.
     func stop() {
         lock.withLock { stopped = true }
         writing.wait()
+        readingBackDone.wait()
     }
 
     /// Hashes `ranges` (an earlier attempt's, on disk) from the file, in order, on a thread of
     /// its own while the transfers run: a resumed download does not wait for them to start.
     func readBack(_ ranges: [Int]) {
         guard !ranges.isEmpty else { return }
-        writing.enter()
+        readingBackDone.enter()
         readingBack.async { [self] in
-            defer { writing.leave() }
+            defer { readingBackDone.leave() }
             do throws(StepError) {
                 for index in ranges {
                     let start = Int64(index) * rangeSize, length = rangeEnd(index) - start
@@ -135,8 +136,9 @@ final class RangeWriter: @unchecked Sendable {
     }
 
     /// The CRC-64/NVME of the object's `size` bytes, once every range was written or read
-    /// back. Call after `drain`.
+    /// back (it waits for the read-back). Call after `drain`.
     func crc() throws(StepError) -> UInt64 {
+        readingBackDone.wait()
         try check()
         let count = size == 0 ? 0 : Int((size + rangeSize - 1) / rangeSize)
         let (ranges, crc) = lock.withLock { (prefixRanges, prefixCRC) }
