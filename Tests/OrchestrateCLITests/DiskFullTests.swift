@@ -10,30 +10,6 @@ import Testing
 @Suite(.serialized) struct DiskFullTests {
     let h = Harness()
 
-    /// A tmpfs of `size` mounted on a fresh directory, unmounted by `unmount()`.
-    final class SmallDisk {
-        let path: String
-        init(_ path: String, size: String) throws {
-            self.path = path
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            let r = try ChildProcess.run(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", path])
-            guard r.status == 0 else { throw DiskFailure("mount tmpfs: \(r.stderr)") }
-        }
-        func resize(_ size: String) throws {
-            let r = try ChildProcess.run(URL(fileURLWithPath: "/bin/mount"), ["-o", "remount,size=\(size)", path])
-            guard r.status == 0 else { throw DiskFailure("remount: \(r.stderr)") }
-        }
-        /// Fills the disk with a file until `leave` bytes are free.
-        func fill(leaving leave: Int) throws {
-            var stats = statvfs()
-            guard statvfs(path, &stats) == 0 else { throw DiskFailure("statvfs \(path)") }
-            let free = Int(stats.f_bavail) * Int(stats.f_frsize)
-            let filler = FileManager.default.createFile(atPath: "\(path)/filler", contents: Data(count: max(0, free - leave)))
-            guard filler else { throw DiskFailure("cannot write the filler") }
-        }
-        func unmount() { _ = try? ChildProcess.run(URL(fileURLWithPath: "/bin/umount"), ["-l", path]) }
-    }
-
     func requireRoot() -> Bool {
         if getuid() != 0 { Issue.record("mounting a small tmpfs needs root: run the suite as root (CI does)") }
         return getuid() == 0
@@ -113,7 +89,3 @@ import Testing
     }
 }
 
-struct DiskFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}

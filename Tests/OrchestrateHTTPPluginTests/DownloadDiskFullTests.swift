@@ -18,11 +18,9 @@ import Testing
         let nginx = try Nginx()
         let size = 5 << 20
         try Tools.randomFile("\(nginx.www)/big.bin", bytes: size)
-        let disk = runner.path("disk")
-        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        let mounted = try Tools.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", disk])
-        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
-        defer { _ = try? Tools.run(["umount", "-l", disk]) }
+        let small = try SmallDisk(runner.path("disk"), size: "2m")
+        defer { small.unmount() }
+        let disk = small.path
         // An older version of the destination, which a failed download must not damage.
         let destination = "\(disk)/big.bin"
         let old = Data(repeating: 0x5A, count: 300 << 10)
@@ -46,8 +44,7 @@ import Testing
         #expect(FileManager.default.contents(atPath: destination) == old, "the previous destination was changed")
 
         // Space comes back: the same workflow, run again, finishes byte-identical, no partial left.
-        let grown = try Tools.run(["mount", "-o", "remount,size=16m", disk])
-        try #require(grown.status == 0, "remount: \(grown.stderr)")
+        try small.resize("16m")
         let again = try runner.run(file)
         #expect(again.status == 0, "\(again.stdout.suffix(1500))")
         #expect(try Tools.sha256(destination) == (try Tools.sha256("\(nginx.www)/big.bin")))

@@ -21,11 +21,9 @@ import Testing
         let source = runner.path("src.bin")
         try Tools.randomFile(source, bytes: 12 * (1 << 20) + 100)
         try FaultTests.put(source, to: peer, checkedBy: "crc64nvme")
-        let disk = runner.path("disk")
-        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        let mounted = try Tools.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", disk])
-        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
-        defer { _ = try? Tools.run(["umount", "-l", disk]) }
+        let small = try SmallDisk(runner.path("disk"), size: "4m")
+        defer { small.unmount() }
+        let disk = small.path
         let destination = "\(disk)/big.bin"
         let file = runner.workflow(TransferTests.workflow(peer, """
               get:
@@ -46,8 +44,7 @@ import Testing
         #expect(kept >= 1, "the second attempt kept the ranges journaled: \(String(describing: resumed))")
         #expect(try FileManager.default.contentsOfDirectory(atPath: disk).isEmpty, "the partial file gives its space back")
 
-        let grown = try Tools.run(["mount", "-o", "remount,size=32m", disk])
-        try #require(grown.status == 0, "remount: \(grown.stderr)")
+        try small.resize("32m")
         let run = try #require(try runner.runIDs().last)
         let again = try runner.orchestrate(["retry", run, "--json"])
         #expect(again.status == 0, "\(TransferTests.check(again))")
