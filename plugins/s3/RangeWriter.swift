@@ -52,8 +52,6 @@ final class RangeWriter: @unchecked Sendable {
     /// The CRC of the object's first `prefixRanges` ranges.
     private var prefixCRC: UInt64 = 0
     private var prefixRanges = 0
-    /// Bytes of a range not written yet, from its first chunk on.
-    private var unwritten: [Int: Int64] = [:]
     private var landedRanges: [Int] = []
     private var failure: StepError?
     private var stopped = false
@@ -243,14 +241,11 @@ final class RangeWriter: @unchecked Sendable {
             let index = Int(offset / rangeSize)
             lock.withLock {
                 chunks[index, default: [:]][offset] = (crc, length)
-                let left = (unwritten[index] ?? (rangeEnd(index) - Int64(index) * rangeSize)) - Int64(length)
-                guard left == 0 else {
-                    unwritten[index] = left
-                    return
-                }
-                // Whole: its chunks become one CRC (what is kept stays one number per range).
-                unwritten[index] = nil
-                let pieces = chunks.removeValue(forKey: index) ?? [:]
+                // Whole once its chunks hold all its bytes (a range's chunks never overlap): they
+                // become one CRC, in order (what is kept stays one number per range).
+                let pieces = chunks[index] ?? [:]
+                guard pieces.values.reduce(0, { $0 + Int64($1.length) }) == rangeEnd(index) - Int64(index) * rangeSize else { return }
+                chunks[index] = nil
                 var at = Int64(index) * rangeSize, crc: UInt64 = 0
                 while let chunk = pieces[at] {
                     crc = crc64nvme_combine(crc, chunk.crc, UInt64(chunk.length))
