@@ -50,6 +50,7 @@ import Testing
         let first = try #require(barLine(screen(session)))
         #expect(first.contains("%") && first.contains("MiB/s") && first.contains("/ 100.0 MiB"))
         let later = try #require(redrawn(session, after: first), "the bar was not redrawn with new figures: \(screen(session))")
+        #expect(later.contains("%") && later.contains("MiB/s"), "\(later)")
         // Redrawn in place: one bar on the screen, however many times it was drawn.
         #expect(screen(session).split(separator: "\n").filter { $0.contains("ETA") }.count == 1)
         // Colour on a TTY without NO_COLOR.
