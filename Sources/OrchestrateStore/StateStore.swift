@@ -233,8 +233,9 @@ public protocol QueueStore: AnyObject, Sendable {
     /// Run counts per queue and status, the oldest queued run of each queue and the held steps,
     /// counted by the database (what `/metrics` reads at each scrape).
     func queueFigures() throws -> QueueFigures
-    /// Removes a run and everything journaled about it, and journals a `run.deleted` event (no
-    /// run id; data `run`) in the same transaction.
+    /// Removes a run and everything journaled about it (with its watch hand-offs whose file was
+    /// deleted or moved away, as `pruneRuns` does), and journals a `run.deleted` event (no run
+    /// id; data `run`) in the same transaction.
     func deleteRun(_ id: String) throws
     /// Calls `wake` (on a thread of the store's) soon after another process submits a run,
     /// asks for a control verb or changes the queue, until the returned watch is cancelled.
@@ -256,7 +257,8 @@ public protocol RetentionStore: AnyObject, Sendable {
     /// queued one again since it was selected) with their steps, attempts, events, items and
     /// checkpoints, and journals one `runs.pruned` event above the events removed. Schedules and
     /// watch hand-offs stay: a pruned run's schedule time never fires again, its file is never
-    /// handed over again. Returns the runs removed.
+    /// handed over again while it is in the folder. Only hand-offs whose file the watch deleted
+    /// or moved away (`removed`) go with their run. Returns the runs removed.
     func pruneRuns(_ ids: [String]) throws -> [PrunableRun]
     /// The highest seq ever removed by `pruneRuns` (0 when none): a follower resuming from
     /// below it may have missed events of pruned runs, which the `runs.pruned` events name.

@@ -57,10 +57,16 @@ public struct WatchHandOff: Sendable {
     public enum Outcome: String, Sendable, CaseIterable {
         /// Its work has not finished yet (or its `after:` action is not done yet).
         case pending
-        /// Its work succeeded and the `after:` action was applied.
+        /// Its work succeeded and the `after:` action was applied, or found nothing to do (the
+        /// file changed or was gone, or a folder on its way was a link): the file may still be there.
         case done
         /// Its work failed or was cancelled: the file was left where it was.
         case left
+        /// Its work succeeded and the `after:` action deleted the file or moved it out of the
+        /// folder. Such a hand-off goes with its run (`pruneRuns`, `deleteRun`): only the same
+        /// bytes dropped in again with the same mtime could meet it, and after the run's
+        /// retention they are taken as new work.
+        case removed
     }
 
     public var file: WatchedFile

@@ -169,6 +169,44 @@ extension StoreUnderTest {
         #expect(try t.store.watchHandOffs(watch: "node/wf/in", pendingOnly: false).map(\.runID) == ["w1"])
     }
 
+    /// A hand-off whose file the watch deleted or moved away (`removed`) goes with its run, when
+    /// it is pruned or deleted: the store stops growing with every file a delete watch ever
+    /// took. The others (`done`, `left`: the file may still be there) stay.
+    @Test(arguments: StoreKind.allCases)
+    func aHandOffWhoseFileWasRemovedGoesWithItsRun(_ kind: StoreKind) throws {
+        let t = try StoreUnderTest(kind)
+        let watch = "node/wf/in"
+        func handOff(_ path: String, run id: String, outcome: WatchHandOff.Outcome) throws -> WatchedFile {
+            let file = WatchedFile(watch: watch, path: path, size: 10, mtimeNanoseconds: 1_000)
+            var run = RunRecord(id: id, workflowName: "wf", workflowFile: "/wf.yaml", workflowSource: "name: wf", inputs: [:],
+                                status: .queued, createdAt: 1, runDir: RunRecord.runDirectory(for: id))
+            #expect(try t.store.handOver(file, as: .run(run, events: []), events: []))
+            run.status = .succeeded
+            run.finishedAt = try t.store.now() - 60 * Self.day
+            var batch = JournalBatch()
+            batch.runUpdates = [run]
+            try t.store.commit(batch)
+            #expect(try t.store.finishHandOff(file, outcome: outcome, events: []))
+            return file
+        }
+        let removed = try handOff("removed.mov", run: "r1", outcome: .removed)
+        _ = try handOff("kept.mov", run: "r2", outcome: .done)
+        _ = try handOff("failed.mov", run: "r3", outcome: .left)
+        let deleted = try handOff("deleted.mov", run: "r4", outcome: .removed)
+        let recent = try handOff("recent.mov", run: "r5", outcome: .removed)
+        #expect(try t.store.pruneRuns(["r1", "r2", "r3"]).map(\.id).sorted() == ["r1", "r2", "r3"])
+        try t.store.deleteRun("r4")
+        #expect(try t.store.watchHandOffs(watch: watch, pendingOnly: false).map(\.file.path).sorted()
+                    == ["failed.mov", "kept.mov", "recent.mov"])
+        #expect(try t.store.watchHandOffs(watch: watch, pendingOnly: false).first { $0.file == recent }?.outcome == .removed)
+        // The same version dropped in again is new work once its run is gone.
+        for (file, id) in [(removed, "again1"), (deleted, "again4")] {
+            let again = RunRecord(id: id, workflowName: "wf", workflowFile: "/wf.yaml", workflowSource: "name: wf", inputs: [:],
+                                  status: .queued, createdAt: 1, runDir: RunRecord.runDirectory(for: id))
+            #expect(try t.reopen().handOver(file, as: .run(again, events: []), events: []))
+        }
+    }
+
     /// SQLite gives the pages of pruned runs back to the file system (`auto_vacuum =
     /// INCREMENTAL`, set when the store is created).
     @Test func aNewSQLiteStoreShrinksBackAfterPruning() throws {

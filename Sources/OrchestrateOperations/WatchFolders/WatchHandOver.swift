@@ -37,7 +37,8 @@ final class WatchHandOver {
         self.store = store
         self.queue = queue
         self.environment = environment
-        // Files whose `after:` deleted or moved them are not in the folder to be met again.
+        // Files whose `after:` deleted or moved them are not in the folder to be met again (a
+        // store written before `removed` existed recorded them as `done`).
         let removesFiles: Bool
         if case .keep = watched.trigger.after { removesFiles = false } else { removesFiles = true }
         handedOver = FileVersionSet()
@@ -45,7 +46,9 @@ final class WatchHandOver {
         repeat {
             let page = try store.watchHandOffs(watch: watched.identity, after: after, limit: Self.startPage)
             largestStartRead = max(largestStartRead, page.count)
-            for handOff in page where !(removesFiles && handOff.outcome == .done) { handedOver.insert(handOff.file) }
+            for handOff in page where !(handOff.outcome == .removed || removesFiles && handOff.outcome == .done) {
+                handedOver.insert(handOff.file)
+            }
             after = page.count == Self.startPage ? page.last?.file : nil
         } while after != nil
     }
@@ -248,6 +251,7 @@ final class WatchHandOver {
         var data: [String: JSONValue] = ["watch": .string(watched.identity), "path": .string(handOff.file.path),
                                          "succeeded": .bool(succeeded)]
         if let item = handOff.itemID { data["item"] = .string(item) }
+        var outcome: WatchHandOff.Outcome = succeeded ? .done : .left
         if succeeded {
             let unchanged = FileSignature.of(root: watched.folder, relative: handOff.file.path).map { key(handOff.file.path, $0) == handOff.file } ?? false
             if !unchanged && foundGone.insert(handOff.file) { return [] }
@@ -260,6 +264,7 @@ final class WatchHandOver {
             }
             if action == "delete" || action == "move-to" {
                 handedOver.remove(handOff.file)  // gone from the folder: no scan meets it again
+                outcome = .removed  // so the hand-off may go with its run
             }
             data["after"] = .string(action)
             if let destination { data["to"] = .string(destination) }
@@ -269,7 +274,7 @@ final class WatchHandOver {
         }
         let event = EventRecord(runID: handOff.runID, time: Date().timeIntervalSince1970, type: .watchFinished,
                                 data: .object(data))
-        return try store.finishHandOff(handOff.file, outcome: succeeded ? .done : .left, events: [event]) ? [event] : []
+        return try store.finishHandOff(handOff.file, outcome: outcome, events: [event]) ? [event] : []
     }
 
     /// Applies `after:` to the file if it is still the version that was handed over (a file

@@ -258,6 +258,9 @@ enum PostgresSchema {
                 FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.queue IS DISTINCT FROM NEW.queue)
                 EXECUTE FUNCTION orchestrate_count_runs();
             """),
+        // A hand-off whose file the watch deleted or moved away goes with its run: found through
+        // this index when the run is pruned or deleted.
+        (11, "CREATE INDEX watch_handoffs_removed ON watch_handoffs (run_id) WHERE outcome = 'removed'"),
     ]
 
     /// Applies what is missing, one migration per transaction, under the migration lock.

@@ -279,6 +279,7 @@ extension PostgresStateStore {
             try conn.execute("DELETE FROM events WHERE run_id = $1", [id])
             try conn.execute("DELETE FROM leases WHERE holder LIKE $1", [Self.likePrefix(id + "/")])
             try conn.execute("DELETE FROM runs WHERE id = $1", [id])
+            try conn.execute("DELETE FROM watch_handoffs WHERE run_id = $1 AND outcome = 'removed'", [id])
             try Self.insertEvents([EventRecord(runID: nil, time: Date().timeIntervalSince1970, type: .runDeleted,
                                                data: ["run": .string(id)])], conn)
         }

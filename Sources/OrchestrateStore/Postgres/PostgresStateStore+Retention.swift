@@ -68,8 +68,10 @@ extension PostgresStateStore {
             try conn.execute("DELETE FROM events WHERE run_id = ANY($1::text[])", [pruned])
             try conn.execute("DELETE FROM leases WHERE holder LIKE ANY($1::text[])",
                              [PGText.array(runs.map { Self.likePrefix($0.id + "/") })])
-            // Steps, checkpoints and items go with their run (ON DELETE CASCADE).
+            // Steps, checkpoints and items go with their run (ON DELETE CASCADE); hand-offs only
+            // when their file is no longer in the folder (`WatchHandOff.Outcome.removed`).
             try conn.execute("DELETE FROM runs WHERE id = ANY($1::text[])", [pruned])
+            try conn.execute("DELETE FROM watch_handoffs WHERE run_id = ANY($1::text[]) AND outcome = 'removed'", [pruned])
             var data: [String: JSONValue] = ["runs": .array(runs.map { .string($0.id) })]
             if let through {
                 data["through"] = .int(through)

@@ -264,6 +264,11 @@ enum SQLiteSchema {
                 END;
                 """)
         }
+        migrator.registerMigration("v13 removed hand-offs") { db in
+            // A hand-off whose file the watch deleted or moved away goes with its run: found
+            // through this index when the run is pruned or deleted.
+            try db.execute(sql: "CREATE INDEX watch_handoffs_removed ON watch_handoffs(run_id) WHERE outcome = 'removed'")
+        }
         return migrator
     }
 

@@ -202,6 +202,7 @@ extension SQLiteStateStore {
             try db.execute(sql: "DELETE FROM events WHERE run_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM leases WHERE holder LIKE ?", arguments: [id + "/%"])
             try db.execute(sql: "DELETE FROM runs WHERE id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM watch_handoffs WHERE run_id = ? AND outcome = 'removed'", arguments: [id])
         }
     }
 

@@ -75,8 +75,11 @@ extension SQLiteStateStore {
             for run in runs {
                 try db.execute(sql: "DELETE FROM leases WHERE holder LIKE ?", arguments: [run.id + "/%"])
             }
-            // Steps, checkpoints and items go with their run (ON DELETE CASCADE).
+            // Steps, checkpoints and items go with their run (ON DELETE CASCADE); hand-offs only
+            // when their file is no longer in the folder (`WatchHandOff.Outcome.removed`).
             try db.execute(sql: "DELETE FROM runs WHERE id IN (SELECT value FROM json_each(?))", arguments: [pruned])
+            try db.execute(sql: "DELETE FROM watch_handoffs WHERE run_id IN (SELECT value FROM json_each(?)) AND outcome = 'removed'",
+                           arguments: [pruned])
             if let through {
                 try db.execute(sql: """
                     INSERT INTO queue_state (key, value) VALUES ('pruned_through', ?)
