@@ -8,7 +8,8 @@ import Testing
 
 /// The watcher's look at the outcome of handed-over work (`after:`), on both stores: it reads
 /// the hand-offs whose work ended a page at a time and never the work still going on, so what
-/// one pass holds does not grow with the files of a feed run (up to 100,000 pending).
+/// one pass holds does not grow with the files of a feed run (up to 100,000 pending); a watched
+/// folder it cannot open for a while holds the `after:` action back, never gives it up.
 @Suite(.serialized) struct WatchOutcomePagesTests {
     let dir = TemporaryDirectory("watch-outcomes")
 
@@ -112,5 +113,35 @@ import Testing
         #expect(finished.count == 300 && Set(finished.values) == ["left"])
         #expect(handOver.largestOutcomeRead <= WatchHandOver.outcomePage)
         #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: true).isEmpty)
+    }
+
+    /// The watched folder cannot be opened when a file's work succeeded (a share unmounted for
+    /// a while, or no descriptor left): its `after: delete` waits, said once, and is applied
+    /// once the folder is back, rather than recorded as "none" and never done.
+    @Test(arguments: StoreKind.allCases)
+    func anAfterActionWaitsForAWatchedFolderThatCannotBeOpened(_ kind: StoreKind) throws {
+        let watched = try watched()
+        let store = try open(kind)
+        try Self.makeFeedRun(store)
+        let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
+        try Data("frame".utf8).write(to: dir.file("in/f.bin"))
+        let file = handOver.key("f.bin", try #require(FileSignature.of(root: dir.file("in").path, relative: "f.bin")))
+        #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i1", json: "{}", event: nil), events: []))
+        try store.finishItem(runID: "feed", stepID: "accept", id: "i1", error: nil, event: nil, fence: nil)
+
+        try FileManager.default.moveItem(atPath: dir.file("in").path, toPath: dir.file("in.away").path)
+        var events: [EventRecord] = []
+        try handOver.settleOutcomes(now: 100) { events.append($0) }  // gone once: maybe another serve's doing
+        #expect(throws: WatchHandOver.AfterFailed.self) { try handOver.settleOutcomes(now: 101) { events.append($0) } }
+        #expect(events.isEmpty)
+        #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: true).map(\.file) == [file])
+
+        try FileManager.default.moveItem(atPath: dir.file("in.away").path, toPath: dir.file("in").path)
+        try handOver.settleOutcomes(now: 101.5) { events.append($0) }  // not yet: 1 s after the failure
+        #expect(events.isEmpty)
+        try handOver.settleOutcomes(now: 103) { events.append($0) }
+        #expect(events.map { $0.data["after"]?.stringValue } == ["delete"])
+        #expect(!FileManager.default.fileExists(atPath: dir.file("in/f.bin").path))
+        #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: false).map(\.outcome) == [.removed])
     }
 }

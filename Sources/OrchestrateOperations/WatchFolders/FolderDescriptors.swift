@@ -29,10 +29,12 @@ enum FolderDescriptors {
     }
 
     /// The folder `path` names (links followed: the user wrote it in the workflow), open to
-    /// be used as the base of `*at` calls.
-    static func open(_ path: String) throws(Refused) -> Int32 {
+    /// be used as the base of `*at` calls. Not opening it is a `Failed`, never a `Refused`:
+    /// a share unmounted for a while, or no descriptor left (EMFILE), passes, and the action
+    /// waiting for it is tried again rather than given up for good.
+    static func open(_ path: String) throws(Failed) -> Int32 {
         let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw Refused(description: "cannot open the folder \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw Failed(description: "cannot open the folder \(path): \(String(cString: strerror(errno)))") }
         return fd
     }
 

@@ -295,7 +295,14 @@ final class WatchHandOver {
             let folder = try FolderDescriptors.descend(from: root, into: folders, creating: false, shown: file.path)
             defer { close(folder) }
             var info = stat()
-            guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0, let now = FileSignature.of(info), key(file.path, now) == file else {
+            guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+                // Gone is an answer; anything else (EACCES, EIO, ENOMEM) is asked again later.
+                guard errno == ENOENT || errno == ENOTDIR else {
+                    throw FolderDescriptors.Failed(description: "cannot look at \(watched.folder)/\(file.path): \(String(cString: strerror(errno)))")
+                }
+                return ("none: the file changed or is gone", nil)
+            }
+            guard let now = FileSignature.of(info), key(file.path, now) == file else {
                 return ("none: the file changed or is gone", nil)
             }
             switch watched.trigger.after {
