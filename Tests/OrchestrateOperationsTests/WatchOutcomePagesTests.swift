@@ -144,4 +144,39 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.file("in/f.bin").path))
         #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: false).map(\.outcome) == [.removed])
     }
+
+    /// Two serves apply `after: delete` to the same file at once: the one that finds the file
+    /// gone between its look and its action (the other just deleted it) does not record "none"
+    /// over the other's "delete" (which would keep the hand-off for good): it waits for the
+    /// next look, and records "none" itself only if nobody else recorded meanwhile.
+    @Test(arguments: StoreKind.allCases)
+    func aFileAnotherServeJustDeletedIsLeftToItsRecord(_ kind: StoreKind) throws {
+        let watched = try watched()
+        let store = try open(kind)
+        try Self.makeFeedRun(store)
+        let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
+        var files: [WatchedFile] = []
+        for (i, name) in ["a.bin", "b.bin"].enumerated() {
+            try Data(name.utf8).write(to: dir.file("in/" + name))
+            let file = handOver.key(name, try #require(FileSignature.of(root: dir.file("in").path, relative: name)))
+            #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i\(i)", json: "{}", event: nil), events: []))
+            try store.finishItem(runID: "feed", stepID: "accept", id: "i\(i)", error: nil, event: nil, fence: nil)
+            files.append(file)
+        }
+        // The other serve deletes both just after this one looked; it records a.bin at once and
+        // never gets to record b.bin (it was stopped).
+        handOver.betweenLookAndAction = { file in try? FileManager.default.removeItem(atPath: self.dir.file("in/" + file.path).path) }
+        var events: [EventRecord] = []
+        try handOver.settleOutcomes(now: 100) { events.append($0) }
+        #expect(events.isEmpty, "\(events.map(\.data))")
+        #expect(try store.finishHandOff(files[0], outcome: .removed, events: []))
+        handOver.betweenLookAndAction = { _ in }
+        try handOver.settleOutcomes(now: 101) { events.append($0) }
+        #expect(events.map { $0.data["path"]?.stringValue } == ["b.bin"])
+        #expect(events.first?.data["after"]?.stringValue == WatchHandOver.changedOrGone)
+        let outcomes = Dictionary(uniqueKeysWithValues: try store.watchHandOffs(watch: watched.identity, pendingOnly: false).map {
+            ($0.file.path, $0.outcome)
+        })
+        #expect(outcomes == ["a.bin": .removed, "b.bin": .done])
+    }
 }

@@ -23,10 +23,14 @@ final class WatchHandOver {
     /// Versions whose inputs did not evaluate: warned about once, not retried until they change.
     private var refused = FileVersionSet()
     private var feedRunID: String?
-    /// Succeeded hand-offs whose file was found gone or changed once: recorded only if it is
-    /// still so at the next look, since another serve may be applying `after:` to it right now
-    /// (its record, with what it did, is the one to keep).
+    /// Succeeded hand-offs whose file was found gone or changed once (before `after:`, or by
+    /// it): recorded only if it is still so at the next look, since another serve may be
+    /// applying `after:` to it right now (its record, with what it did, is the one to keep).
     private var foundGone = FileVersionSet()
+    /// What `after:` did to a file found gone or changed.
+    static let changedOrGone = "none: the file changed or is gone"
+    /// Called between the look at a file and its `after:` action: where tests play another serve.
+    var betweenLookAndAction: (WatchedFile) -> Void = { _ in }
     /// Hand-offs whose `after:` action failed (warned about once), with when to try again:
     /// 1 s after the first failure, doubling up to 5 min, so a file that keeps failing (a full
     /// disk) is not tried once a second for good.
@@ -255,13 +259,17 @@ final class WatchHandOver {
         if succeeded {
             let unchanged = FileSignature.of(root: watched.folder, relative: handOff.file.path).map { key(handOff.file.path, $0) == handOff.file } ?? false
             if !unchanged && foundGone.insert(handOff.file) { return [] }
-            foundGone.remove(handOff.file)
+            betweenLookAndAction(handOff.file)
             let action: String, destination: String?
             do {
                 (action, destination) = try applyAfter(handOff.file)
             } catch {
                 throw AfterFailed(file: handOff.file, description: "\(handOff.file.path): \(error)")
             }
+            // Gone between the look and the action: another serve may have just deleted or
+            // moved it, and its record says so; this one waits for the next look.
+            if action == Self.changedOrGone && foundGone.insert(handOff.file) { return [] }
+            foundGone.remove(handOff.file)
             if action == "delete" || action == "move-to" {
                 handedOver.remove(handOff.file)  // gone from the folder: no scan meets it again
                 outcome = .removed  // so the hand-off may go with its run
@@ -288,7 +296,7 @@ final class WatchHandOver {
     private func applyAfter(_ file: WatchedFile) throws -> (String, String?) {
         // By bytes: a "/" that a combining mark follows is still a "/" to the kernel.
         var folders = PathBytes.components(file.path, omittingEmpty: true)
-        guard let name = folders.popLast() else { return ("none: the file changed or is gone", nil) }
+        guard let name = folders.popLast() else { return (Self.changedOrGone, nil) }
         do {
             let root = try FolderDescriptors.open(watched.folder)
             defer { close(root) }
@@ -300,10 +308,10 @@ final class WatchHandOver {
                 guard errno == ENOENT || errno == ENOTDIR else {
                     throw FolderDescriptors.Failed(description: "cannot look at \(watched.folder)/\(file.path): \(String(cString: strerror(errno)))")
                 }
-                return ("none: the file changed or is gone", nil)
+                return (Self.changedOrGone, nil)
             }
             guard let now = FileSignature.of(info), key(file.path, now) == file else {
-                return ("none: the file changed or is gone", nil)
+                return (Self.changedOrGone, nil)
             }
             switch watched.trigger.after {
             case .keep:
