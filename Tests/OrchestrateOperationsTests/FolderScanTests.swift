@@ -29,6 +29,29 @@ import Testing
         #expect(flat == ["a.dpx"])
     }
 
+    /// A scan of the folders inotify reported new (`below`) reads those and what they hold, and
+    /// leaves out what a scan of the whole folder would: hidden folders, the move-to folder and
+    /// what is inside it, and everything when the watch is not recursive.
+    @Test func aScanOfNewFoldersReadsThoseAloneAndSkipsWhatAWholeScanSkips() throws {
+        let dir = TemporaryDirectory("scan")
+        for folder in ["old", "new/deeper", ".partial/shot", "done/shot", "other"] {
+            try FileManager.default.createDirectory(atPath: dir.path + "/" + folder, withIntermediateDirectories: true)
+        }
+        for file in ["a.dpx", "old/b.dpx", "new/c.dpx", "new/deeper/d.dpx", ".partial/shot/e.dpx", "done/shot/f.dpx", "other/g.dpx"] {
+            _ = dir.write(file, file)
+        }
+        let filter = FolderFilter(root: dir.path, recursive: true, include: [], exclude: [], skippedFolders: [ExactPath("done")])
+        var files: [String] = []
+        let entered = filter.scan(below: ["new", ".partial/shot", "done", "done/shot", "other"]) { relative, _ in files.append(relative) }
+        #expect(files.sorted() == ["new/c.dpx", "new/deeper/d.dpx", "other/g.dpx"])
+        #expect(entered.sorted() == ["new", "new/deeper", "other"])
+        var none: [String] = []
+        #expect(filter.scan(below: []) { relative, _ in none.append(relative) }.isEmpty)
+        let flat = FolderFilter(root: dir.path, recursive: false, include: [], exclude: [], skippedFolders: [])
+        #expect(flat.scan(below: ["new"]) { relative, _ in none.append(relative) }.isEmpty)
+        #expect(none.isEmpty)
+    }
+
     /// A subfolder swapped for a symbolic link after the scan listed it (here: while the scan
     /// hands on the file beside it, so the swap always lands in the window) is not read through
     /// the link, and a file's signature is not taken through one: a file outside the watched

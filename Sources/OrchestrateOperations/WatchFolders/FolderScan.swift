@@ -46,6 +46,19 @@ struct FolderFilter: Sendable {
     /// byte for byte: a folder named alike in the other Unicode normalization is entered.
     let skippedFolders: Set<ExactPath>
 
+    /// Whether a scan of the whole folder enters the folder `relative` (below `root`).
+    func entersFolder(_ relative: String) -> Bool {
+        let components = PathBytes.components(relative, omittingEmpty: true)
+        guard recursive, !components.isEmpty, relative.utf8.count < Int(PATH_MAX),
+              !components.contains(where: { $0.utf8.first == UInt8(ascii: ".") }) else { return false }
+        var prefix = ""
+        for component in components {
+            prefix = prefix.isEmpty ? component : prefix + "/" + component
+            if skippedFolders.contains(ExactPath(prefix)) { return false }
+        }
+        return true
+    }
+
     /// Whether the file at `relative` (a path below `root`) is one to hand over.
     func matches(_ relative: String) -> Bool {
         // By bytes (PathBytes), as the scan reads names: a "." a combining mark follows still
@@ -76,11 +89,16 @@ struct FolderFilter: Sendable {
     /// Each folder is reached from the root one step at a time without following links
     /// (`FolderDescriptors`): a subfolder swapped for a link after it was listed is not read.
     /// A root that cannot be opened (unmounted, renamed, a link) is passed to `rootFailed`.
-    func scan(unreadable: (String) -> Void = { _ in }, rootFailed: (any Error) -> Void = { _ in },
+    ///
+    /// `below` scans only those folders (relative, as inotify named them) and what they hold:
+    /// a folder the watch would not enter (not recursive, hidden, the move-to folder or inside
+    /// it, too deep) is left out, as a scan of the whole folder leaves it out.
+    func scan(below starts: [String]? = nil, unreadable: (String) -> Void = { _ in }, rootFailed: (any Error) -> Void = { _ in },
               _ body: (String, FileSignature) -> Void) -> [String]
     {
         var folders: [String] = []
-        var pending = [""]
+        var pending = starts.map { $0.filter(entersFolder) } ?? [""]
+        if pending.isEmpty { return [] }
         let base: Int32
         do {
             base = try FolderDescriptors.open(root)

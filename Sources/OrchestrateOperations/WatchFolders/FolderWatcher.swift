@@ -57,6 +57,9 @@ public final class FolderWatcher: @unchecked Sendable {
 
     /// Versions held as handed over or refused (read once stopped: the watch's thread owns them).
     var heldVersions: Int { handOver.heldVersions }
+    /// Scans of the whole folder, and of folders inotify reported new (read once stopped).
+    private(set) var fullScans = 0
+    private(set) var folderScans = 0
 
     public func start() {
         stopped.withLock { running = true }
@@ -135,6 +138,7 @@ public final class FolderWatcher: @unchecked Sendable {
         while !isStopping {
             var now = clock()
             if now >= nextScan {
+                fullScans += 1
                 var stillThere = Set<ExactPath>()  // the waiting files this pass met; the others are gone
                 var settledThere = FileVersionSet()  // the settled versions it met; the others are gone
                 tracker.clearMissed()
@@ -212,9 +216,24 @@ public final class FolderWatcher: @unchecked Sendable {
             let timeout = max(0.01, wake - now)
             if let inotify {
                 switch inotify.wait(timeout: timeout) {
-                case .paths(let paths)?:
+                case .paths(let files, let newFolders)?:
                     let seenAt = clock()
-                    for relative in paths where filter.matches(relative.string) { look(relative.string, now: seenAt) }
+                    for relative in files where filter.matches(relative.string) { look(relative.string, now: seenAt) }
+                    let starts = newFolders.map(\.string).filter(filter.entersFolder)
+                    if !starts.isEmpty {
+                        folderScans += 1
+                        // Watched before they are read: a file made in one meanwhile is heard,
+                        // not left to the next scan of everything.
+                        inotify.watch(starts)
+                        let entered = filter.scan(below: starts) { relative, signature in
+                            if handOver.isSettledWith(handOver.key(relative, signature)) {
+                                tracker.forget(relative)
+                            } else {
+                                tracker.observe(relative, signature, now: seenAt)
+                            }
+                        }
+                        inotify.watch(entered)
+                    }
                 case .rescan?:
                     nextScan = 0
                 case nil:

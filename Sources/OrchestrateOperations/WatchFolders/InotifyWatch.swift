@@ -12,9 +12,11 @@ import OrchestrateExactPath
 final class InotifyWatch {
     /// What happened since the last call.
     enum Change {
-        /// These relative paths were created, written, moved in or out, or deleted.
-        case paths(Set<ExactPath>)
-        /// Too much to tell (the kernel queue overflowed, a folder appeared or went): scan.
+        /// `files` were created, written, moved in or out, or deleted; `folders` appeared (made
+        /// or moved in), each to be scanned (and watched) with what it holds.
+        case paths(files: Set<ExactPath>, folders: Set<ExactPath>)
+        /// Too much to tell (the kernel queue overflowed, the watched folder or a folder in it
+        /// was moved, the watched folder went): scan it all.
         case rescan
     }
 
@@ -62,6 +64,7 @@ final class InotifyWatch {
         let ready = poll(&poller, 1, Int32(max(0, min(timeout, 3600)) * 1000))
         guard ready > 0 else { return nil }
         var changed: Set<ExactPath> = []
+        var newFolders: Set<ExactPath> = []
         var rescan = false
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -77,7 +80,10 @@ final class InotifyWatch {
                     offset = nameStart + Int(event.len)
                     if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { rescan = true; continue }
                     if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
-                        // A watched folder went away: forget it; a scan finds what is there now.
+                        // A watched folder went away: forget it. A folder deleted holds nothing
+                        // to find; a moved one may be elsewhere in the tree (its new name comes
+                        // as a new folder, but its watch may be taken again by then): the
+                        // watched folder itself, or a folder moved, is a scan of everything.
                         if let folder = folders.removeValue(forKey: event.wd) {
                             watched.remove(ExactPath(folder))
                             // Moved out, it and the folders inside it (which hear nothing of
@@ -94,14 +100,17 @@ final class InotifyWatch {
                                     }
                                 }
                             }
+                            if folder.isEmpty || event.mask & UInt32(IN_MOVE_SELF) != 0 { rescan = true }
                         }
-                        rescan = true
                         continue
                     }
                     guard let folder = folders[event.wd], !name.isEmpty else { continue }
                     let relative = folder.isEmpty ? name : folder + "/" + name
                     if event.mask & UInt32(IN_ISDIR) != 0 {
-                        rescan = true  // a new or moved folder: scan it (and watch it)
+                        // A folder made or moved in: scanned (and watched) alone, not the whole
+                        // tree again for each of a delivery's folders. One deleted or moved out
+                        // says so on its own watch.
+                        if event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 { newFolders.insert(ExactPath(relative)) }
                     } else {
                         changed.insert(ExactPath(relative))
                     }
@@ -109,6 +118,6 @@ final class InotifyWatch {
             }
         }
         if rescan { return .rescan }
-        return changed.isEmpty ? nil : .paths(changed)
+        return changed.isEmpty && newFolders.isEmpty ? nil : .paths(files: changed, folders: newFolders)
     }
 }
