@@ -8,8 +8,9 @@ import OrchestratePluginKit
 
 /// How files move (`TransferInputs` made ready): chunk size, and how many connections share one big file.
 struct TransferOptions {
-    /// What a resume may re-send per range at most: half of it is in flight per file (or per
-    /// range), and the acknowledged position is checkpointed every half.
+    /// What a resume may re-send per range, at most this and one read's reply (a reply that
+    /// crossed a half): half of it is in flight per file (or per range), and the acknowledged
+    /// position is checkpointed every half.
     var chunk: Int
     /// Connections (each with its own handle) writing different ranges of one big file.
     var connections: Int
@@ -45,8 +46,8 @@ struct TransferInputs: StepInputs {
     /// `limit_kibps` (KiB/s, like `sftp -l`), the name before `max_rate`: still read, with a warning.
     @Input(name: "limit_kibps", help: "deprecated: use max_rate (bytes/s); this cap in KiB/s", minimum: 0, deprecated: true)
     var limitKiBps: Int64?
-    @Input(name: "chunk_kib", help: "KiB a resume may re-send per range at most; half of it is in flight per file or range "
-        + "(raise it on long fat links)", minimum: 64, maximum: 65536)
+    @Input(name: "chunk_kib", help: "KiB a resume may re-send per range, at most this and one 255 KiB read; half of it is in "
+        + "flight per file or range (raise it on long fat links)", minimum: 64, maximum: 65536)
     var chunkKiB: Int64 = 4096
 
     init() { self.init(connections: 4) }
