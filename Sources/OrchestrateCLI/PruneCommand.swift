@@ -15,7 +15,8 @@ struct PruneCommand: ParsableCommand {
             items, checkpoints and its run directory on this node (with the directories here of \
             runs pruned or deleted by other nodes); schedules and watch-folder \
             hand-offs stay, so a schedule never fires a due time twice and a file is never handed \
-            over twice. A `runs.pruned` event names the runs removed. Without --older-than, each \
+            over twice while it is in the folder (the hand-off of a file that `after:` deleted or \
+            moved away goes with its run). A `runs.pruned` event names the runs removed. Without --older-than, each \
             run's own retention applies (what `serve` prunes every minute: the workflow's \
             `retention:`, else `queue retention`, else 30 days).
 

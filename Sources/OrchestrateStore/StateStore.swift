@@ -330,10 +330,13 @@ public protocol ScheduleStore: AnyObject, Sendable {
 /// Watch folders (`on.watch`): exactly-once hand-offs. A role of `StateStore`.
 public protocol WatchStore: AnyObject, Sendable {
     /// Hands `file` over as `work`, exactly once: journals the hand-off, creates the run or adds
-    /// the item, and appends `events`, all in one transaction. Returns false, writing nothing,
+    /// the item, and appends `events`, all in one transaction. Returns false, creating nothing,
     /// when that version of the file was already handed over (by this process, an earlier one or
     /// another one sharing the store): a restart or a second `serve` never hands a file over
-    /// twice. Throws `duplicateRun` as `createRuns` does. Wakes idle workers.
+    /// twice. A version met again after its `after:` removed it (a sender's `rsync -t` putting
+    /// back what it finds missing) is marked `done` then: it is in the folder again, so its
+    /// hand-off no longer goes with its run. Throws `duplicateRun` as `createRuns` does. Wakes
+    /// idle workers.
     func handOver(_ file: WatchedFile, as work: WatchWork, events: [EventRecord]) throws -> Bool
     /// The hand-offs of `watch`, oldest first; with `pendingOnly`, only those whose outcome is
     /// still `pending`.

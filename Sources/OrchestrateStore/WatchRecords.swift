@@ -4,7 +4,8 @@ import OrchestrateExactPath
 
 /// One version of a file in a watched folder: the key of a hand-off. A file replaced later
 /// with new content (another size or mtime) is a new version and is handed over again; the
-/// same file seen again (after a restart, or by another serve process) is not.
+/// same file seen again (after a restart, or by another serve process) is not, unless `after:`
+/// removed it and its run was pruned since (`WatchHandOff.Outcome.removed`).
 public struct WatchedFile: Sendable, Hashable {
     /// The watch's identity (`WatchIdentity` in the engine: node, workflow name and folder).
     public var watch: String
@@ -63,9 +64,9 @@ public struct WatchHandOff: Sendable {
         /// Its work failed or was cancelled: the file was left where it was.
         case left
         /// Its work succeeded and the `after:` action deleted the file or moved it out of the
-        /// folder. Such a hand-off goes with its run (`pruneRuns`, `deleteRun`): only the same
-        /// bytes dropped in again with the same mtime could meet it, and after the run's
-        /// retention they are taken as new work.
+        /// folder. Such a hand-off goes with its run (`pruneRuns`, `deleteRun`), so the same bytes
+        /// dropped in again with the same mtime after that are new work; met again before, it
+        /// becomes `done` (`handOver`) and stays.
         case removed
     }
 

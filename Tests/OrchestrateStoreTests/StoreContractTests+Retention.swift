@@ -171,7 +171,8 @@ extension StoreUnderTest {
 
     /// A hand-off whose file the watch deleted or moved away (`removed`) goes with its run, when
     /// it is pruned or deleted: the store stops growing with every file a delete watch ever
-    /// took. The others (`done`, `left`: the file may still be there) stay.
+    /// took. The others (`done`, `left`: the file may still be there) stay, and so does one
+    /// whose file was put back before its run went.
     @Test(arguments: StoreKind.allCases)
     func aHandOffWhoseFileWasRemovedGoesWithItsRun(_ kind: StoreKind) throws {
         let t = try StoreUnderTest(kind)
@@ -194,10 +195,18 @@ extension StoreUnderTest {
         _ = try handOff("failed.mov", run: "r3", outcome: .left)
         let deleted = try handOff("deleted.mov", run: "r4", outcome: .removed)
         let recent = try handOff("recent.mov", run: "r5", outcome: .removed)
-        #expect(try t.store.pruneRuns(["r1", "r2", "r3"]).map(\.id).sorted() == ["r1", "r2", "r3"])
+        // Put back by its sender before its run went (an hourly `rsync -t`): taken for the file
+        // already handed over, creating nothing, and kept from then on.
+        let putBack = try handOff("put-back.mov", run: "r6", outcome: .removed)
+        let r7 = RunRecord(id: "r7", workflowName: "wf", workflowFile: "/wf.yaml", workflowSource: "name: wf", inputs: [:],
+                           status: .queued, createdAt: 1, runDir: RunRecord.runDirectory(for: "r7"))
+        #expect(try !t.store.handOver(putBack, as: .run(r7, events: []), events: []))
+        #expect(try t.store.run("r7") == nil)
+        #expect(try t.store.pruneRuns(["r1", "r2", "r3", "r6"]).map(\.id).sorted() == ["r1", "r2", "r3", "r6"])
         try t.store.deleteRun("r4")
         #expect(try t.store.watchHandOffs(watch: watch, pendingOnly: false).map(\.file.path).sorted()
-                    == ["failed.mov", "kept.mov", "recent.mov"])
+                    == ["failed.mov", "kept.mov", "put-back.mov", "recent.mov"])
+        #expect(try t.store.watchHandOffs(watch: watch, pendingOnly: false).first { $0.file == putBack }?.outcome == .done)
         #expect(try t.store.watchHandOffs(watch: watch, pendingOnly: false).first { $0.file == recent }?.outcome == .removed)
         // The same version dropped in again is new work once its run is gone.
         for (file, id) in [(removed, "again1"), (deleted, "again4")] {

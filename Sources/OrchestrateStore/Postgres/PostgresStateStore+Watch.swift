@@ -12,7 +12,13 @@ extension PostgresStateStore {
                 VALUES ($1, $2, $3, $4, $5, $6, $7, \(Self.serverNow))
                 ON CONFLICT DO NOTHING
                 """, [file.watch, file.path, PGText.of(file.size), PGText.of(file.mtimeNanoseconds), work.runID, stepID, itemID])
-            guard inserted.affected == 1 else { return false }
+            guard inserted.affected == 1 else {
+                try conn.execute("""
+                    UPDATE watch_handoffs SET outcome = 'done'
+                    WHERE watch = $1 AND path = $2 AND size = $3 AND mtime_ns = $4 AND outcome = 'removed'
+                    """, [file.watch, file.path, PGText.of(file.size), PGText.of(file.mtimeNanoseconds)])
+                return false
+            }
             var allEvents: [EventRecord] = []
             switch work {
             case .run(let run, let runEvents):

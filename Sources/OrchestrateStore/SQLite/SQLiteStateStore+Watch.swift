@@ -14,7 +14,13 @@ extension SQLiteStateStore {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [file.watch, file.path, file.size, file.mtimeNanoseconds, work.runID, stepID, itemID,
                                  Date().timeIntervalSince1970])
-            guard db.changesCount == 1 else { return false }
+            guard db.changesCount == 1 else {
+                try db.execute(sql: """
+                    UPDATE watch_handoffs SET outcome = 'done'
+                    WHERE watch = ? AND path = ? AND size = ? AND mtime_ns = ? AND outcome = 'removed'
+                    """, arguments: [file.watch, file.path, file.size, file.mtimeNanoseconds])
+                return false
+            }
             switch work {
             case .run(let run, let runEvents):
                 try Self.insertRun(run, events: runEvents, db)
