@@ -24,11 +24,11 @@ import Testing
         return run
     }
 
-    func watched() throws -> WatchedFolder {
+    func watched(after: String = "delete") throws -> WatchedFolder {
         let file = dir.write("feed.yaml", """
             name: feed
             on:
-              watch: { path: in, settle: 1s, feed: accept, after: delete }
+              watch: { path: in, settle: 1s, feed: accept, after: \(after) }
             steps:
               accept:
                 uses: sftp.accept-paths
@@ -149,9 +149,9 @@ import Testing
     /// gone between its look and its action (the other just deleted it) does not record "none"
     /// over the other's "delete" (which would keep the hand-off for good): it waits for the
     /// next look, and records "none" itself only if nobody else recorded meanwhile.
-    @Test(arguments: StoreKind.allCases)
-    func aFileAnotherServeJustDeletedIsLeftToItsRecord(_ kind: StoreKind) throws {
-        let watched = try watched()
+    @Test(arguments: StoreKind.allCases, ["delete", "move-to done"])
+    func aFileAnotherServeJustDeletedIsLeftToItsRecord(_ kind: StoreKind, after: String) throws {
+        let watched = try watched(after: after)
         let store = try open(kind)
         try Self.makeFeedRun(store)
         let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
@@ -167,8 +167,9 @@ import Testing
         // never gets to record b.bin (it was stopped).
         handOver.betweenLookAndAction = { file in try? FileManager.default.removeItem(atPath: self.dir.file("in/" + file.path).path) }
         var events: [EventRecord] = []
-        try handOver.settleOutcomes(now: 100) { events.append($0) }
+        try handOver.settleOutcomes(now: 100) { events.append($0) }  // no AfterFailed: a move finds it gone too
         #expect(events.isEmpty, "\(events.map(\.data))")
+        #expect(handOver.versionsFoundGone == 2)
         #expect(try store.finishHandOff(files[0], outcome: .removed, events: []))
         handOver.betweenLookAndAction = { _ in }
         try handOver.settleOutcomes(now: 101) { events.append($0) }
@@ -178,5 +179,57 @@ import Testing
             ($0.file.path, $0.outcome)
         })
         #expect(outcomes == ["a.bin": .removed, "b.bin": .done])
+        // Nothing is kept for a.bin, whose record is the other serve's: one entry a file would
+        // add up over a long night of two serves.
+        #expect(handOver.versionsFoundGone == 0)
+    }
+
+    /// Another serve moves the file to the move-to folder between this one's check and its own
+    /// move: this one's rename finds nothing to move, which is not a failure to warn about and
+    /// try again (it was, in every night of two serves), but a file gone: left to the record.
+    @Test(arguments: StoreKind.allCases)
+    func aFileAnotherServeJustMovedIsNotAFailedMove(_ kind: StoreKind) throws {
+        let watched = try watched(after: "move-to done")
+        let store = try open(kind)
+        try Self.makeFeedRun(store)
+        let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
+        try Data("frame".utf8).write(to: dir.file("in/f.bin"))
+        let file = handOver.key("f.bin", try #require(FileSignature.of(root: dir.file("in").path, relative: "f.bin")))
+        #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i1", json: "{}", event: nil), events: []))
+        try store.finishItem(runID: "feed", stepID: "accept", id: "i1", error: nil, event: nil, fence: nil)
+        handOver.betweenCheckAndAction = { _ in
+            try? FileManager.default.createDirectory(atPath: self.dir.file("in/done").path, withIntermediateDirectories: true)
+            try? FileManager.default.moveItem(atPath: self.dir.file("in/f.bin").path, toPath: self.dir.file("in/done/f.bin").path)
+        }
+        var events: [EventRecord] = []
+        try handOver.settleOutcomes(now: 100) { events.append($0) }
+        #expect(events.isEmpty)
+        #expect(try store.finishHandOff(file, outcome: .removed, events: []))  // the other serve's record
+        try handOver.settleOutcomes(now: 101) { events.append($0) }
+        #expect(events.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: dir.file("in/done/f.bin").path))
+        #expect(!FileManager.default.fileExists(atPath: dir.file("in/done/f.bin.1").path))
+    }
+
+    /// A file whose folder was renamed or deleted when its work ends is gone with it: recorded
+    /// as such (after a second look), not retried for good, which kept its run from ever being
+    /// pruned.
+    @Test(arguments: StoreKind.allCases)
+    func aFileWhoseFolderWentIsRecordedGoneNotRetriedForGood(_ kind: StoreKind) throws {
+        let watched = try watched()
+        let store = try open(kind)
+        try Self.makeFeedRun(store)
+        let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
+        try FileManager.default.createDirectory(atPath: dir.file("in/shot").path, withIntermediateDirectories: true)
+        try Data("frame".utf8).write(to: dir.file("in/shot/f.bin"))
+        let file = handOver.key("shot/f.bin", try #require(FileSignature.of(root: dir.file("in").path, relative: "shot/f.bin")))
+        #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i1", json: "{}", event: nil), events: []))
+        try store.finishItem(runID: "feed", stepID: "accept", id: "i1", error: nil, event: nil, fence: nil)
+        try FileManager.default.moveItem(atPath: dir.file("in/shot").path, toPath: dir.file("elsewhere").path)
+        var events: [EventRecord] = []
+        try handOver.settleOutcomes(now: 100) { events.append($0) }
+        try handOver.settleOutcomes(now: 101) { events.append($0) }
+        #expect(events.map { $0.data["after"]?.stringValue } == [WatchHandOver.changedOrGone])
+        #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: true).isEmpty)
     }
 }

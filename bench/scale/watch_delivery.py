@@ -6,7 +6,7 @@ Usage:
   bench/scale/watch_delivery.py --bin DIR [--also NAME=DIR ...] [--folders 200] [--files 50]
                                 [--existing 20000] [--gap 0.1] [--repeat 3]
 
-Each round starts `serve --watch` of an empty folder (one run per file, `after: keep`), then
+Each round starts `serve --watch` of a folder (one run per file, `after: keep`), then
 moves FOLDERS folders of FILES small files each into it (made beforehand in a staging folder
 on the same file system, one `rename` each, GAP seconds apart), as a vendor's delivery or a render
 farm's output lands, into a folder already holding EXISTING files handed over before (a

@@ -28,6 +28,11 @@ enum FolderDescriptors {
         let description: String
     }
 
+    /// A folder on the way is not there (renamed or deleted since), and was not to be made.
+    struct Missing: Error, CustomStringConvertible {
+        let description: String
+    }
+
     /// The folder `path` names (links followed: the user wrote it in the workflow), open to
     /// be used as the base of `*at` calls. Not opening it is a `Failed`, never a `Refused`:
     /// a share unmounted for a while, or no descriptor left (EMFILE), passes, and the action
@@ -44,8 +49,9 @@ enum FolderDescriptors {
     /// `owned`, each folder entered must belong to the current user or root: a folder another
     /// user made beforehand is theirs to fill with links.
     ///
-    /// Throws `Refused` for a link, a file or another user's folder in the way, `Failed` when
-    /// the system refused (EACCES, EMFILE, ENOSPC…): worth trying again.
+    /// Throws `Refused` for a link, a file or another user's folder in the way, `Missing` for a
+    /// folder that is not there (without `creating`), `Failed` when the system refused (EACCES,
+    /// EMFILE, ENOSPC…): worth trying again.
     static func descend(from base: Int32, into components: [String], creating: Bool, owned: Bool = false,
                         shown: String) throws -> Int32
     {
@@ -73,6 +79,7 @@ enum FolderDescriptors {
                     throw Refused(description: "\(name) on the way to \(shown) is not a folder but a symbolic link or a file: "
                         + "someone replaced it, and it is not followed")
                 }
+                if number == ENOENT { throw Missing(description: "\(name) on the way to \(shown) is not there") }
                 throw Failed(description: "cannot open \(shown): \(String(cString: strerror(number)))")
             }
             close(folder)

@@ -93,8 +93,11 @@ struct FolderFilter: Sendable {
     /// `below` scans only those folders (relative, as inotify named them) and what they hold:
     /// a folder the watch would not enter (not recursive, hidden, the move-to folder or inside
     /// it, too deep) is left out, as a scan of the whole folder leaves it out.
-    func scan(below starts: [String]? = nil, unreadable: (String) -> Void = { _ in }, rootFailed: (any Error) -> Void = { _ in },
-              _ body: (String, FileSignature) -> Void) -> [String]
+    ///
+    /// `entering` is called with each folder before it is read (inotify watches it then, so a
+    /// file made in it while it is read is heard, not left to the next scan).
+    func scan(below starts: [String]? = nil, entering: (String) -> Void = { _ in }, unreadable: (String) -> Void = { _ in },
+              rootFailed: (any Error) -> Void = { _ in }, _ body: (String, FileSignature) -> Void) -> [String]
     {
         var folders: [String] = []
         var pending = starts.map { $0.filter(entersFolder) } ?? [""]
@@ -109,6 +112,7 @@ struct FolderFilter: Sendable {
         defer { close(base) }
         while let relativeFolder = pending.popLast() {
             folders.append(relativeFolder)
+            entering(relativeFolder)
             guard let opened = try? FolderDescriptors.descend(from: base, into: PathBytes.components(relativeFolder, omittingEmpty: true),
                                                               creating: false, shown: relativeFolder)
             else { continue }

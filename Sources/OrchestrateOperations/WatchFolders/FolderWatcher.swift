@@ -144,7 +144,8 @@ public final class FolderWatcher: @unchecked Sendable {
                 tracker.clearMissed()
                 var unreadable: (count: Int, first: String?) = (0, nil)
                 var rootError: (any Error)?
-                let folders = filter.scan(unreadable: { unreadable = (unreadable.count + 1, unreadable.first ?? $0) },
+                let folders = filter.scan(entering: { inotify?.watch([$0]) },
+                                          unreadable: { unreadable = (unreadable.count + 1, unreadable.first ?? $0) },
                                           rootFailed: { rootError = $0 }) { relative, signature in
                     let file = handOver.key(relative, signature)
                     if handOver.isSettledWith(file) {
@@ -222,17 +223,15 @@ public final class FolderWatcher: @unchecked Sendable {
                     let starts = newFolders.map(\.string).filter(filter.entersFolder)
                     if !starts.isEmpty {
                         folderScans += 1
-                        // Watched before they are read: a file made in one meanwhile is heard,
+                        // Each watched before it is read: a file made in one meanwhile is heard,
                         // not left to the next scan of everything.
-                        inotify.watch(starts)
-                        let entered = filter.scan(below: starts) { relative, signature in
+                        _ = filter.scan(below: starts, entering: { inotify.watch([$0], again: true) }) { relative, signature in
                             if handOver.isSettledWith(handOver.key(relative, signature)) {
                                 tracker.forget(relative)
                             } else {
                                 tracker.observe(relative, signature, now: seenAt)
                             }
                         }
-                        inotify.watch(entered)
                     }
                 case .rescan?:
                     nextScan = 0

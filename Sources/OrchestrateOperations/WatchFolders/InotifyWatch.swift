@@ -23,7 +23,10 @@ final class InotifyWatch {
     private let fd: Int32
     private let root: String
     private var folders: [Int32: String] = [:]  // watch descriptor -> relative folder
-    private var watched: Set<ExactPath> = []
+    /// Relative folder -> its watch descriptor. A path may be watched anew while the kernel has
+    /// not yet said that its old watch went (a folder deleted and made again under the same name
+    /// while something kept the old one open): that late word must not unwatch the new one.
+    private var watched: [ExactPath: Int32] = [:]
 
     /// Nil where inotify is unavailable (not Linux, or the per-user limits are exhausted).
     init?(root: String) {
@@ -38,12 +41,13 @@ final class InotifyWatch {
 
     deinit { close(fd) }
 
-    /// Watches `relativeFolders` ("" is the root) not yet watched. Returns false if the root
-    /// could not be watched (then the caller relies on scanning).
+    /// Watches `relativeFolders` ("" is the root) not yet watched; with `again`, each of them
+    /// even if watched (folders just reported new: the name may be a new folder's). Returns
+    /// false if the root could not be watched (then the caller relies on scanning).
     @discardableResult
-    func watch(_ relativeFolders: [String]) -> Bool {
-        var rootWatched = watched.contains(ExactPath(""))
-        for folder in relativeFolders where !watched.contains(ExactPath(folder)) {
+    func watch(_ relativeFolders: [String], again: Bool = false) -> Bool {
+        var rootWatched = watched[ExactPath("")] != nil
+        for folder in relativeFolders where again || watched[ExactPath(folder)] == nil {
             let path = folder.isEmpty ? root : root + "/" + folder
             // Below the root, IN_DONT_FOLLOW: a subfolder swapped for a link since the scan is
             // not watched through it (the root is the folder the user named, links and all).
@@ -51,8 +55,11 @@ final class InotifyWatch {
                               | IN_MOVE_SELF | IN_ONLYDIR) | (folder.isEmpty ? 0 : UInt32(IN_DONT_FOLLOW))
             let wd = inotify_add_watch(fd, path, mask)
             guard wd >= 0 else { continue }
+            // The same folder watched under another name (renamed, its old name's word not read
+            // yet): the descriptor follows the folder.
+            if let earlier = folders[wd], earlier != folder, watched[ExactPath(earlier)] == wd { watched.removeValue(forKey: ExactPath(earlier)) }
             folders[wd] = folder
-            watched.insert(ExactPath(folder))
+            watched[ExactPath(folder)] = wd
             if folder.isEmpty { rootWatched = true }
         }
         return rootWatched
@@ -85,7 +92,7 @@ final class InotifyWatch {
                         // as a new folder, but its watch may be taken again by then): the
                         // watched folder itself, or a folder moved, is a scan of everything.
                         if let folder = folders.removeValue(forKey: event.wd) {
-                            watched.remove(ExactPath(folder))
+                            if watched[ExactPath(folder)] == event.wd { watched.removeValue(forKey: ExactPath(folder)) }
                             // Moved out, it and the folders inside it (which hear nothing of
                             // the move) are still watched where they went, and every such watch
                             // would count against the user's inotify limit for good: removed.
@@ -96,7 +103,7 @@ final class InotifyWatch {
                                     for (wd, inside) in folders where ExactPath(inside).isInside(ExactPath(folder)) {
                                         _ = inotify_rm_watch(fd, wd)
                                         folders.removeValue(forKey: wd)
-                                        watched.remove(ExactPath(inside))
+                                        if watched[ExactPath(inside)] == wd { watched.removeValue(forKey: ExactPath(inside)) }
                                     }
                                 }
                             }

@@ -29,8 +29,10 @@ final class WatchHandOver {
     private var foundGone = FileVersionSet()
     /// What `after:` did to a file found gone or changed.
     static let changedOrGone = "none: the file changed or is gone"
-    /// Called between the look at a file and its `after:` action: where tests play another serve.
+    /// Called between the look at a file and its `after:` action, and within the action between
+    /// its check of the file and the delete or move: where tests play another serve.
     var betweenLookAndAction: (WatchedFile) -> Void = { _ in }
+    var betweenCheckAndAction: (WatchedFile) -> Void = { _ in }
     /// Hand-offs whose `after:` action failed (warned about once), with when to try again:
     /// 1 s after the first failure, doubling up to 5 min, so a file that keeps failing (a full
     /// disk) is not tried once a second for good.
@@ -80,6 +82,8 @@ final class WatchHandOver {
 
     /// Versions held as handed over or refused.
     var heldVersions: Int { handedOver.count + refused.count }
+    /// Versions found gone once, waiting for a second look.
+    var versionsFoundGone: Int { foundGone.count }
 
     /// Hands the file over. Returns the journaled events (none when another process had
     /// already handed this version over). Throws on store failures (the caller tries again)
@@ -208,12 +212,14 @@ final class WatchHandOver {
         var after: WatchHandOff?
         var newlyFailing: [AfterFailed] = []
         var stillPending = Set<WatchedFile>()
+        var goneAndPending = FileVersionSet()  // of `foundGone`, those this pass met still pending
         largestOutcomeRead = 0
         while true {
             let page = try store.endedHandOffs(watch: watched.identity, after: after, limit: Self.outcomePage)
             largestOutcomeRead = max(largestOutcomeRead, page.count)
             for ended in page {
                 let handOff = ended.handOff
+                defer { if foundGone.contains(handOff.file) { goneAndPending.insert(handOff.file) } }
                 if let failing = failingAfter[handOff.file] {
                     stillPending.insert(handOff.file)
                     if now < failing.next { continue }
@@ -237,8 +243,10 @@ final class WatchHandOver {
             guard page.count == Self.outcomePage, let last = page.last else { break }
             after = last.handOff
         }
-        // Finished by another serve, or gone with their runs: nothing to try again.
+        // Finished by another serve, or gone with their runs: nothing to try again, nothing to
+        // look at again (the other serve's record is the one kept).
         failingAfter = failingAfter.filter { stillPending.contains($0.key) }
+        foundGone.formIntersection(goneAndPending)
         if let first = newlyFailing.first {
             throw AfterFailed(file: first.file, description: first.description
                 + (newlyFailing.count > 1 ? " (and \(newlyFailing.count - 1) more file(s))" : "") + "; tried again later, less and less often")
@@ -300,7 +308,12 @@ final class WatchHandOver {
         do {
             let root = try FolderDescriptors.open(watched.folder)
             defer { close(root) }
-            let folder = try FolderDescriptors.descend(from: root, into: folders, creating: false, shown: file.path)
+            let folder: Int32
+            do {
+                folder = try FolderDescriptors.descend(from: root, into: folders, creating: false, shown: file.path)
+            } catch is FolderDescriptors.Missing {
+                return (Self.changedOrGone, nil)  // its folder was renamed or deleted: the file with it
+            }
             defer { close(folder) }
             var info = stat()
             guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
@@ -313,6 +326,7 @@ final class WatchHandOver {
             guard let now = FileSignature.of(info), key(file.path, now) == file else {
                 return (Self.changedOrGone, nil)
             }
+            betweenCheckAndAction(file)
             switch watched.trigger.after {
             case .keep:
                 return ("keep", nil)
@@ -327,6 +341,8 @@ final class WatchHandOver {
                 defer { close(target) }
                 var free = name
                 if !Self.renameWithoutReplacing(folder, name, target, &free) {
+                    // Gone since the look: another serve moved it first (its record says so).
+                    if errno == ENOENT { return (Self.changedOrGone, nil) }
                     guard errno == EXDEV else {
                         throw FolderDescriptors.Failed(description: "cannot move \(watched.folder)/\(file.path) to \(moveTo): \(String(cString: strerror(errno)))")
                     }
@@ -334,7 +350,13 @@ final class WatchHandOver {
                     // two folders' descriptors so neither can be swapped meanwhile (moveItem
                     // refuses an existing destination).
                     free = Self.freeName(name, in: target)
-                    try FileManager.default.moveItem(atPath: "/proc/self/fd/\(folder)/\(name)", toPath: "/proc/self/fd/\(target)/\(free)")
+                    do {
+                        try FileManager.default.moveItem(atPath: "/proc/self/fd/\(folder)/\(name)", toPath: "/proc/self/fd/\(target)/\(free)")
+                    } catch {
+                        var gone = stat()
+                        if fstatat(folder, name, &gone, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT { return (Self.changedOrGone, nil) }
+                        throw error
+                    }
                 }
                 return ("move-to", ([moveTo] + folders + [free]).joined(separator: "/"))
             }
