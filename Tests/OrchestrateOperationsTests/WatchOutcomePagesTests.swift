@@ -115,9 +115,10 @@ import Testing
         #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: true).isEmpty)
     }
 
-    /// The watched folder cannot be opened when a file's work succeeded (a share unmounted for
-    /// a while, or no descriptor left): its `after: delete` waits, said once, and is applied
-    /// once the folder is back, rather than recorded as "none" and never done.
+    /// The watched folder cannot be opened when a file's work succeeded (an automounted share
+    /// gone for a while, or no descriptor left): its `after: delete` waits (tried again 1 s,
+    /// then 2 s later…), and is applied once the folder is back, rather than recorded as "none"
+    /// and never done.
     @Test(arguments: StoreKind.allCases)
     func anAfterActionWaitsForAWatchedFolderThatCannotBeOpened(_ kind: StoreKind) throws {
         let watched = try watched()
@@ -131,15 +132,16 @@ import Testing
 
         try FileManager.default.moveItem(atPath: dir.file("in").path, toPath: dir.file("in.away").path)
         var events: [EventRecord] = []
-        try handOver.settleOutcomes(now: 100) { events.append($0) }  // gone once: maybe another serve's doing
-        #expect(throws: WatchHandOver.AfterFailed.self) { try handOver.settleOutcomes(now: 101) { events.append($0) } }
+        #expect(throws: WatchHandOver.AfterFailed.self) { try handOver.settleOutcomes(now: 100) { events.append($0) } }
+        try handOver.settleOutcomes(now: 100.5) { events.append($0) }  // not again yet: 1 s after the failure
+        try handOver.settleOutcomes(now: 101) { events.append($0) }  // failing again: said once, so no throw
         #expect(events.isEmpty)
         #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: true).map(\.file) == [file])
 
         try FileManager.default.moveItem(atPath: dir.file("in.away").path, toPath: dir.file("in").path)
-        try handOver.settleOutcomes(now: 101.5) { events.append($0) }  // not yet: 1 s after the failure
+        try handOver.settleOutcomes(now: 102) { events.append($0) }  // not yet: 2 s after the second failure
         #expect(events.isEmpty)
-        try handOver.settleOutcomes(now: 103) { events.append($0) }
+        try handOver.settleOutcomes(now: 103.5) { events.append($0) }
         #expect(events.map { $0.data["after"]?.stringValue } == ["delete"])
         #expect(!FileManager.default.fileExists(atPath: dir.file("in/f.bin").path))
         #expect(try store.watchHandOffs(watch: watched.identity, pendingOnly: false).map(\.outcome) == [.removed])
@@ -165,13 +167,13 @@ import Testing
         }
         // The other serve deletes both just after this one looked; it records a.bin at once and
         // never gets to record b.bin (it was stopped).
-        handOver.betweenLookAndAction = { file in try? FileManager.default.removeItem(atPath: self.dir.file("in/" + file.path).path) }
+        handOver.beforeAction = { file in try? FileManager.default.removeItem(atPath: self.dir.file("in/" + file.path).path) }
         var events: [EventRecord] = []
         try handOver.settleOutcomes(now: 100) { events.append($0) }  // no AfterFailed: a move finds it gone too
         #expect(events.isEmpty, "\(events.map(\.data))")
         #expect(handOver.versionsFoundGone == 2)
         #expect(try store.finishHandOff(files[0], outcome: .removed, events: []))
-        handOver.betweenLookAndAction = { _ in }
+        handOver.beforeAction = { _ in }
         try handOver.settleOutcomes(now: 101) { events.append($0) }
         #expect(events.map { $0.data["path"]?.stringValue } == ["b.bin"])
         #expect(events.first?.data["after"]?.stringValue == WatchHandOver.changedOrGone)

@@ -23,15 +23,15 @@ final class WatchHandOver {
     /// Versions whose inputs did not evaluate: warned about once, not retried until they change.
     private var refused = FileVersionSet()
     private var feedRunID: String?
-    /// Succeeded hand-offs whose file was found gone or changed once (before `after:`, or by
-    /// it): recorded only if it is still so at the next look, since another serve may be
-    /// applying `after:` to it right now (its record, with what it did, is the one to keep).
+    /// Succeeded hand-offs whose file `after:` found gone or changed once: recorded only if it
+    /// is still so at the next look, since another serve may be applying `after:` to it right
+    /// now (its record, with what it did, is the one to keep).
     private var foundGone = FileVersionSet()
     /// What `after:` did to a file found gone or changed.
     static let changedOrGone = "none: the file changed or is gone"
-    /// Called between the look at a file and its `after:` action, and within the action between
-    /// its check of the file and the delete or move: where tests play another serve.
-    var betweenLookAndAction: (WatchedFile) -> Void = { _ in }
+    /// Called before a file's `after:` action, and within it between its check of the file and
+    /// the delete or move: where tests play another serve.
+    var beforeAction: (WatchedFile) -> Void = { _ in }
     var betweenCheckAndAction: (WatchedFile) -> Void = { _ in }
     /// Hand-offs whose `after:` action failed (warned about once), with when to try again:
     /// 1 s after the first failure, doubling up to 5 min, so a file that keeps failing (a full
@@ -265,17 +265,15 @@ final class WatchHandOver {
         if let item = handOff.itemID { data["item"] = .string(item) }
         var outcome: WatchHandOff.Outcome = succeeded ? .done : .left
         if succeeded {
-            let unchanged = FileSignature.of(root: watched.folder, relative: handOff.file.path).map { key(handOff.file.path, $0) == handOff.file } ?? false
-            if !unchanged && foundGone.insert(handOff.file) { return [] }
-            betweenLookAndAction(handOff.file)
+            beforeAction(handOff.file)
             let action: String, destination: String?
             do {
                 (action, destination) = try applyAfter(handOff.file)
             } catch {
                 throw AfterFailed(file: handOff.file, description: "\(handOff.file.path): \(error)")
             }
-            // Gone between the look and the action: another serve may have just deleted or
-            // moved it, and its record says so; this one waits for the next look.
+            // Gone: another serve may have just deleted or moved it, and its record says so;
+            // this one waits for the next look.
             if action == Self.changedOrGone && foundGone.insert(handOff.file) { return [] }
             foundGone.remove(handOff.file)
             if action == "delete" || action == "move-to" {
