@@ -346,6 +346,9 @@ public protocol WatchStore: AnyObject, Sendable {
     /// over a page at a time when it starts, whatever their number (with `after: keep`, up to
     /// one per file its folder ever received).
     func watchHandOffs(watch: String, after: WatchedFile?, limit: Int) throws -> [WatchHandOff]
+    /// How many hand-offs of `watch` are pending (their work not ended, or its `after:` not
+    /// applied yet): what a watch that makes a run per file holds back at.
+    func pendingHandOffCount(watch: String) throws -> Int
     /// A page of the pending hand-offs of `watch` whose work ended (its item done or failed, its
     /// run finished or deleted), oldest first, at most `limit`, after the hand-off `after`: the
     /// watcher applies `after:` a page at a time, so what it holds does not grow with the

@@ -124,6 +124,62 @@ import Testing
         #expect(watcher.folderScans >= 1)
     }
 
+    /// A watch making a run per file holds back while `pendingRunsAtOnce` of its runs wait (5
+    /// here, 10,000 by default): the other files stay in the folder, said once, and go as runs
+    /// end. A flood of files does not become as many queued runs.
+    @Test(arguments: StoreKind.allCases)
+    func aWatchHoldsBackWhileItsRunsWait(_ kind: StoreKind) throws {
+        let file = dir.write("runs-\(kind).yaml", """
+            name: runs
+            inputs:
+              source: { type: string, required: true }
+            on:
+              watch: { path: runs-\(kind), settle: 200ms, inputs: { source: "${{ file.path }}" } }
+            steps:
+              a: { uses: exec, with: { command: ["true"] } }
+            """).path
+        let folder = dir.file("runs-\(kind)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for i in 0..<12 { try Data("\(i)".utf8).write(to: URL(fileURLWithPath: folder + "/clip_\(i).mov")) }
+        let watched = try WatchedFolder(workflow: WorkflowLoader.parse(source: String(contentsOfFile: file, encoding: .utf8),
+                                                                       file: file, catalog: nil))
+        let store = try open(kind)
+        let warnings = WarningLog()
+        var options = FolderWatcher.Options()
+        options.pendingRunsAtOnce = 5
+        options.environment = [:]
+        options.warn = { warnings.append($0) }
+        let watcher = try FolderWatcher(watched: watched, store: store, options: options)
+        watcher.start()
+        defer { watcher.stop() }
+        func runs() -> [RunRecord] { (try? store.listRuns(RunFilter())) ?? [] }
+        func waitFor(_ count: Int) -> Bool {
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline && runs().count < count { Thread.sleep(forTimeInterval: 0.05) }
+            return runs().count == count
+        }
+        func finish(_ n: Int) throws {
+            var batch = JournalBatch()
+            for var run in runs().filter({ $0.status == .queued }).prefix(n) {
+                run.status = .succeeded
+                run.finishedAt = Date().timeIntervalSince1970
+                batch.runUpdates.append(run)
+            }
+            try store.commit(batch)
+        }
+        #expect(waitFor(5))
+        Thread.sleep(forTimeInterval: 2)  // a second's look and more: still held back
+        #expect(runs().count == 5)
+        #expect(warnings.lines.filter { $0.contains("5 runs of this watch wait already") }.count == 1, "\(warnings.lines)")
+        try finish(3)  // their hand-offs end (after: keep): room for 3 more
+        #expect(waitFor(8))
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(runs().count == 8)
+        try finish(8)
+        #expect(waitFor(12))
+        #expect(Set(runs().compactMap { $0.inputs["source"]?.stringValue }).count == 12)
+    }
+
     /// How many items the watch's feed run got for each source path.
     static func itemsBySource(_ store: any StateStore) -> [String: Int] {
         guard let run = try? store.listRuns(RunFilter()).first,

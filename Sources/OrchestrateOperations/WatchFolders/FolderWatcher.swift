@@ -33,6 +33,10 @@ public final class FolderWatcher: @unchecked Sendable {
         /// The most files waiting to settle that are tracked at once; more are taken in by a
         /// scan once half of them were handed over (`SettleTracker`).
         public var filesWaitingAtOnce = SettleTracker.defaultCapacity
+        /// A watch making a run per file holds back while this many of its hand-offs are pending
+        /// (runs queued, running, or their `after:` not applied yet): a flood of files waits in
+        /// the folder, not as that many runs in the queue.
+        public var pendingRunsAtOnce = FolderWatcher.defaultPendingRuns
         public var environment: [String: String] = ProcessInfo.processInfo.environment
         public var warn: @Sendable (String) -> Void = { _ in }
 
@@ -86,6 +90,9 @@ public final class FolderWatcher: @unchecked Sendable {
 
     /// The most files handed over between two looks at inotify and at the work's outcomes.
     static let handOverBatch = 256
+    /// 10,000: a night's deliveries of whole files, and a sequence's frames taken in faster than
+    /// any queue runs them, while a million files dropped at once do not become a million runs.
+    public static let defaultPendingRuns = 10_000
 
     private func loop() {
         let settle = Double(watched.trigger.settle.components.seconds)
@@ -106,6 +113,10 @@ public final class FolderWatcher: @unchecked Sendable {
         // thread in one connection timeout after another.
         var storeFailing = false
         var storeRetryAt = 0.0
+        var heldBackUntil = 0.0  // pending runs at `pendingRunsAtOnce`: looked at again then
+        var saidHeldBack = false  // said once a backlog, not at every run that ends in it
+        let makesRuns: Bool
+        if case .runs = watched.trigger.work { makesRuns = true } else { makesRuns = false }
         var storeBackoff = 1.0
         func storeAnswered() {
             guard storeFailing else { return }
@@ -175,7 +186,27 @@ public final class FolderWatcher: @unchecked Sendable {
                 rootMissing = rootError != nil
                 nextScan = now + (rootMissing ? scanAlone : scanInterval)  // inotify cannot say when it is back
             }
-            for (relative, seen) in now >= storeRetryAt ? tracker.due(now: now, limit: Self.handOverBatch) : [] {
+            var room = Self.handOverBatch
+            if makesRuns && now >= storeRetryAt && now >= heldBackUntil && tracker.nextDue.map({ $0 <= now }) == true {
+                do {
+                    room = min(room, options.pendingRunsAtOnce - (try handOver.store.pendingHandOffCount(watch: watched.identity)))
+                    storeAnswered()
+                } catch {
+                    storeFailed("count the runs waiting", error, at: now)
+                }
+                if room <= 0 {
+                    heldBackUntil = now + 1
+                    if !saidHeldBack {
+                        options.warn("watch \(watched.folder): \(options.pendingRunsAtOnce) runs of this watch wait already; the "
+                            + "other files stay in the folder and are handed over as runs end")
+                    }
+                    saidHeldBack = true
+                } else if room >= options.pendingRunsAtOnce / 2 {
+                    saidHeldBack = false  // said again only for a backlog that came after this one cleared
+                }
+            }
+            let takeNow = now >= storeRetryAt && now >= heldBackUntil && room > 0
+            for (relative, seen) in takeNow ? tracker.due(now: now, limit: room) : [] {
                 let current = FileSignature.of(root: watched.folder, relative: relative)
                 guard current == seen else {
                     tracker.observe(relative, current, now: now)  // changed again (or gone): wait on
@@ -213,7 +244,8 @@ public final class FolderWatcher: @unchecked Sendable {
                     + "that kept changing for over \(Int(tracker.holdLimit)) s gave theirs up to newer ones (a later scan meets them again)")
             }
             now = clock()
-            let wake = min(tracker.nextDue.map { max($0, storeRetryAt) } ?? .infinity, max(nextOutcomes, storeRetryAt), nextScan, now + 0.25)
+            let wake = min(tracker.nextDue.map { max($0, storeRetryAt, heldBackUntil) } ?? .infinity, max(nextOutcomes, storeRetryAt),
+                           nextScan, now + 0.25)
             let timeout = max(0.01, wake - now)
             if let inotify {
                 switch inotify.wait(timeout: timeout) {

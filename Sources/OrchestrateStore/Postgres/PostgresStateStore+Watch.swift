@@ -60,6 +60,13 @@ extension PostgresStateStore {
         }
     }
 
+    public func pendingHandOffCount(watch: String) throws -> Int {
+        try pool.withConnection { conn in
+            try conn.execute("SELECT count(*) AS n FROM watch_handoffs WHERE watch = $1 AND outcome = 'pending'", [watch])
+                .all.first?.int("n") ?? 0
+        }
+    }
+
     public func endedHandOffs(watch: String, after: WatchHandOff?, limit: Int) throws -> [EndedHandOff] {
         let finished = RunStatus.allCases.filter(\.isFinished).map { "'\($0.rawValue)'" }.joined(separator: ",")
         return try pool.withConnection { conn in

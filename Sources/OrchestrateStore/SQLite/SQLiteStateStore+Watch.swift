@@ -56,6 +56,13 @@ extension SQLiteStateStore {
         }
     }
 
+    public func pendingHandOffCount(watch: String) throws -> Int {
+        try read { db in
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM watch_handoffs WHERE watch = ? AND outcome = 'pending'"),
+                             arguments: [watch]) ?? 0
+        }
+    }
+
     public func endedHandOffs(watch: String, after: WatchHandOff?, limit: Int) throws -> [EndedHandOff] {
         let finished = RunStatus.allCases.filter(\.isFinished).map { "'\($0.rawValue)'" }.joined(separator: ",")
         return try read { db in
