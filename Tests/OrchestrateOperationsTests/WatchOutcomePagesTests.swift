@@ -39,6 +39,16 @@ import Testing
                                                                 file: file, catalog: nil))
     }
 
+    /// Writes `in/relative`, hands it over as item `id` of the feed run, and ends that item done:
+    /// a file whose work succeeded, its `after:` still to do.
+    func handedOverAndDone(_ relative: String, id: String, by handOver: WatchHandOver, in store: any StateStore) throws -> WatchedFile {
+        try Data(relative.utf8).write(to: dir.file("in/" + relative))
+        let file = handOver.key(relative, try #require(FileSignature.of(root: dir.file("in").path, relative: relative)))
+        #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: id, json: "{}", event: nil), events: []))
+        try store.finishItem(runID: "feed", stepID: "accept", id: id, error: nil, event: nil, fence: nil)
+        return file
+    }
+
     /// A watcher starting over 2,100 hand-offs (twice and a bit its page) reads them a page at
     /// a time and holds those whose file can still be met: pending and failed ones, not those
     /// whose `after: delete` was applied.
@@ -125,10 +135,7 @@ import Testing
         let store = try open(kind)
         try Self.makeFeedRun(store)
         let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
-        try Data("frame".utf8).write(to: dir.file("in/f.bin"))
-        let file = handOver.key("f.bin", try #require(FileSignature.of(root: dir.file("in").path, relative: "f.bin")))
-        #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i1", json: "{}", event: nil), events: []))
-        try store.finishItem(runID: "feed", stepID: "accept", id: "i1", error: nil, event: nil, fence: nil)
+        let file = try handedOverAndDone("f.bin", id: "i1", by: handOver, in: store)
 
         try FileManager.default.moveItem(atPath: dir.file("in").path, toPath: dir.file("in.away").path)
         var events: [EventRecord] = []
@@ -157,14 +164,8 @@ import Testing
         let store = try open(kind)
         try Self.makeFeedRun(store)
         let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
-        var files: [WatchedFile] = []
-        for (i, name) in ["a.bin", "b.bin"].enumerated() {
-            try Data(name.utf8).write(to: dir.file("in/" + name))
-            let file = handOver.key(name, try #require(FileSignature.of(root: dir.file("in").path, relative: name)))
-            #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i\(i)", json: "{}", event: nil), events: []))
-            try store.finishItem(runID: "feed", stepID: "accept", id: "i\(i)", error: nil, event: nil, fence: nil)
-            files.append(file)
-        }
+        let files = [try handedOverAndDone("a.bin", id: "i0", by: handOver, in: store),
+                     try handedOverAndDone("b.bin", id: "i1", by: handOver, in: store)]
         // The other serve deletes both just after this one looked; it records a.bin at once and
         // never gets to record b.bin (it was stopped).
         handOver.beforeAction = { file in try? FileManager.default.removeItem(atPath: self.dir.file("in/" + file.path).path) }
@@ -195,10 +196,7 @@ import Testing
         let store = try open(kind)
         try Self.makeFeedRun(store)
         let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
-        try Data("frame".utf8).write(to: dir.file("in/f.bin"))
-        let file = handOver.key("f.bin", try #require(FileSignature.of(root: dir.file("in").path, relative: "f.bin")))
-        #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i1", json: "{}", event: nil), events: []))
-        try store.finishItem(runID: "feed", stepID: "accept", id: "i1", error: nil, event: nil, fence: nil)
+        let file = try handedOverAndDone("f.bin", id: "i1", by: handOver, in: store)
         handOver.betweenCheckAndAction = { _ in
             try? FileManager.default.createDirectory(atPath: self.dir.file("in/done").path, withIntermediateDirectories: true)
             try? FileManager.default.moveItem(atPath: self.dir.file("in/f.bin").path, toPath: self.dir.file("in/done/f.bin").path)
@@ -223,10 +221,7 @@ import Testing
         try Self.makeFeedRun(store)
         let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
         try FileManager.default.createDirectory(atPath: dir.file("in/shot").path, withIntermediateDirectories: true)
-        try Data("frame".utf8).write(to: dir.file("in/shot/f.bin"))
-        let file = handOver.key("shot/f.bin", try #require(FileSignature.of(root: dir.file("in").path, relative: "shot/f.bin")))
-        #expect(try store.handOver(file, as: .item(runID: "feed", stepID: "accept", id: "i1", json: "{}", event: nil), events: []))
-        try store.finishItem(runID: "feed", stepID: "accept", id: "i1", error: nil, event: nil, fence: nil)
+        _ = try handedOverAndDone("shot/f.bin", id: "i1", by: handOver, in: store)
         try FileManager.default.moveItem(atPath: dir.file("in/shot").path, toPath: dir.file("elsewhere").path)
         var events: [EventRecord] = []
         try handOver.settleOutcomes(now: 100) { events.append($0) }
