@@ -4,14 +4,14 @@ import OrchestrateTestSupport
 
 @testable import OrchestrateOperations
 
-/// A watch of the new folder `name` in `dir` (not recursive, 200 ms settle) feeding a session
-/// step: what the watch tests hand files to.
+/// A watch of the new folder `name` in `dir` (200 ms settle) feeding a session step: what the
+/// watch tests hand files to.
 enum FeedWatch {
-    static func make(_ name: String, in dir: TemporaryDirectory) throws -> (watched: WatchedFolder, folder: String) {
+    static func make(_ name: String, in dir: TemporaryDirectory, recursive: Bool = false) throws -> (watched: WatchedFolder, folder: String) {
         let file = dir.write("\(name).yaml", """
             name: feed
             on:
-              watch: { path: \(name), settle: 200ms, feed: accept }
+              watch: { path: \(name), recursive: \(recursive), settle: 200ms, feed: accept }
             steps:
               accept:
                 uses: sftp.accept-paths

@@ -39,6 +39,14 @@ import Testing
                                                                 file: file, catalog: nil))
     }
 
+    /// A watch of `in` with `after`, its store with the running feed run, and its hand-over.
+    func watching(_ kind: StoreKind, after: String = "delete") throws -> (WatchedFolder, any StateStore, WatchHandOver) {
+        let watched = try watched(after: after)
+        let store = try open(kind)
+        try Self.makeFeedRun(store)
+        return (watched, store, try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:]))
+    }
+
     /// Writes `in/relative`, hands it over as item `id` of the feed run, and ends that item done:
     /// a file whose work succeeded, its `after:` still to do.
     func handedOverAndDone(_ relative: String, id: String, by handOver: WatchHandOver, in store: any StateStore) throws -> WatchedFile {
@@ -131,10 +139,7 @@ import Testing
     /// and never done.
     @Test(arguments: StoreKind.allCases)
     func anAfterActionWaitsForAWatchedFolderThatCannotBeOpened(_ kind: StoreKind) throws {
-        let watched = try watched()
-        let store = try open(kind)
-        try Self.makeFeedRun(store)
-        let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
+        let (watched, store, handOver) = try watching(kind)
         let file = try handedOverAndDone("f.bin", id: "i1", by: handOver, in: store)
 
         try FileManager.default.moveItem(atPath: dir.file("in").path, toPath: dir.file("in.away").path)
@@ -160,10 +165,7 @@ import Testing
     /// next look, and records "none" itself only if nobody else recorded meanwhile.
     @Test(arguments: StoreKind.allCases, ["delete", "move-to done"])
     func aFileAnotherServeJustDeletedIsLeftToItsRecord(_ kind: StoreKind, after: String) throws {
-        let watched = try watched(after: after)
-        let store = try open(kind)
-        try Self.makeFeedRun(store)
-        let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
+        let (watched, store, handOver) = try watching(kind, after: after)
         let files = [try handedOverAndDone("a.bin", id: "i0", by: handOver, in: store),
                      try handedOverAndDone("b.bin", id: "i1", by: handOver, in: store)]
         // The other serve deletes both just after this one looked; it records a.bin at once and
@@ -192,10 +194,7 @@ import Testing
     /// try again (it was, in every night of two serves), but a file gone: left to the record.
     @Test(arguments: StoreKind.allCases)
     func aFileAnotherServeJustMovedIsNotAFailedMove(_ kind: StoreKind) throws {
-        let watched = try watched(after: "move-to done")
-        let store = try open(kind)
-        try Self.makeFeedRun(store)
-        let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
+        let (_, store, handOver) = try watching(kind, after: "move-to done")
         let file = try handedOverAndDone("f.bin", id: "i1", by: handOver, in: store)
         handOver.betweenCheckAndAction = { _ in
             try? FileManager.default.createDirectory(atPath: self.dir.file("in/done").path, withIntermediateDirectories: true)
@@ -216,10 +215,7 @@ import Testing
     /// pruned.
     @Test(arguments: StoreKind.allCases)
     func aFileWhoseFolderWentIsRecordedGoneNotRetriedForGood(_ kind: StoreKind) throws {
-        let watched = try watched()
-        let store = try open(kind)
-        try Self.makeFeedRun(store)
-        let handOver = try WatchHandOver(watched: watched, store: store, queue: "default", environment: [:])
+        let (watched, store, handOver) = try watching(kind)
         try FileManager.default.createDirectory(atPath: dir.file("in/shot").path, withIntermediateDirectories: true)
         _ = try handedOverAndDone("shot/f.bin", id: "i1", by: handOver, in: store)
         try FileManager.default.moveItem(atPath: dir.file("in/shot").path, toPath: dir.file("elsewhere").path)
