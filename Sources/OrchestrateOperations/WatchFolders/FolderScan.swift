@@ -46,7 +46,9 @@ struct FolderFilter: Sendable {
     /// byte for byte: a folder named alike in the other Unicode normalization is entered.
     let skippedFolders: Set<ExactPath>
 
-    /// Whether a scan of the whole folder enters the folder `relative` (below `root`).
+    /// Whether a scan enters the folder `relative` (below `root`): recursive, no hidden name on
+    /// the way, not the move-to folder or inside it, and no deeper than a path may be long
+    /// (nesting made to be deep would make each scan cost the square of its depth).
     func entersFolder(_ relative: String) -> Bool {
         let components = PathBytes.components(relative, omittingEmpty: true)
         guard recursive, !components.isEmpty, relative.utf8.count < Int(PATH_MAX),
@@ -133,11 +135,7 @@ struct FolderFilter: Sendable {
                 var info = stat()
                 guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
                 if (info.st_mode & S_IFMT) == S_IFDIR {
-                    // No deeper than a path may be long: nesting made to be deep would make
-                    // each scan cost the square of its depth.
-                    if recursive && relative.utf8.count < Int(PATH_MAX) && !skippedFolders.contains(ExactPath(relative)) {
-                        pending.append(relative)
-                    }
+                    if entersFolder(relative) { pending.append(relative) }
                 } else if let signature = FileSignature.of(info), matches(relative) {
                     body(relative, signature)
                 }
