@@ -118,7 +118,11 @@ import Testing
         }
         for relative in bad + ignored { #expect(FileManager.default.fileExists(atPath: outbox + "/" + relative), "\(relative)") }
         let outcomes = try store.watchHandOffs(watch: watch, pendingOnly: false).map(\.outcome)
-        #expect(outcomes.filter { $0 == .removed }.count == good.count)
+        // `removed` from the serve that deleted it; `done` when the other serve, finding the file
+        // gone at two looks a second apart, recorded first (the deleting one stalled between its
+        // delete and its record: seen once on a loaded machine).
+        #expect(outcomes.filter { $0 == .removed || $0 == .done }.count == good.count)
+        #expect(outcomes.contains(.removed))
         #expect(outcomes.filter { $0 == .left }.count == bad.count)
 
         // A restart hands nothing over again (the failed files are still there, unchanged)...
@@ -135,20 +139,22 @@ import Testing
         // Once its run is pruned, a file the watch deleted is forgotten: the same bytes dropped
         // in again with the same mtime (a re-delivery by `rsync -t` after the retention) are new
         // work. A failed file's hand-off stays with the file, its run pruned or not.
-        let earlyMtime = try #require(Int64(try h.storeSQL("SELECT mtime_ns FROM watch_handoffs WHERE path = 'early.txt'")))
+        // A file whose hand-off the deleting serve recorded (`removed`), put back the same.
+        let putBack = try #require(try store.watchHandOffs(watch: watch, pendingOnly: false).first { $0.outcome == .removed }?.file.path)
+        let putBackMtime = try #require(Int64(try h.storeSQL("SELECT mtime_ns FROM watch_handoffs WHERE path = '\(putBack)'")))
         let pruned = try h.orchestrate(["prune", "--older-than", "1s"])
         #expect(pruned.status == 0, "\(pruned.stderr)")
-        #expect(try h.storeSQL("SELECT count(*) FROM watch_handoffs WHERE path = 'early.txt'") == "0")
+        #expect(try h.storeSQL("SELECT count(*) FROM watch_handoffs WHERE path = '\(putBack)'") == "0")
         #expect(try h.storeSQL("SELECT outcome FROM watch_handoffs WHERE path = 'a/bad-2.txt'") == "left")
         #expect(try store.run(runs.first { $0.inputs["relative"]?.stringValue == "a/bad-2.txt" }?.id ?? "") == nil)
-        write("early.txt", "early")
-        var times = [timespec(tv_sec: Int(earlyMtime / 1_000_000_000), tv_nsec: Int(earlyMtime % 1_000_000_000))]
+        write(putBack, good[putBack] ?? "")
+        var times = [timespec(tv_sec: Int(putBackMtime / 1_000_000_000), tv_nsec: Int(putBackMtime % 1_000_000_000))]
         times.append(times[0])
-        #expect(utimensat(AT_FDCWD, outbox + "/early.txt", times, 0) == 0)
+        #expect(utimensat(AT_FDCWD, outbox + "/" + putBack, times, 0) == 0)
         #expect(h.waitFor(20) {
-            ((try? store.listRuns(RunFilter())) ?? []).contains { $0.inputs["relative"]?.stringValue == "early.txt" }
-        }, "the same version of early.txt was not handed over again after its run was pruned")
-        #expect(try h.storeSQL("SELECT mtime_ns FROM watch_handoffs WHERE path = 'early.txt'") == String(earlyMtime))
+            ((try? store.listRuns(RunFilter())) ?? []).contains { $0.inputs["relative"]?.stringValue == putBack }
+        }, "the same version of \(putBack) was not handed over again after its run was pruned")
+        #expect(try h.storeSQL("SELECT mtime_ns FROM watch_handoffs WHERE path = '\(putBack)'") == String(putBackMtime))
     }
 
     @Test func serveRefusesWatchesItCannotKeep() throws {
