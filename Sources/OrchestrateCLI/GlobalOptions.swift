@@ -79,6 +79,17 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
+    /// The SQLite commit level `ORCHESTRATE_SYNC` asks for; unset or empty is the default. A value
+    /// that is neither level is refused rather than read as the default: a typo must not quietly
+    /// cost the durability it asked for.
+    static func synchronous(_ setting: String?) throws -> StoreOpening.Synchronous {
+        guard let setting, !setting.isEmpty else { return .normal }
+        guard let level = StoreOpening.Synchronous(setting: setting) else {
+            throw CLIFailure.usage("ORCHESTRATE_SYNC must be normal or full, not '\(setting)'")
+        }
+        return level
+    }
+
     /// Opens the store (creating or migrating its schema) as this node.
     func openStore() throws -> any StateStore {
         applyNode()
@@ -87,7 +98,7 @@ struct GlobalOptions: ParsableArguments {
             Terminal.warning("the --store URL holds a password, which `ps` shows to every local user: "
                 + "use a password file (PGPASSFILE or passfile=) instead")
         }
-        let sync: StoreOpening.Synchronous = ProcessInfo.processInfo.environment["ORCHESTRATE_SYNC"] == "full" ? .full : .normal
+        let sync = try Self.synchronous(ProcessInfo.processInfo.environment["ORCHESTRATE_SYNC"])
         do {
             return try StoreOpening.open(location, synchronous: sync)
         } catch let refusal as OwnedState.Refusal {

@@ -6,7 +6,14 @@
 public enum StoreOpening {
     /// How durable a SQLite commit is (`ORCHESTRATE_SYNC=full` fsyncs each one). PostgreSQL's
     /// durability is the server's `synchronous_commit`.
-    public enum Synchronous: Sendable { case normal, full }
+    public enum Synchronous: String, Sendable, CaseIterable {
+        case normal, full
+
+        /// The value of `ORCHESTRATE_SYNC` (`normal` or `full`, in any case); nil for anything else.
+        public init?(setting: String) {
+            self.init(rawValue: setting.lowercased())
+        }
+    }
 
     public static func open(_ location: StoreLocation, synchronous: Synchronous = .normal) throws -> any StateStore {
         switch location {

@@ -1,5 +1,5 @@
 import Foundation
-import OrchestrateStore
+@testable import OrchestrateStore
 import OrchestrateTestSupport
 import Testing
 
@@ -21,6 +21,20 @@ import Testing
         let journal = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), [store.path, "PRAGMA journal_mode"])
         #expect(journal.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "wal")
         #expect(try store.integrityCheck() == "ok")
+    }
+
+    /// The level asked for is the one the writer connection commits with. A `synchronous` set
+    /// while the pool prepares its connections is undone when the pool turns WAL on (it sets
+    /// NORMAL): `ORCHESTRATE_SYNC=full` was once silently NORMAL that way.
+    @Test func commitsAtTheSyncLevelAskedFor() throws {
+        let levels: [(SQLiteStateStore.Synchronous?, Int)] = [(nil, 1), (.normal, 1), (.full, 2)]
+        for (index, (level, pragma)) in levels.enumerated() {
+            let directory = dir.file("sync-\(index)").path
+            let store = try level.map { try SQLiteStateStore(directory: directory, synchronous: $0) }
+                ?? SQLiteStateStore(directory: directory)
+            let writer = try store.write { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
+            #expect(writer == pragma, "\(level.map(\.rawValue) ?? "default"): PRAGMA synchronous is \(writer ?? -1)")
+        }
     }
 
     /// The journal binds text by its length, so a NUL inside it (which PostgreSQL's text cannot

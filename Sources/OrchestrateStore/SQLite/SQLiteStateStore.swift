@@ -68,7 +68,6 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         config.busyMode = .timeout(busyTimeout)
         config.journalMode = .wal
         config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = \(synchronous.rawValue)")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         do {
@@ -83,6 +82,12 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
             defer { flock(lock, LOCK_UN) }
             try SQLiteSchema.enableIncrementalVacuumIfNew(path: path)
             pool = try DatabasePool(path: path, configuration: config)
+            // After the pool is made, not in `prepareDatabase`: the pool turns WAL on after that
+            // and sets `synchronous = NORMAL` as it does, which would undo a FULL set there. Only
+            // the writer connection commits, so it is the one that matters.
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = \(synchronous.rawValue)")
+            }
             try SQLiteSchema.migrator().migrate(pool)
         } catch let error as StoreError {
             throw error
