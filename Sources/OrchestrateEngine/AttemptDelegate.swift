@@ -21,6 +21,8 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
     private unowned let sink: any AttemptEventSink
 
     private let lock = Lock()
+    /// The step's threads' checkpoint saves, written one at a time, the newest of those waiting.
+    private let checkpointSaves = CheckpointSaves()
     private var lastProgressShown = 0.0
     private var lastProgressJournaled = 0.0
     /// The bytes this attempt moved and its rate (not the bytes found on disk at a resume).
@@ -101,12 +103,13 @@ final class AttemptDelegate: StepHostDelegate, @unchecked Sendable {
 
     func saveCheckpoint(_ data: [UInt8]) -> Bool {
         guard data.count <= 1 << 20 else { return false }
-        do {
-            try store.saveCheckpoint(runID: runID, stepID: instanceID, data: data, fence: owner)
-            return true
-        } catch {
-            log(.warn, "checkpoint not saved: \(error)")
-            return false
+        return checkpointSaves.save(data) { newest in
+            do {
+                try store.saveCheckpoint(runID: runID, stepID: instanceID, data: newest, fence: owner)
+            } catch {
+                log(.warn, "checkpoint not saved: \(error)")
+                throw error
+            }
         }
     }
 
