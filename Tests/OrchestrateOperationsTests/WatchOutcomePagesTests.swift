@@ -1,6 +1,6 @@
 import Foundation
 import OrchestrateModel
-import OrchestrateStore
+@testable import OrchestrateStore
 import OrchestrateTestSupport
 import Testing
 
@@ -187,6 +187,23 @@ import Testing
         // Nothing is kept for a.bin, whose record is the other serve's: one entry a file would
         // add up over a long night of two serves.
         #expect(handOver.versionsFoundGone == 0)
+    }
+
+    /// The ends of the runs whose files `after:` deletes or moves are made durable before the
+    /// first of them goes (SQLite's default commits survive `kill -9`, not a power cut): one
+    /// fsync of the WAL a pass, not one a file; a watch that keeps its files syncs nothing.
+    @Test(arguments: ["delete", "move-to done", "keep"])
+    func theJournalIsMadeDurableBeforeAFileIsRemoved(after: String) throws {
+        let (_, store, handOver) = try watching(.sqlite, after: after)
+        let sqlite = try #require(store as? SQLiteStateStore)
+        for i in 0 ..< 3 { _ = try handedOverAndDone("f\(i).bin", id: "i\(i)", by: handOver, in: store) }
+        var syncsAtEachAction: [Int] = []
+        handOver.beforeAction = { _ in syncsAtEachAction.append(sqlite.journalSyncs) }
+        var events: [EventRecord] = []
+        try handOver.settleOutcomes(now: 100) { events.append($0) }
+        #expect(events.count == 3)
+        #expect(syncsAtEachAction == (after == "keep" ? [0, 0, 0] : [1, 1, 1]))
+        #expect(FileManager.default.fileExists(atPath: dir.file("in/f0.bin").path) == (after == "keep"))
     }
 
     /// Another serve moves the file to the move-to folder between this one's check and its own

@@ -37,6 +37,18 @@ import Testing
         }
     }
 
+    /// `syncJournal` (the barrier before a watch removes a file) fsyncs the WAL at NORMAL, where
+    /// a commit alone does not; at FULL every commit was synced already.
+    @Test func syncJournalFsyncsTheWALOnlyWhereCommitsAreNotSynced() throws {
+        for (level, syncs) in [(SQLiteStateStore.Synchronous.normal, 1), (.full, 0)] {
+            let store = try SQLiteStateStore(directory: dir.file("barrier-\(level.rawValue)").path, synchronous: level)
+            try store.createRun(RunRecord(id: "r1", workflowName: "wf", workflowFile: "/wf.yaml", workflowSource: "", inputs: [:],
+                                          status: .queued, createdAt: 1, runDir: "runs/r1"), events: [])
+            try store.syncJournal()
+            #expect(store.journalSyncs == syncs, "\(level.rawValue)")
+        }
+    }
+
     /// The journal binds text by its length, so a NUL inside it (which PostgreSQL's text cannot
     /// hold) does not cut it short.
     @Test func journaledTextKeepsEmbeddedNULs() throws {

@@ -37,6 +37,9 @@ final class WatchHandOver {
     /// 1 s after the first failure, doubling up to 5 min, so a file that keeps failing (a full
     /// disk) is not tried once a second for good.
     private var failingAfter: [WatchedFile: (next: Double, delay: Double)] = [:]
+    /// Whether this `settleOutcomes` pass has made the journal durable (`syncJournal`) before
+    /// its first delete or move.
+    private var journalSyncedThisPass = false
 
     init(watched: WatchedFolder, store: any StateStore, queue: String, environment: [String: String]) throws {
         self.watched = watched
@@ -214,6 +217,7 @@ final class WatchHandOver {
         var stillPending = Set<WatchedFile>()
         var goneAndPending = FileVersionSet()  // of `foundGone`, those this pass met still pending
         largestOutcomeRead = 0
+        journalSyncedThisPass = false
         while true {
             let page = try store.endedHandOffs(watch: watched.identity, after: after, limit: Self.outcomePage)
             largestOutcomeRead = max(largestOutcomeRead, page.count)
@@ -265,9 +269,10 @@ final class WatchHandOver {
         if let item = handOff.itemID { data["item"] = .string(item) }
         var outcome: WatchHandOff.Outcome = succeeded ? .done : .left
         if succeeded {
-            beforeAction(handOff.file)
             let action: String, destination: String?
             do {
+                try syncJournalBeforeRemoving()
+                beforeAction(handOff.file)
                 (action, destination) = try applyAfter(handOff.file)
             } catch {
                 throw AfterFailed(file: handOff.file, description: "\(handOff.file.path): \(error)")
@@ -289,6 +294,22 @@ final class WatchHandOver {
         let event = EventRecord(runID: handOff.runID, time: Date().timeIntervalSince1970, type: .watchFinished,
                                 data: .object(data))
         return try store.finishHandOff(handOff.file, outcome: outcome, events: [event]) ? [event] : []
+    }
+
+    /// Before the first delete or move of a pass, the journal is made durable, once: the ends of
+    /// the runs that succeeded were committed at the store's sync level, which for SQLite's
+    /// default (NORMAL) a power cut can roll back. A file deleted on the strength of a run's end
+    /// that is then rolled back would leave the run to start its steps again on a file no
+    /// longer there. One fsync a pass, only when there is something to remove.
+    private func syncJournalBeforeRemoving() throws {
+        if case .keep = watched.trigger.after { return }
+        guard !journalSyncedThisPass else { return }
+        do {
+            try store.syncJournal()
+        } catch {
+            throw FolderDescriptors.Failed(description: "cannot make the journal durable first: \(error)")
+        }
+        journalSyncedThisPass = true
     }
 
     /// Applies `after:` to the file if it is still the version that was handed over (a file

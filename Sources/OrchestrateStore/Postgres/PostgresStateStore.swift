@@ -266,6 +266,10 @@ public final class PostgresStateStore: StateStore, @unchecked Sendable {
         try commitGroup.commit(.journal(batch))
     }
 
+    /// Nothing to do: a commit is on the server's disk when it returns, by its
+    /// `synchronous_commit` (on unless the operator turned it off, a choice made there).
+    public func syncJournal() throws {}
+
     /// Writes what `CommitGroup` gathered in one transaction. A batch whose fence fails is left
     /// out (`ownershipLost`) and the others commit; any other failure of the shared transaction
     /// is sorted out by committing each piece alone, so one bad batch never fails its

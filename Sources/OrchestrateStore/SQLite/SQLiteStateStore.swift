@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 import OrchestrateJSON
 
 /// The default state store: one SQLite database in WAL mode, `DIR/state.sqlite`.
@@ -32,6 +33,11 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
 
     public let path: String
     private let pool: DatabasePool
+    /// Whether each commit is fsynced (FULL) or only the WAL at checkpoints (NORMAL).
+    private let synchronous: Synchronous
+    /// `syncJournal` calls that fsynced the WAL, for tests.
+    private let walSyncs = Atomic<Int>(0)
+    var journalSyncs: Int { walSyncs.load(ordering: .relaxed) }
     /// The writer connection's prepared statements; only touched inside the pool's writer
     /// access (`write`), which serializes it.
     private var journal: SQLiteJournalStatements?
@@ -48,6 +54,7 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                                                 attributes: [.posixPermissions: 0o700])
         try OwnedState.check(directory, as: .stateDirectory)
         path = (directory as NSString).appendingPathComponent("state.sqlite")
+        self.synchronous = synchronous
         // Create the file ourselves so it is 0600 from its first byte; SQLite gives the -wal
         // and -shm files the database file's permissions.
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
@@ -325,6 +332,24 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
     public func commit(_ batch: JournalBatch) throws {
         guard !batch.isEmpty else { return }
         try commitGroup.commit(batch)
+    }
+
+    /// At NORMAL, fsyncs the WAL, which holds every commit not yet checkpointed into the database
+    /// (a checkpoint syncs the WAL before it and the database after): those of every process
+    /// sharing the store, made before the call. At FULL each commit was synced already.
+    public func syncJournal() throws {
+        guard synchronous == .normal else { return }
+        let wal = path + "-wal"
+        let fd = open(wal, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return }  // no WAL: everything is in the database file
+            throw StoreError.unavailable(location: wal, reason: String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        guard fdatasync(fd) == 0 else {
+            throw StoreError.unavailable(location: wal, reason: "fdatasync: " + String(cString: strerror(errno)))
+        }
+        walSyncs.add(1, ordering: .relaxed)
     }
 
     /// Writes what `CommitGroup` gathered in one transaction. With several batches, each is
