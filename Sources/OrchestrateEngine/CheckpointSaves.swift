@@ -24,8 +24,9 @@ final class CheckpointSaves: @unchecked Sendable {
     private var writing = false
     /// Every save numbered up to this one has its answer (written, or in `failed`).
     private var answeredThrough = 0
-    /// Saves whose write failed, as ranges of their numbers, kept until no caller can ask:
-    /// consecutive failures merge, so a store that keeps failing keeps one range.
+    /// Saves whose write failed, as ranges of their numbers, kept until no caller is waiting:
+    /// consecutive failures merge, so a store that keeps failing keeps one range (only writes
+    /// failing and succeeding by turns under saves that never stop add more).
     private var failed: [ClosedRange<Int>] = []
     /// Callers waiting for an answer, for pruning `failed`.
     private var waiting = 0
@@ -49,7 +50,9 @@ final class CheckpointSaves: @unchecked Sendable {
                 condition.wait()
                 continue
             }
-            guard let batch = newest else { break }  // unreachable: a save not answered is pending or being written
+            // Unreachable (a save not answered is waiting or being written); were it reached,
+            // nothing was written for this save, so it is answered "not saved".
+            guard let batch = newest else { return false }
             newest = nil
             writing = true
             condition.unlock()

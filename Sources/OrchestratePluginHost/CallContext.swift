@@ -38,6 +38,11 @@ final class CallContext: @unchecked Sendable {
     private var outputs: [String: JSONValue] = [:]
     private var reportedError: ReportedError?
     private var checkpoint: [UInt8]?
+    /// Saves numbered as they arrive, and the number of the one `checkpoint` holds: threads of a
+    /// step saving at once are answered in any order (the host writes the newest of those
+    /// waiting once for all), and the cache must keep the newest, as the store does.
+    private var checkpointSavesArrived = 0
+    private var checkpointHeld = 0
     private var checkpointBuffer: UnsafeMutableRawPointer?
     private var itemMemory: [String: [UnsafeMutableRawPointer]] = [:]
 
@@ -119,8 +124,11 @@ final class CallContext: @unchecked Sendable {
 
     func saveCheckpoint(_ data: [UInt8]) -> Bool {
         guard data.count <= CallContext.checkpointLimit, !isFinished else { return false }
+        let number = lock.withLock { checkpointSavesArrived += 1; return checkpointSavesArrived }
         guard delegate.saveCheckpoint(data) else { return false }
         lock.withLock {
+            guard number > checkpointHeld else { return }
+            checkpointHeld = number
             checkpoint = data
             free(checkpointBuffer)
             checkpointBuffer = nil

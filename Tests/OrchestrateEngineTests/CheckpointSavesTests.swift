@@ -80,4 +80,18 @@ import Testing
         #expect(store.save(4), "the next save is answered by its own write")
         #expect(store.written == [[0], [4]])
     }
+
+    /// A save that arrives while a write fails is not that write's: the next write carries it.
+    @Test func aSaveArrivingDuringAFailingWriteGoesWithTheNext() {
+        let store = GatedStore()
+        store.startSave(0)  // its write will fail
+        store.startSave(1)  // waiting behind it
+        store.letOneWriteGo(failing: true)
+        store.waitForAnswers(1)
+        #expect(store.answers == [0: false])
+        store.letOneWriteGo()
+        store.waitForAnswers(2)
+        #expect(store.answers == [0: false, 1: true])
+        #expect(store.written == [[1]])
+    }
 }

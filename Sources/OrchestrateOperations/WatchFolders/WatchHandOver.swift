@@ -37,9 +37,9 @@ final class WatchHandOver {
     /// 1 s after the first failure, doubling up to 5 min, so a file that keeps failing (a full
     /// disk) is not tried once a second for good.
     private var failingAfter: [WatchedFile: (next: Double, delay: Double)] = [:]
-    /// Whether this `settleOutcomes` pass has made the journal durable (`syncJournal`) before
-    /// its first delete or move.
-    private var journalSyncedThisPass = false
+    /// Whether the journal was made durable (`syncJournal`) since the page of ended hand-offs
+    /// being settled was read: a page read later may hold runs that ended after the sync.
+    private var journalSyncedForPage = false
 
     init(watched: WatchedFolder, store: any StateStore, queue: String, environment: [String: String]) throws {
         self.watched = watched
@@ -217,10 +217,10 @@ final class WatchHandOver {
         var stillPending = Set<WatchedFile>()
         var goneAndPending = FileVersionSet()  // of `foundGone`, those this pass met still pending
         largestOutcomeRead = 0
-        journalSyncedThisPass = false
         while true {
             let page = try store.endedHandOffs(watch: watched.identity, after: after, limit: Self.outcomePage)
             largestOutcomeRead = max(largestOutcomeRead, page.count)
+            journalSyncedForPage = false
             for ended in page {
                 let handOff = ended.handOff
                 defer { if foundGone.contains(handOff.file) { goneAndPending.insert(handOff.file) } }
@@ -296,20 +296,21 @@ final class WatchHandOver {
         return try store.finishHandOff(handOff.file, outcome: outcome, events: [event]) ? [event] : []
     }
 
-    /// Before the first delete or move of a pass, the journal is made durable, once: the ends of
-    /// the runs that succeeded were committed at the store's sync level, which for SQLite's
-    /// default (NORMAL) a power cut can roll back. A file deleted on the strength of a run's end
-    /// that is then rolled back would leave the run to start its steps again on a file no
-    /// longer there. One fsync a pass, only when there is something to remove.
+    /// Before the first delete or move of each page of ended hand-offs, the journal is made
+    /// durable, once: the ends of the runs that succeeded were committed at the store's sync
+    /// level, which for SQLite's default (NORMAL) a power cut can roll back. A file deleted on
+    /// the strength of a run's end that is then rolled back would leave the run to start its
+    /// steps again on a file no longer there. One fsync a page (of up to `outcomePage`), only
+    /// when there is something to remove.
     private func syncJournalBeforeRemoving() throws {
         if case .keep = watched.trigger.after { return }
-        guard !journalSyncedThisPass else { return }
+        guard !journalSyncedForPage else { return }
         do {
             try store.syncJournal()
         } catch {
             throw FolderDescriptors.Failed(description: "cannot make the journal durable first: \(error)")
         }
-        journalSyncedThisPass = true
+        journalSyncedForPage = true
     }
 
     /// Applies `after:` to the file if it is still the version that was handed over (a file

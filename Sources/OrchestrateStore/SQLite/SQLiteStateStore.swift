@@ -29,12 +29,10 @@ import OrchestrateJSON
 /// (WAL): a reader never waits for the writer nor holds it up, so the HTTP API's lists and
 /// details do not delay the engine's journal commits (bench/api).
 public final class SQLiteStateStore: StateStore, @unchecked Sendable {
-    public enum Synchronous: String, Sendable { case normal = "NORMAL", full = "FULL" }
+    public enum Synchronous: String, Sendable, CaseIterable { case normal = "NORMAL", full = "FULL" }
 
     public let path: String
     private let pool: DatabasePool
-    /// Whether each commit is fsynced (FULL) or only the WAL at checkpoints (NORMAL).
-    private let synchronous: Synchronous
     /// `syncJournal` calls that fsynced the WAL, for tests.
     private let walSyncs = Atomic<Int>(0)
     var journalSyncs: Int { walSyncs.load(ordering: .relaxed) }
@@ -54,7 +52,6 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
                                                 attributes: [.posixPermissions: 0o700])
         try OwnedState.check(directory, as: .stateDirectory)
         path = (directory as NSString).appendingPathComponent("state.sqlite")
-        self.synchronous = synchronous
         // Create the file ourselves so it is 0600 from its first byte; SQLite gives the -wal
         // and -shm files the database file's permissions.
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
@@ -334,11 +331,11 @@ public final class SQLiteStateStore: StateStore, @unchecked Sendable {
         try commitGroup.commit(batch)
     }
 
-    /// At NORMAL, fsyncs the WAL, which holds every commit not yet checkpointed into the database
-    /// (a checkpoint syncs the WAL before it and the database after): those of every process
-    /// sharing the store, made before the call. At FULL each commit was synced already.
+    /// Fsyncs the WAL, which holds every commit not yet checkpointed into the database (a
+    /// checkpoint syncs the WAL before it and the database after): those of every process
+    /// sharing the store, made before the call. Also at FULL: another process sharing the store
+    /// may commit at NORMAL, and an fsync of a WAL with nothing new costs next to nothing.
     public func syncJournal() throws {
-        guard synchronous == .normal else { return }
         let wal = path + "-wal"
         let fd = open(wal, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {

@@ -198,7 +198,9 @@ typedef struct orc_host_api {
 
     /* Saves `size` bytes as the step's checkpoint, replacing the previous one. When it returns
      * 0 the checkpoint is durable: if the process dies, the next attempt of this step gets it
-     * back from load_checkpoint (e.g. the last byte offset the server confirmed).
+     * back from load_checkpoint (e.g. the last byte offset the server confirmed). When several
+     * threads of the step save at once, the last save wins: 0 then means this save, or one made
+     * after it, is durable (the host writes the newest of the saves waiting, once for all).
      * Returns 0 on success, -1 if it could not be stored (the step may go on; it just cannot
      * resume from this point). Limit: 1 MiB. [step-thread] */
     int32_t (*save_checkpoint)(orc_host *host, const uint8_t *data, size_t size);
