@@ -152,8 +152,9 @@ public protocol JournalStore: AnyObject, Sendable {
     /// barrier before an action that cannot be undone and must not outlive the record of why it
     /// was done (a watch's `after:` deleting or moving the file of a run that succeeded: were
     /// the run's end rolled back, its steps would run again on a file no longer there). SQLite
-    /// at `synchronous=NORMAL` fsyncs its WAL, once for every commit made before the call;
-    /// PostgreSQL's commits are on the server's disk when they return (`synchronous_commit`).
+    /// fsyncs its WAL, once for every commit made before the call (at FULL too: another process
+    /// sharing the store may commit at NORMAL); PostgreSQL's commits are on the server's disk
+    /// when they return (`synchronous_commit`).
     func syncJournal() throws
     /// The run's steps, in no particular order; a fan-out's items that have not started (no row
     /// of their own yet) are listed as pending (`UnstartedItems`), here and in `runDetail`.
