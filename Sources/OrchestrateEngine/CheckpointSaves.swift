@@ -30,8 +30,9 @@ final class CheckpointSaves: @unchecked Sendable {
     private var failed: [ClosedRange<Int>] = []
     /// Callers waiting for an answer, for pruning `failed`.
     private var waiting = 0
+    private var writesMade = 0
     /// How many writes were made, for tests.
-    private(set) var writes = 0
+    var writes: Int { condition.withLock { writesMade } }
     /// How many callers are in `save` (the one writing included), for tests.
     var callers: Int { condition.withLock { waiting } }
 
@@ -59,7 +60,7 @@ final class CheckpointSaves: @unchecked Sendable {
             let written = (try? write(batch.data)) != nil
             condition.lock()
             writing = false
-            writes += 1
+            writesMade += 1
             if !written {
                 if let last = failed.last, last.upperBound == answeredThrough {
                     failed[failed.count - 1] = last.lowerBound ... batch.number

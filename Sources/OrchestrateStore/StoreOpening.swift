@@ -6,19 +6,12 @@
 public enum StoreOpening {
     /// How durable a SQLite commit is (`ORCHESTRATE_SYNC=full` fsyncs each one). PostgreSQL's
     /// durability is the server's `synchronous_commit`.
-    public enum Synchronous: String, Sendable, CaseIterable {
-        case normal, full
-
-        /// The value of `ORCHESTRATE_SYNC` (`normal` or `full`, in any case); nil for anything else.
-        public init?(setting: String) {
-            self.init(rawValue: setting.lowercased())
-        }
-    }
+    public typealias Synchronous = SQLiteStateStore.Synchronous
 
     public static func open(_ location: StoreLocation, synchronous: Synchronous = .normal) throws -> any StateStore {
         switch location {
         case .sqlite(let directory):
-            return try SQLiteStateStore(directory: directory, synchronous: synchronous == .full ? .full : .normal)
+            return try SQLiteStateStore(directory: directory, synchronous: synchronous)
         case .postgres(let connection):
             return try PostgresStateStore(connection: connection)
         }

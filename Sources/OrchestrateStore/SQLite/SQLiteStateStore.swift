@@ -29,7 +29,15 @@ import OrchestrateJSON
 /// (WAL): a reader never waits for the writer nor holds it up, so the HTTP API's lists and
 /// details do not delay the engine's journal commits (bench/api).
 public final class SQLiteStateStore: StateStore, @unchecked Sendable {
-    public enum Synchronous: String, Sendable, CaseIterable { case normal = "NORMAL", full = "FULL" }
+    /// The commit level, as SQLite's `PRAGMA synchronous` spells it.
+    public enum Synchronous: String, Sendable, CaseIterable {
+        case normal = "NORMAL", full = "FULL"
+
+        /// The value of `ORCHESTRATE_SYNC` (`normal` or `full`, in any case); nil for anything else.
+        public init?(setting: String) {
+            self.init(rawValue: setting.uppercased())
+        }
+    }
 
     public let path: String
     private let pool: DatabasePool
